@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+/**
+ * The architecture of a decoder-only language model: one strict schema, the single source of
+ * defaults. Saved resolved inside every checkpoint (`config.json`), so a checkpoint always says
+ * exactly what it is. Unknown keys are an error.
+ *
+ * - `llama`: RMSNorm, RoPE, SwiGLU MLP, grouped-query attention; `attentionBias` gives Qwen2's
+ *   QKV bias, `queryKeyNorm` Qwen3's per-head RMSNorm on queries and keys.
+ * - `gpt2`: learned positions, LayerNorm, GELU (tanh) MLP, biases on every Linear.
+ */
+export const modelConfigSchema = z
+  .strictObject({
+    architecture: z.enum(['llama', 'gpt2']),
+    vocabSize: z.number().int().positive(),
+    hiddenSize: z.number().int().positive(),
+    layers: z.number().int().positive(),
+    heads: z.number().int().positive(),
+    /** Grouped-query attention: heads must be a multiple of kvHeads. @default heads */
+    kvHeads: z.number().int().positive().optional(),
+    /** @default hiddenSize / heads */
+    headDim: z.number().int().positive().optional(),
+    intermediateSize: z.number().int().positive(),
+    /** Longest sequence (prompt + completion) the model accepts. */
+    maxPositions: z.number().int().positive(),
+    ropeTheta: z.number().positive().default(10000),
+    normEpsilon: z.number().positive().default(1e-5),
+    attentionBias: z.boolean().default(false),
+    queryKeyNorm: z.boolean().default(false),
+    tieEmbeddings: z.boolean().default(false),
+  })
+  .superRefine((config, context) => {
+    const kvHeads = config.kvHeads ?? config.heads;
+    if (config.heads % kvHeads !== 0) {
+      context.addIssue({
+        code: 'custom',
+        path: ['kvHeads'],
+        message: `heads (${config.heads}) must be a multiple of kvHeads (${kvHeads})`,
+      });
+    }
+    if (config.headDim === undefined && config.hiddenSize % config.heads !== 0) {
+      context.addIssue({
+        code: 'custom',
+        path: ['headDim'],
+        message: `hiddenSize (${config.hiddenSize}) is not divisible by heads (${config.heads}); set headDim`,
+      });
+    }
+    if ((config.headDim ?? config.hiddenSize / config.heads) % 2 !== 0 && config.architecture === 'llama') {
+      context.addIssue({ code: 'custom', path: ['headDim'], message: 'RoPE needs an even headDim' });
+    }
+  });
+
+export type ModelConfigInput = z.input<typeof modelConfigSchema>;
+
+/** A validated config with every default filled in. */
+export interface ModelConfig {
+  architecture: 'llama' | 'gpt2';
+  vocabSize: number;
+  hiddenSize: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  intermediateSize: number;
+  maxPositions: number;
+  ropeTheta: number;
+  normEpsilon: number;
+  attentionBias: boolean;
+  queryKeyNorm: boolean;
+  tieEmbeddings: boolean;
+}
