@@ -1,0 +1,102 @@
+import { ShapeError } from '../util/errors.js';
+import type { RandomGenerator } from '../util/random.js';
+import { noGrad, tidy } from '../tensor/index.js';
+import { KeyValueCache } from './kv-cache.js';
+import { sampleToken, type SamplingSettings } from './sampling.js';
+import type { TransformerLM } from './transformer.js';
+
+export interface GenerateOptions extends Partial<SamplingSettings> {
+  /** One prompt (token ids, non-empty) per sequence. */
+  prompts: readonly (readonly number[])[];
+  maxNewTokens: number;
+  random: RandomGenerator;
+  /** A row stops after emitting any of these (the stop token is kept in its output). */
+  stopTokens?: readonly number[];
+  /** Token used for left padding; never attended to. @default 0 */
+  padId?: number;
+}
+
+export interface GeneratedSequence {
+  tokens: number[];
+  /** log π(token | prefix) under the model at temperature 1, recorded while sampling. */
+  logProbs: number[];
+  finishReason: 'stop' | 'length';
+}
+
+/**
+ * Batched sampling with a KV cache. Prompts of different lengths are left-padded to a common
+ * length; padding slots are masked out of attention and positions count real tokens only,
+ * so each row computes exactly what it would alone. Deterministic given the generator.
+ */
+export function generate(model: TransformerLM, options: GenerateOptions): GeneratedSequence[] {
+  const { prompts, maxNewTokens } = options;
+  const batch = prompts.length;
+  if (batch === 0) return [];
+  if (prompts.some((prompt) => prompt.length === 0)) throw new ShapeError('generate: every prompt needs at least one token (e.g. a BOS token)');
+  const settings: SamplingSettings = {
+    temperature: options.temperature ?? 1,
+    topK: options.topK ?? 0,
+    topP: options.topP ?? 1,
+  };
+  const padId = options.padId ?? 0;
+  const stopTokens = new Set(options.stopTokens ?? []);
+  const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
+  const capacity = promptLength + maxNewTokens;
+  const { vocabSize, maxPositions } = model.config;
+  if (capacity > maxPositions) {
+    throw new ShapeError(`generate: prompt (${promptLength}) + maxNewTokens (${maxNewTokens}) exceeds the model's maxPositions ${maxPositions}`);
+  }
+  const results: GeneratedSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], finishReason: 'length' }));
+  if (maxNewTokens === 0) return results;
+  const keyMask = new Float32Array(batch * capacity).fill(1);
+  const ids = new Int32Array(batch * promptLength);
+  const positions = new Int32Array(batch * promptLength);
+  const nextPosition = new Int32Array(batch);
+  prompts.forEach((prompt, row) => {
+    const padding = promptLength - prompt.length;
+    for (let slot = 0; slot < promptLength; slot++) {
+      const real = slot >= padding;
+      ids[row * promptLength + slot] = real ? prompt[slot - padding]! : padId;
+      positions[row * promptLength + slot] = real ? slot - padding : 0;
+      if (!real) keyMask[row * capacity + slot] = 0;
+    }
+    nextPosition[row] = prompt.length;
+  });
+  const cache = new KeyValueCache(model.config, batch, capacity);
+  const finished = new Uint8Array(batch);
+  try {
+    noGrad(() => {
+      let stepIds = ids;
+      let stepPositions = positions;
+      let stepLength = promptLength;
+      for (let step = 0; step < maxNewTokens; step++) {
+        const lastRows = new Int32Array(batch);
+        for (let row = 0; row < batch; row++) lastRows[row] = row * stepLength + stepLength - 1;
+        const sampled = tidy(() => {
+          const logits = model.forward({ ids: stepIds, batch, length: stepLength, positions: stepPositions, keyMask, cache, rows: lastRows });
+          const data = logits.data;
+          return prompts.map((_prompt, row) => (finished[row] ? null : sampleToken(data, row * vocabSize, vocabSize, settings, options.random)));
+        });
+        stepIds = new Int32Array(batch);
+        stepPositions = new Int32Array(batch);
+        sampled.forEach((draw, row) => {
+          if (draw) {
+            results[row]!.tokens.push(draw.token);
+            results[row]!.logProbs.push(draw.logProb);
+            if (stopTokens.has(draw.token)) {
+              finished[row] = 1;
+              results[row]!.finishReason = 'stop';
+            }
+          }
+          stepIds[row] = draw ? draw.token : padId;
+          stepPositions[row] = nextPosition[row]!++;
+        });
+        stepLength = 1;
+        if (finished.every((flag) => flag === 1)) break;
+      }
+    });
+  } finally {
+    cache.destroy();
+  }
+  return results;
+}

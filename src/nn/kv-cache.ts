@@ -1,0 +1,56 @@
+import { ShapeError } from '../util/errors.js';
+import { formatShape, Tensor } from '../tensor/index.js';
+import type { ModelConfig } from './config.js';
+
+/**
+ * Keys and values of every layer for a batch of sequences being decoded, laid out
+ * [batch, capacity, kvHeads·headDim] so the attention kernel reads them in place. All rows
+ * advance together; rows of different lengths are left-padded and masked (see generate.ts).
+ */
+export class KeyValueCache {
+  length = 0;
+  private readonly layers: Array<{ key: Tensor; value: Tensor }>;
+  private readonly width: number;
+
+  constructor(config: ModelConfig, readonly batch: number, readonly capacity: number) {
+    if (capacity > config.maxPositions) {
+      throw new ShapeError(`cache capacity ${capacity} exceeds the model's maxPositions ${config.maxPositions}`);
+    }
+    this.width = config.kvHeads * config.headDim;
+    this.layers = [];
+    for (let index = 0; index < config.layers; index++) {
+      const size = batch * capacity * this.width;
+      this.layers.push({
+        key: new Tensor(new Float32Array(size), [batch, capacity, this.width]).keep(),
+        value: new Tensor(new Float32Array(size), [batch, capacity, this.width]).keep(),
+      });
+    }
+  }
+
+  /** Writes new keys/values [batch, length, width] at slots [start, start + length). */
+  append(layerIndex: number, key: Tensor, value: Tensor, start: number): { key: Tensor; value: Tensor } {
+    const layer = this.layers[layerIndex]!;
+    const [batch, length, width] = key.shape as [number, number, number];
+    if (batch !== this.batch || width !== this.width || start + length > this.capacity) {
+      throw new ShapeError(`cache append of ${formatShape(key.shape)} at slot ${start} does not fit cache [${this.batch}, ${this.capacity}, ${this.width}]`);
+    }
+    for (const [source, target] of [[key.data, layer.key.data], [value.data, layer.value.data]] as const) {
+      for (let row = 0; row < batch; row++) {
+        target.set(source.subarray(row * length * width, (row + 1) * length * width), (row * this.capacity + start) * width);
+      }
+    }
+    return layer;
+  }
+
+  /** Called once per forward, after every layer appended. */
+  advance(length: number): void {
+    this.length += length;
+  }
+
+  destroy(): void {
+    for (const layer of this.layers) {
+      layer.key.destroy();
+      layer.value.destroy();
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { add, matmul, parameter, type Tensor } from '../tensor/index.js';
+import { Module } from './module.js';
+import type { RandomGenerator } from '../util/random.js';
+
+/** Anything that maps [..., inFeatures] to [..., outFeatures]: a Linear or an adapter around one. */
+export interface LinearLayer extends Module {
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  forward(input: Tensor): Tensor;
+}
+
+/** Normal(0, std) initial values from a seeded generator. */
+export function normalValues(size: number, standardDeviation: number, random: RandomGenerator): Float32Array {
+  const values = new Float32Array(size);
+  for (let index = 0; index < size; index++) values[index] = random.normal() * standardDeviation;
+  return values;
+}
+
+/**
+ * y = x·Wᵀ + b, with W stored [out, in] as in PyTorch and Hugging Face checkpoints, so
+ * weights load without transposes and the product is one sgemm with a transposed operand.
+ */
+export class Linear extends Module implements LinearLayer {
+  readonly weight: Tensor;
+  readonly bias: Tensor | null;
+
+  constructor(
+    readonly inFeatures: number,
+    readonly outFeatures: number,
+    options: { bias: boolean; random: RandomGenerator; initStd?: number },
+  ) {
+    super();
+    const std = options.initStd ?? 0.02;
+    this.weight = this.registerParameter(
+      'weight',
+      parameter(normalValues(outFeatures * inFeatures, std, options.random), [outFeatures, inFeatures]),
+    );
+    this.bias = options.bias
+      ? this.registerParameter('bias', parameter(new Float32Array(outFeatures), [outFeatures]))
+      : null;
+  }
+
+  forward(input: Tensor): Tensor {
+    const product = matmul(input, this.weight, { transposeB: true });
+    return this.bias ? add(product, this.bias) : product;
+  }
+}

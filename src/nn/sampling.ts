@@ -1,0 +1,85 @@
+import type { RandomGenerator } from '../util/random.js';
+
+export interface SamplingSettings {
+  /** Divides the logits; 0 means greedy. @default 1 */
+  temperature: number;
+  /** Keep only the k most likely tokens; 0 = off. @default 0 */
+  topK: number;
+  /** Keep the smallest set of tokens whose probability reaches p; 1 = off. @default 1 */
+  topP: number;
+}
+
+/**
+ * Draws one token from a row of logits under temperature, top-k and top-p, in float64.
+ * Returns the token and its log-probability under the model's own distribution
+ * (temperature 1, no truncation): the quantity RL scores and importance ratios use.
+ */
+export function sampleToken(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  settings: SamplingSettings,
+  random: RandomGenerator,
+): { token: number; logProb: number } {
+  let maximum = -Infinity;
+  for (let column = 0; column < vocab; column++) maximum = Math.max(maximum, logits[offset + column]!);
+  let total = 0;
+  for (let column = 0; column < vocab; column++) total += Math.exp(logits[offset + column]! - maximum);
+  const logNormalizer = maximum + Math.log(total);
+  const token = settings.temperature === 0
+    ? argmax(logits, offset, vocab)
+    : drawTruncated(logits, offset, vocab, settings, random);
+  return { token, logProb: logits[offset + token]! - logNormalizer };
+}
+
+function argmax(logits: Float32Array, offset: number, vocab: number): number {
+  let best = 0;
+  for (let column = 1; column < vocab; column++) if (logits[offset + column]! > logits[offset + best]!) best = column;
+  return best;
+}
+
+function drawTruncated(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  settings: SamplingSettings,
+  random: RandomGenerator,
+): number {
+  const weights = new Float64Array(vocab);
+  let maximum = -Infinity;
+  for (let column = 0; column < vocab; column++) maximum = Math.max(maximum, logits[offset + column]!);
+  for (let column = 0; column < vocab; column++) {
+    weights[column] = Math.exp((logits[offset + column]! - maximum) / settings.temperature);
+  }
+  const truncate = (settings.topK > 0 && settings.topK < vocab) || settings.topP < 1;
+  if (truncate) applyTruncation(weights, settings);
+  let total = 0;
+  for (let column = 0; column < vocab; column++) total += weights[column]!;
+  let threshold = random.nextDouble() * total;
+  for (let column = 0; column < vocab; column++) {
+    threshold -= weights[column]!;
+    if (threshold < 0) return column;
+  }
+  // Rounding left a sliver: return the last token with weight.
+  for (let column = vocab - 1; column >= 0; column--) if (weights[column]! > 0) return column;
+  return 0;
+}
+
+/** Zeroes the weights outside the top-k and outside the top-p nucleus. */
+function applyTruncation(weights: Float64Array, settings: SamplingSettings): void {
+  const order = Array.from(weights.keys()).sort((a, b) => weights[b]! - weights[a]! || a - b);
+  let total = 0;
+  for (const index of order) total += weights[index]!;
+  const keep = settings.topK > 0 ? Math.min(settings.topK, order.length) : order.length;
+  let cumulative = 0;
+  let kept = 0;
+  for (const index of order) {
+    const inNucleus = cumulative < settings.topP * total;
+    if (kept < keep && inNucleus) {
+      cumulative += weights[index]!;
+      kept++;
+    } else {
+      weights[index] = 0;
+    }
+  }
+}

@@ -1,0 +1,130 @@
+import { ShapeError } from '../util/errors.js';
+import { gatherLogProbs, logSoftmax, noGrad, tidy, type Tensor } from '../tensor/index.js';
+import type { TransformerLM } from './transformer.js';
+
+/** A (context, completion) pair of token ids; the completion is what gets scored. */
+export interface ScoringItem {
+  context: readonly number[];
+  completion: readonly number[];
+}
+
+/** A right-padded batch of items and where each completion token's logits sit. */
+export interface ScoringBatch {
+  ids: Int32Array;
+  batch: number;
+  length: number;
+  /** Flattened row (b·length + t) whose logits predict each completion token, item by item. */
+  rows: Int32Array;
+  /** The completion tokens, in the same order. */
+  targets: Int32Array;
+  /** offsets[i] = index of item i's first completion token; offsets[items] = total. */
+  offsets: Int32Array;
+  /** [batch, length] 1 = real token. */
+  keyMask: Float32Array;
+}
+
+/**
+ * Packs items into one right-padded batch. Token t of item i's completion sits at position
+ * context.length + t and is predicted by the logits one position earlier.
+ */
+export function packScoringBatch(items: readonly ScoringItem[], maxPositions: number, padId = 0): ScoringBatch {
+  const batch = items.length;
+  const length = Math.max(1, ...items.map((item) => item.context.length + item.completion.length));
+  if (length > maxPositions) throw new ShapeError(`scoring: a sequence of ${length} tokens exceeds maxPositions ${maxPositions}`);
+  const ids = new Int32Array(batch * length).fill(padId);
+  const keyMask = new Float32Array(batch * length);
+  const offsets = new Int32Array(batch + 1);
+  let total = 0;
+  items.forEach((item, index) => {
+    if (item.context.length === 0) throw new ShapeError(`scoring: item ${index} has an empty context (prepend a BOS token)`);
+    offsets[index] = total;
+    total += item.completion.length;
+  });
+  offsets[batch] = total;
+  const rows = new Int32Array(total);
+  const targets = new Int32Array(total);
+  items.forEach((item, index) => {
+    const sequence = [...item.context, ...item.completion];
+    sequence.forEach((token, position) => {
+      ids[index * length + position] = token;
+      keyMask[index * length + position] = 1;
+    });
+    item.completion.forEach((token, offset) => {
+      const cursor = offsets[index]! + offset;
+      rows[cursor] = index * length + item.context.length + offset - 1;
+      targets[cursor] = token;
+    });
+  });
+  return { ids, batch, length, rows, targets, offsets, keyMask };
+}
+
+export interface CompletionScores {
+  /** [totalTokens] log π(token | prefix), item by item (see offsets). Differentiable. */
+  logProbs: Tensor;
+  /** [totalTokens] entropy of each predictive distribution, when requested. */
+  entropy: Tensor | null;
+  offsets: Int32Array;
+}
+
+/**
+ * Per-token log-probabilities (and entropies) of each completion given its context, in one
+ * batched forward pass that computes logits only at completion positions. Differentiable
+ * unless called under noGrad.
+ */
+export function scoreCompletions(model: TransformerLM, items: readonly ScoringItem[], options: { entropy?: boolean } = {}): CompletionScores {
+  const packed = packScoringBatch(items, model.config.maxPositions);
+  const logits = model.forward({ ids: packed.ids, batch: packed.batch, length: packed.length, keyMask: packed.keyMask, rows: packed.rows });
+  const { logProbs, entropy } = gatherLogProbs(logits, packed.targets, { entropy: options.entropy ?? false });
+  return { logProbs, entropy, offsets: packed.offsets };
+}
+
+/** Plain arrays of per-token log-probs and entropies, one per item (no gradients). */
+export function scoreToArrays(model: TransformerLM, items: readonly ScoringItem[]): Array<{ logProbs: Float32Array; entropy: Float32Array }> {
+  return noGrad(() => tidy(() => {
+    const scores = scoreCompletions(model, items, { entropy: true });
+    const logProbs = scores.logProbs.data;
+    const entropy = scores.entropy!.data;
+    return items.map((_item, index) => {
+      const start = scores.offsets[index]!;
+      const end = scores.offsets[index + 1]!;
+      return { logProbs: logProbs.slice(start, end), entropy: entropy.slice(start, end) };
+    });
+  }));
+}
+
+/**
+ * The full predictive log-distribution at every completion token: [totalTokens, vocab], item
+ * by item. Cached before an update, it is the reference for exact per-token KL afterwards.
+ */
+export function completionLogDistributions(model: TransformerLM, items: readonly ScoringItem[]): Float32Array {
+  return noGrad(() => tidy(() => {
+    const packed = packScoringBatch(items, model.config.maxPositions);
+    const logits = model.forward({ ids: packed.ids, batch: packed.batch, length: packed.length, keyMask: packed.keyMask, rows: packed.rows });
+    return logSoftmax(logits).data.slice();
+  }));
+}
+
+/**
+ * Exact KL(reference ‖ model) over the whole vocabulary at every completion token, where
+ * `reference` holds log-distributions from completionLogDistributions (of another model, or
+ * of this one before an update). Float64 accumulation. Returns [totalTokens].
+ */
+export function tokenKlAgainst(model: TransformerLM, items: readonly ScoringItem[], reference: Float32Array): Float64Array {
+  const current = completionLogDistributions(model, items);
+  if (current.length !== reference.length) {
+    throw new ShapeError(`tokenKlAgainst: reference has ${reference.length} values, expected ${current.length}`);
+  }
+  const vocab = model.config.vocabSize;
+  const positions = current.length / vocab;
+  const kl = new Float64Array(positions);
+  for (let position = 0; position < positions; position++) {
+    let total = 0;
+    for (let column = 0; column < vocab; column++) {
+      const logP = reference[position * vocab + column]!;
+      if (logP === -Infinity) continue;
+      total += Math.exp(logP) * (logP - current[position * vocab + column]!);
+    }
+    kl[position] = Math.max(0, total);
+  }
+  return kl;
+}

@@ -1,0 +1,267 @@
+import { ShapeError } from '../util/errors.js';
+import type { RandomGenerator } from '../util/random.js';
+import {
+  add, attention, embedding, gelu, isGradientEnabled, layerNorm, matmul, parameter, rmsNorm,
+  rope, swiglu, type Tensor,
+} from '../tensor/index.js';
+import { modelConfigSchema, type ModelConfig, type ModelConfigInput } from './config.js';
+import { parseWithSchema } from '../util/schema.js';
+import type { KeyValueCache } from './kv-cache.js';
+import { Linear, normalValues, type LinearLayer } from './linear.js';
+import { Module } from './module.js';
+import { selectRows } from '../tensor/ops/gather.js';
+
+/**
+ * Decoder-only language models: the Llama family (RMSNorm, RoPE, SwiGLU, grouped-query
+ * attention; Qwen2's QKV bias and Qwen3's QK-norm as options) and GPT-2 (learned positions,
+ * LayerNorm, GELU). One file, classes in dependency order: norm → attention → MLP → block →
+ * model. Activations keep the projection layout [batch, length, features] throughout; heads
+ * are a view the kernels understand, so no transposes are ever materialized.
+ */
+
+export function resolveModelConfig(input: ModelConfigInput, source = 'model config'): ModelConfig {
+  const parsed = parseWithSchema(modelConfigSchema, input, source);
+  return {
+    ...parsed,
+    kvHeads: parsed.kvHeads ?? parsed.heads,
+    headDim: parsed.headDim ?? parsed.hiddenSize / parsed.heads,
+  };
+}
+
+// ---- norms ---------------------------------------------------------------------------------
+
+export class RMSNorm extends Module {
+  readonly weight: Tensor;
+  constructor(size: number, readonly epsilon: number) {
+    super();
+    this.weight = this.registerParameter('weight', parameter(new Float32Array(size).fill(1), [size]));
+  }
+  forward(input: Tensor): Tensor {
+    return rmsNorm(input, this.weight, this.epsilon);
+  }
+}
+
+export class LayerNorm extends Module {
+  readonly weight: Tensor;
+  readonly bias: Tensor;
+  constructor(size: number, readonly epsilon: number) {
+    super();
+    this.weight = this.registerParameter('weight', parameter(new Float32Array(size).fill(1), [size]));
+    this.bias = this.registerParameter('bias', parameter(new Float32Array(size), [size]));
+  }
+  forward(input: Tensor): Tensor {
+    return layerNorm(input, this.weight, this.bias, this.epsilon);
+  }
+}
+
+type Norm = RMSNorm | LayerNorm;
+
+function createNorm(config: ModelConfig, size = config.hiddenSize): Norm {
+  return config.architecture === 'gpt2' ? new LayerNorm(size, config.normEpsilon) : new RMSNorm(size, config.normEpsilon);
+}
+
+// ---- attention -----------------------------------------------------------------------------
+
+/** What a forward pass needs to know about positions, padding and the cache. */
+export interface SequenceLayout {
+  batch: number;
+  length: number;
+  /** [batch·length] absolute positions (RoPE / learned positions). */
+  positions: Int32Array;
+  /** [batch, keyCapacity] 1 = real token, 0 = padding; null = all real. */
+  keyMask: Float32Array | null;
+  /** Slot of the first new token in the cache (0 without a cache). */
+  queryStart: number;
+}
+
+export class SelfAttention extends Module {
+  readonly queryProjection: LinearLayer;
+  readonly keyProjection: LinearLayer;
+  readonly valueProjection: LinearLayer;
+  readonly outputProjection: LinearLayer;
+  readonly queryNorm: RMSNorm | null;
+  readonly keyNorm: RMSNorm | null;
+
+  constructor(private readonly config: ModelConfig, random: RandomGenerator) {
+    super();
+    const { hiddenSize, heads, kvHeads, headDim } = config;
+    const qkvBias = config.attentionBias || config.architecture === 'gpt2';
+    const outputBias = config.architecture === 'gpt2';
+    const residualStd = 0.02 / Math.sqrt(2 * config.layers);
+    this.queryProjection = this.registerModule('queryProjection', new Linear(hiddenSize, heads * headDim, { bias: qkvBias, random }));
+    this.keyProjection = this.registerModule('keyProjection', new Linear(hiddenSize, kvHeads * headDim, { bias: qkvBias, random }));
+    this.valueProjection = this.registerModule('valueProjection', new Linear(hiddenSize, kvHeads * headDim, { bias: qkvBias, random }));
+    this.outputProjection = this.registerModule('outputProjection', new Linear(heads * headDim, hiddenSize, { bias: outputBias, random, initStd: residualStd }));
+    this.queryNorm = config.queryKeyNorm ? this.registerModule('queryNorm', new RMSNorm(headDim, config.normEpsilon)) : null;
+    this.keyNorm = config.queryKeyNorm ? this.registerModule('keyNorm', new RMSNorm(headDim, config.normEpsilon)) : null;
+  }
+
+  /** x: [batch, length, hidden] → [batch, length, hidden] */
+  forward(input: Tensor, layout: SequenceLayout, cache: KeyValueCache | null, layerIndex: number): Tensor {
+    const { heads, kvHeads, ropeTheta, architecture } = this.config;
+    let query = this.queryProjection.forward(input); // [B, T, H·D]
+    let key = this.keyProjection.forward(input); // [B, T, KvH·D]
+    const value = this.valueProjection.forward(input); // [B, T, KvH·D]
+    if (this.queryNorm && this.keyNorm) {
+      query = this.queryNorm.forward(query); // per head (weight [D])
+      key = this.keyNorm.forward(key);
+    }
+    if (architecture === 'llama') {
+      query = rope(query, layout.positions, { heads, theta: ropeTheta });
+      key = rope(key, layout.positions, { heads: kvHeads, theta: ropeTheta });
+    }
+    let keys = key;
+    let values = value;
+    let keyLength = layout.length;
+    if (cache) {
+      const stored = cache.append(layerIndex, key, value, layout.queryStart);
+      keys = stored.key; // [B, capacity, KvH·D]
+      values = stored.value;
+      keyLength = layout.queryStart + layout.length;
+    }
+    const mixed = attention(query, keys, values, {
+      heads, kvHeads, queryStart: layout.queryStart, keyLength, keyMask: layout.keyMask,
+    }); // [B, T, H·D]
+    return this.outputProjection.forward(mixed);
+  }
+}
+
+// ---- MLP -----------------------------------------------------------------------------------
+
+export class FeedForward extends Module {
+  readonly gateProjection: LinearLayer | null;
+  readonly upProjection: LinearLayer;
+  readonly downProjection: LinearLayer;
+
+  constructor(private readonly config: ModelConfig, random: RandomGenerator) {
+    super();
+    const { hiddenSize, intermediateSize } = config;
+    const bias = config.architecture === 'gpt2';
+    const residualStd = 0.02 / Math.sqrt(2 * config.layers);
+    this.gateProjection = config.architecture === 'llama'
+      ? this.registerModule('gateProjection', new Linear(hiddenSize, intermediateSize, { bias: false, random }))
+      : null;
+    this.upProjection = this.registerModule('upProjection', new Linear(hiddenSize, intermediateSize, { bias, random }));
+    this.downProjection = this.registerModule('downProjection', new Linear(intermediateSize, hiddenSize, { bias, random, initStd: residualStd }));
+  }
+
+  /** [B, T, hidden] → [B, T, hidden]: SwiGLU (llama) or GELU (gpt2). */
+  forward(input: Tensor): Tensor {
+    const up = this.upProjection.forward(input); // [B, T, I]
+    const activated = this.gateProjection ? swiglu(this.gateProjection.forward(input), up) : gelu(up);
+    return this.downProjection.forward(activated);
+  }
+}
+
+// ---- block ---------------------------------------------------------------------------------
+
+export class DecoderBlock extends Module {
+  readonly attentionNorm: Norm;
+  readonly attention: SelfAttention;
+  readonly feedForwardNorm: Norm;
+  readonly feedForward: FeedForward;
+
+  constructor(config: ModelConfig, random: RandomGenerator) {
+    super();
+    this.attentionNorm = this.registerModule('attentionNorm', createNorm(config));
+    this.attention = this.registerModule('attention', new SelfAttention(config, random));
+    this.feedForwardNorm = this.registerModule('feedForwardNorm', createNorm(config));
+    this.feedForward = this.registerModule('feedForward', new FeedForward(config, random));
+  }
+
+  /** Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(·)). */
+  forward(input: Tensor, layout: SequenceLayout, cache: KeyValueCache | null, layerIndex: number): Tensor {
+    const afterAttention = add(input, this.attention.forward(this.attentionNorm.forward(input), layout, cache, layerIndex));
+    return add(afterAttention, this.feedForward.forward(this.feedForwardNorm.forward(afterAttention)));
+  }
+}
+
+// ---- model ---------------------------------------------------------------------------------
+
+export interface ForwardInput {
+  /** [batch·length] token ids. */
+  ids: Int32Array;
+  batch: number;
+  length: number;
+  /** @default queryStart + t for every row */
+  positions?: Int32Array;
+  /** [batch, keyCapacity] (keyCapacity = cache capacity, or length without a cache). */
+  keyMask?: Float32Array | null;
+  /** Decoding: keys/values of earlier tokens; this call appends to it. No gradients. */
+  cache?: KeyValueCache | null;
+  /**
+   * Only these flattened rows (b·length + t) get logits: scoring needs logits only at
+   * completion positions, and the LM head is the widest matmul of a small model.
+   */
+  rows?: Int32Array;
+}
+
+export class TransformerLM extends Module {
+  readonly config: ModelConfig;
+  readonly tokenEmbedding: Tensor;
+  readonly positionEmbedding: Tensor | null;
+  readonly blocks: DecoderBlock[];
+  readonly finalNorm: Norm;
+  readonly outputHead: LinearLayer | null;
+
+  constructor(configInput: ModelConfigInput | ModelConfig, random: RandomGenerator) {
+    super();
+    const config = resolveModelConfig(configInput);
+    this.config = config;
+    const { vocabSize, hiddenSize } = config;
+    this.tokenEmbedding = this.registerParameter('tokenEmbedding', parameter(normalValues(vocabSize * hiddenSize, 0.02, random), [vocabSize, hiddenSize]));
+    this.positionEmbedding = config.architecture === 'gpt2'
+      ? this.registerParameter('positionEmbedding', parameter(normalValues(config.maxPositions * hiddenSize, 0.01, random), [config.maxPositions, hiddenSize]))
+      : null;
+    this.blocks = [];
+    for (let index = 0; index < config.layers; index++) {
+      this.blocks.push(this.registerModule(`blocks.${index}`, new DecoderBlock(config, random)));
+    }
+    this.finalNorm = this.registerModule('finalNorm', createNorm(config));
+    this.outputHead = config.tieEmbeddings
+      ? null
+      : this.registerModule('outputHead', new Linear(hiddenSize, vocabSize, { bias: false, random }));
+  }
+
+  /** Hidden states after the final norm: [batch, length, hidden]. */
+  forwardHidden(input: ForwardInput): Tensor {
+    const { batch, length, ids } = input;
+    if (ids.length !== batch * length) throw new ShapeError(`forward: ${ids.length} ids for batch ${batch} × length ${length}`);
+    const cache = input.cache ?? null;
+    if (cache && isGradientEnabled()) throw new Error('a KV cache is for decoding: run it under noGrad()');
+    const queryStart = cache ? cache.length : 0;
+    if (queryStart + length > this.config.maxPositions) {
+      throw new ShapeError(`sequence of ${queryStart + length} tokens exceeds the model's maxPositions ${this.config.maxPositions}`);
+    }
+    const positions = input.positions ?? defaultPositions(batch, length, queryStart);
+    const layout: SequenceLayout = { batch, length, positions, keyMask: input.keyMask ?? null, queryStart };
+    let hidden = embedding(this.tokenEmbedding, ids, [batch, length]); // [B, T, C]
+    if (this.positionEmbedding) {
+      for (const position of positions) {
+        if (position < 0 || position >= this.config.maxPositions) throw new ShapeError(`position ${position} outside [0, ${this.config.maxPositions})`);
+      }
+      hidden = add(hidden, embedding(this.positionEmbedding, positions, [batch, length]));
+    }
+    this.blocks.forEach((block, index) => {
+      hidden = block.forward(hidden, layout, cache, index);
+    });
+    if (cache) cache.advance(length);
+    return this.finalNorm.forward(hidden);
+  }
+
+  /** Logits [rows, vocab] for every position (rows = batch·length) or for `input.rows`. */
+  forward(input: ForwardInput): Tensor {
+    let hidden = this.forwardHidden(input); // [B, T, C]
+    if (input.rows) hidden = selectRows(hidden, input.rows);
+    return this.outputHead
+      ? this.outputHead.forward(hidden)
+      : matmul(hidden, this.tokenEmbedding, { transposeB: true });
+  }
+}
+
+export function defaultPositions(batch: number, length: number, start: number): Int32Array {
+  const positions = new Int32Array(batch * length);
+  for (let row = 0; row < batch; row++) for (let t = 0; t < length; t++) positions[row * length + t] = start + t;
+  return positions;
+}
+

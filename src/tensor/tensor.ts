@@ -1,0 +1,248 @@
+import { ShapeError } from '../util/errors.js';
+import { allocate, allocateZeroed, keep, release, track, type Disposable } from './memory.js';
+
+/**
+ * The backward rule of one op: given the gradient of the op's output, accumulate the gradient
+ * of each input that requires one (via `gradientOf(input)`, which allocates it zeroed).
+ */
+export interface GradientNode {
+  readonly operation: string;
+  readonly inputs: readonly Tensor[];
+  backward(gradOutput: Float32Array): void;
+  /** Frees what the forward pass saved for backward (called once backward has run). */
+  release?(): void;
+}
+
+let gradientEnabled = true;
+
+/** Whether ops record the graph. */
+export function isGradientEnabled(): boolean {
+  return gradientEnabled;
+}
+
+/** Runs `fn` without recording gradients (inference, scoring, sampling). */
+export function noGrad<T>(fn: () => T): T {
+  const previous = gradientEnabled;
+  gradientEnabled = false;
+  try {
+    return fn();
+  } finally {
+    gradientEnabled = previous;
+  }
+}
+
+export function shapeSize(shape: readonly number[]): number {
+  let size = 1;
+  for (const dimension of shape) size *= dimension;
+  return size;
+}
+
+export function formatShape(shape: readonly number[]): string {
+  return `[${shape.join(', ')}]`;
+}
+
+/**
+ * A dense, contiguous, row-major float32 tensor. Shapes never alias memory: reshape copies
+ * nothing but transpose and slice produce new buffers. Ops that need a transposed operand
+ * (matmul) take flags instead, so the hot path never copies.
+ */
+export class Tensor implements Disposable {
+  readonly shape: readonly number[];
+  readonly size: number;
+  requiresGrad: boolean;
+  /** Accumulated gradient, same layout as data; allocated by backward. */
+  grad: Float32Array | null = null;
+  gradientNode: GradientNode | null = null;
+  /** A parameter (or any tensor marked persistent) is never disposed by `tidy`. */
+  persistent = false;
+  private storage: Float32Array | null;
+
+  constructor(data: Float32Array, shape: readonly number[], requiresGrad = false) {
+    const size = shapeSize(shape);
+    if (data.length !== size) {
+      throw new ShapeError(
+        `data of length ${data.length} does not fit shape ${formatShape(shape)} (size ${size})`,
+      );
+    }
+    for (const dimension of shape) {
+      if (!Number.isInteger(dimension) || dimension < 0) {
+        throw new ShapeError(`invalid shape ${formatShape(shape)}: dimensions must be integers ≥ 0`);
+      }
+    }
+    this.shape = Object.freeze([...shape]);
+    this.size = size;
+    this.storage = data;
+    this.requiresGrad = requiresGrad;
+    track(this);
+  }
+
+  get data(): Float32Array {
+    if (this.storage === null) {
+      throw new Error('tensor used after dispose (kept outside its tidy scope? call keep())');
+    }
+    return this.storage;
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+
+  get isDisposed(): boolean {
+    return this.storage === null;
+  }
+
+  /** Marks the tensor as persistent: `tidy` leaves it alone. */
+  keep(): this {
+    this.persistent = true;
+    return keep(this);
+  }
+
+  dispose(): void {
+    if (this.persistent || this.storage === null) return;
+    release(this.storage);
+    this.storage = null;
+    if (this.grad) release(this.grad);
+    this.grad = null;
+    this.gradientNode?.release?.();
+    this.gradientNode = null;
+  }
+
+  /** Frees this tensor's memory even if persistent. */
+  destroy(): void {
+    this.persistent = false;
+    this.dispose();
+  }
+
+  /** The single value of a one-element tensor. */
+  item(): number {
+    if (this.size !== 1) throw new ShapeError(`item() needs one element, got shape ${formatShape(this.shape)}`);
+    return this.data[0]!;
+  }
+
+  toArray(): number[] {
+    return Array.from(this.data);
+  }
+
+  /** A copy detached from the graph. */
+  detach(): Tensor {
+    const copy = allocate(this.size);
+    copy.set(this.data);
+    return new Tensor(copy, this.shape, false);
+  }
+
+  zeroGrad(): void {
+    if (this.grad) release(this.grad);
+    this.grad = null;
+  }
+
+  /**
+   * Backpropagates from this tensor. A scalar needs no gradient argument (d self = 1);
+   * otherwise pass dLoss/dself. Topological order, then one reverse loop (as micrograd).
+   */
+  backward(gradient?: Float32Array): void {
+    if (!this.requiresGrad) {
+      throw new Error('backward() on a tensor that does not require grad (created under noGrad?)');
+    }
+    if (!gradient && this.size !== 1) {
+      throw new ShapeError(
+        `backward() without a gradient needs a scalar, got shape ${formatShape(this.shape)}`,
+      );
+    }
+    if (gradient && gradient.length !== this.size) {
+      throw new ShapeError(`gradient of length ${gradient.length} for tensor of size ${this.size}`);
+    }
+    const order = topologicalOrder(this);
+    const seed = gradientOf(this);
+    if (gradient) for (let index = 0; index < this.size; index++) seed[index]! += gradient[index]!;
+    else seed[0]! += 1;
+    for (let index = order.length - 1; index >= 0; index--) {
+      const tensor = order[index]!;
+      const node = tensor.gradientNode!;
+      if (tensor.grad) node.backward(tensor.grad);
+      node.release?.();
+      tensor.gradientNode = null;
+      // Intermediate gradients are not needed once propagated.
+      if (tensor !== this && tensor.grad) {
+        release(tensor.grad);
+        tensor.grad = null;
+      }
+    }
+  }
+}
+
+function topologicalOrder(root: Tensor): Tensor[] {
+  const order: Tensor[] = [];
+  const visited = new Set<Tensor>();
+  // Iterative depth-first search: graphs of deep models overflow a recursive one.
+  const stack: Array<{ tensor: Tensor; expanded: boolean }> = [{ tensor: root, expanded: false }];
+  while (stack.length > 0) {
+    const entry = stack.pop()!;
+    if (entry.expanded) {
+      order.push(entry.tensor);
+      continue;
+    }
+    if (visited.has(entry.tensor) || !entry.tensor.gradientNode) continue;
+    visited.add(entry.tensor);
+    stack.push({ tensor: entry.tensor, expanded: true });
+    for (const input of entry.tensor.gradientNode.inputs) {
+      if (input.requiresGrad && !visited.has(input)) stack.push({ tensor: input, expanded: false });
+    }
+  }
+  return order;
+}
+
+/** The gradient buffer of `tensor`, allocated zeroed on first use; backward rules add into it. */
+export function gradientOf(tensor: Tensor): Float32Array {
+  if (!tensor.grad) tensor.grad = allocateZeroed(tensor.size);
+  return tensor.grad;
+}
+
+/**
+ * Wraps an op's output: records the backward rule when gradients are enabled and any input
+ * requires one. Ops call this exactly once per output.
+ */
+export function createResult(
+  data: Float32Array,
+  shape: readonly number[],
+  operation: string,
+  inputs: readonly Tensor[],
+  backward: (gradOutput: Float32Array) => void,
+  releaseSaved?: () => void,
+): Tensor {
+  const needsGradient = gradientEnabled && inputs.some((input) => input.requiresGrad);
+  const result = new Tensor(data, shape, needsGradient);
+  if (needsGradient) {
+    result.gradientNode = { operation, inputs, backward, release: releaseSaved };
+  } else {
+    releaseSaved?.();
+  }
+  return result;
+}
+
+// ---- creation ------------------------------------------------------------------------------
+
+export function tensor(values: ArrayLike<number>, shape?: readonly number[]): Tensor {
+  const data = allocate(values.length);
+  for (let index = 0; index < values.length; index++) data[index] = values[index]!;
+  return new Tensor(data, shape ?? [values.length]);
+}
+
+export function zeros(shape: readonly number[]): Tensor {
+  return new Tensor(allocateZeroed(shapeSize(shape)), shape);
+}
+
+export function full(shape: readonly number[], value: number): Tensor {
+  const data = allocate(shapeSize(shape));
+  data.fill(value);
+  return new Tensor(data, shape);
+}
+
+export function scalar(value: number): Tensor {
+  return full([], value);
+}
+
+/** A trainable tensor: requires grad and survives `tidy`. */
+export function parameter(data: Float32Array, shape: readonly number[]): Tensor {
+  const result = new Tensor(data, shape, true);
+  return result.keep();
+}
