@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { FileFormatError } from '../util/errors.js';
+import { parseWithSchema } from '../util/schema.js';
 
 /**
  * The architecture of a decoder-only language model: one strict schema, the single source of
@@ -68,4 +70,17 @@ export interface ModelConfig {
   attentionBias: boolean;
   queryKeyNorm: boolean;
   tieEmbeddings: boolean;
+}
+
+/** Validates a config (raw JSON or typed) and fills in every default, including derived ones. */
+export function resolveModelConfig(value: unknown, source = 'model config'): ModelConfig {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new FileFormatError(source, 'expected a JSON object holding the model config');
+  }
+  const parsed = parseWithSchema(modelConfigSchema, value, source);
+  return {
+    ...parsed,
+    kvHeads: parsed.kvHeads ?? parsed.heads,
+    headDim: parsed.headDim ?? parsed.hiddenSize / parsed.heads,
+  };
 }

@@ -9,7 +9,12 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
   /** One prompt (token ids, non-empty) per sequence. */
   prompts: readonly (readonly number[])[];
   maxNewTokens: number;
-  random: RandomGenerator;
+  /**
+   * One generator for the whole batch, or one per row: per-row streams give common random
+   * numbers (a row's draws do not depend on the other rows), which pairs batches sampled
+   * from slightly different policies.
+   */
+  random: RandomGenerator | readonly RandomGenerator[];
   /** A row stops after emitting any of these (the stop token is kept in its output). */
   stopTokens?: readonly number[];
   /** Token used for left padding; never attended to. @default 0 */
@@ -39,6 +44,11 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
     topP: options.topP ?? 1,
   };
   const padId = options.padId ?? 0;
+  const randomFor = (row: number): RandomGenerator =>
+    Array.isArray(options.random) ? (options.random as readonly RandomGenerator[])[row]! : (options.random as RandomGenerator);
+  if (Array.isArray(options.random) && options.random.length !== batch) {
+    throw new ShapeError(`generate: ${options.random.length} random generators for ${batch} prompts`);
+  }
   const stopTokens = new Set(options.stopTokens ?? []);
   const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
   const capacity = promptLength + maxNewTokens;
@@ -75,7 +85,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
         const sampled = tidy(() => {
           const logits = model.forward({ ids: stepIds, batch, length: stepLength, positions: stepPositions, keyMask, cache, rows: lastRows });
           const data = logits.data;
-          return prompts.map((_prompt, row) => (finished[row] ? null : sampleToken(data, row * vocabSize, vocabSize, settings, options.random)));
+          return prompts.map((_prompt, row) => (finished[row] ? null : sampleToken(data, row * vocabSize, vocabSize, settings, randomFor(row))));
         });
         stepIds = new Int32Array(batch);
         stepPositions = new Int32Array(batch);

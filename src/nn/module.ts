@@ -7,11 +7,8 @@ export interface NamedParameter {
 }
 
 /** A parameter's value outside the graph: what state dicts and checkpoints hold. */
-export interface NamedArray {
-  name: string;
-  shape: readonly number[];
-  data: Float32Array;
-}
+export type { NamedArray } from '../io/named-array.js';
+import type { NamedArray } from '../io/named-array.js';
 
 /**
  * Base of every layer: named parameters and named children, so a model's parameters have

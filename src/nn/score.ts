@@ -103,28 +103,3 @@ export function completionLogDistributions(model: TransformerLM, items: readonly
     return logSoftmax(logits).data.slice();
   }));
 }
-
-/**
- * Exact KL(reference ‖ model) over the whole vocabulary at every completion token, where
- * `reference` holds log-distributions from completionLogDistributions (of another model, or
- * of this one before an update). Float64 accumulation. Returns [totalTokens].
- */
-export function tokenKlAgainst(model: TransformerLM, items: readonly ScoringItem[], reference: Float32Array): Float64Array {
-  const current = completionLogDistributions(model, items);
-  if (current.length !== reference.length) {
-    throw new ShapeError(`tokenKlAgainst: reference has ${reference.length} values, expected ${current.length}`);
-  }
-  const vocab = model.config.vocabSize;
-  const positions = current.length / vocab;
-  const kl = new Float64Array(positions);
-  for (let position = 0; position < positions; position++) {
-    let total = 0;
-    for (let column = 0; column < vocab; column++) {
-      const logP = reference[position * vocab + column]!;
-      if (logP === -Infinity) continue;
-      total += Math.exp(logP) * (logP - current[position * vocab + column]!);
-    }
-    kl[position] = Math.max(0, total);
-  }
-  return kl;
-}

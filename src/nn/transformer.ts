@@ -4,8 +4,7 @@ import {
   add, attention, embedding, gelu, isGradientEnabled, layerNorm, matmul, parameter, rmsNorm,
   rope, swiglu, type Tensor,
 } from '../tensor/index.js';
-import { modelConfigSchema, type ModelConfig, type ModelConfigInput } from './config.js';
-import { parseWithSchema } from '../util/schema.js';
+import { resolveModelConfig, type ModelConfig, type ModelConfigInput } from './config.js';
 import type { KeyValueCache } from './kv-cache.js';
 import { Linear, normalValues, type LinearLayer } from './linear.js';
 import { Module } from './module.js';
@@ -18,15 +17,6 @@ import { selectRows } from '../tensor/ops/gather.js';
  * model. Activations keep the projection layout [batch, length, features] throughout; heads
  * are a view the kernels understand, so no transposes are ever materialized.
  */
-
-export function resolveModelConfig(input: ModelConfigInput, source = 'model config'): ModelConfig {
-  const parsed = parseWithSchema(modelConfigSchema, input, source);
-  return {
-    ...parsed,
-    kvHeads: parsed.kvHeads ?? parsed.heads,
-    headDim: parsed.headDim ?? parsed.hiddenSize / parsed.heads,
-  };
-}
 
 // ---- norms ---------------------------------------------------------------------------------
 

@@ -14,11 +14,7 @@ export function parseWithSchema<Schema extends z.ZodType>(
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const messages = result.error.issues.map((issue) => describeIssue(schema, issue, value));
-  const firstPath = formatPath(result.error.issues[0]?.path ?? []);
-  throw new ConfigError(
-    firstPath ? `${source} ${firstPath}` : source,
-    messages.length === 1 ? messages[0]! : `\n  - ${messages.join('\n  - ')}`,
-  );
+  throw new ConfigError(source, messages.length === 1 ? messages[0]! : `\n  - ${messages.join('\n  - ')}`);
 }
 
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -64,13 +60,10 @@ function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[]
 function unwrap(schema: z.ZodType | undefined): z.ZodType | undefined {
   let current = schema;
   for (let depth = 0; current && depth < 16; depth++) {
-    if (current instanceof z.ZodOptional || current instanceof z.ZodNullable) {
-      current = current.unwrap() as z.ZodType;
-    } else if (current instanceof z.ZodDefault) {
-      current = current.removeDefault() as z.ZodType;
-    } else if (current instanceof z.ZodPipe) {
-      current = current.in as z.ZodType;
-    } else break;
+    const definition = current._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
+    if (definition.innerType) current = definition.innerType;
+    else if (definition.type === 'pipe' && definition.in) current = definition.in;
+    else break;
   }
   return current;
 }

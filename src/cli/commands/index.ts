@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { register as registerTheory } from './theory.js';
 
 /**
  * Every subcommand lives in its own file in this folder and exports `register(program)`.
@@ -6,4 +7,5 @@ import type { Command } from 'commander';
  */
 export function registerCommands(program: Command): void {
   void program;
+  registerTheory(program);
 }

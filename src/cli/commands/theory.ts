@@ -1,0 +1,151 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { resolveTheoryConfig, type TheoryConfig } from '../../theory/config.js';
+import { runTheoryExperiment, type TheoryProgress } from '../../theory/experiment.js';
+import { theoryFileNames, writeTheoryOutputs } from '../../theory/output.js';
+import { renderLogLogPlot } from '../../theory/plot.js';
+import { buildScalingPlot, renderTheoryReport, renderTheoryTable } from '../../theory/report.js';
+import { summarizeTheory } from '../../theory/summary.js';
+
+/**
+ * `teamtr theory`: the exact check of TeamTR's theory in tabular team games (TEAMTR.md §7).
+ * Flags are the kebab-case keys of `theoryConfigSchema` (the single source of defaults and
+ * validation), plus `--out` and `--json`.
+ */
+interface TheoryFlags {
+  agentCounts?: number[];
+  tokensPerTurn?: number;
+  vocabularySize?: number;
+  rounds?: number;
+  delta?: number;
+  games?: number;
+  seed?: number;
+  families?: string[];
+  logitScale?: number;
+  bootstrapSamples?: number;
+  out: string;
+  json?: boolean;
+}
+
+function parseNumber(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed)) {
+    throw new InvalidArgumentError(`expected a number, got "${value}"`);
+  }
+  return parsed;
+}
+
+function parseNumberList(value: string): number[] {
+  return value.split(',').map((part) => parseNumber(part.trim()));
+}
+
+function parseNameList(value: string): string[] {
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0);
+}
+
+function configFromFlags(flags: TheoryFlags): TheoryConfig {
+  const { out: _out, json: _json, ...settings } = flags;
+  const defined = Object.fromEntries(
+    Object.entries(settings).filter(([, value]) => value !== undefined),
+  );
+  return resolveTheoryConfig(defined, 'teamtr theory');
+}
+
+function progressReporter(): ((progress: TheoryProgress) => void) | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  return (progress) => {
+    const done = progress.completedGames === progress.totalGames;
+    process.stderr.write(
+      `\r${progress.family} N=${progress.agentCount}: game ${progress.completedGames}/${progress.totalGames}${done ? '\n' : ''}`,
+    );
+  };
+}
+
+async function runTheoryCommand(flags: TheoryFlags): Promise<void> {
+  const config = configFromFlags(flags);
+  const started = performance.now();
+  const result = runTheoryExperiment(config, progressReporter());
+  const wallSeconds = (performance.now() - started) / 1000;
+  const context = { wallSeconds, plotFile: theoryFileNames.plot };
+  const summaryWithoutFiles = summarizeTheory(result, { wall_seconds: wallSeconds });
+  const files = writeTheoryOutputs(flags.out, {
+    report: renderTheoryReport(result, context),
+    plot: renderLogLogPlot(buildScalingPlot(result)),
+    results: {
+      summary: summaryWithoutFiles,
+      games: result.families.flatMap((family) => family.outcomes),
+    },
+  });
+  if (flags.json) {
+    const summary = summarizeTheory(result, {
+      wall_seconds: wallSeconds,
+      output_directory: flags.out,
+      files,
+    });
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return;
+  }
+  process.stdout.write(renderTheoryTable(result, context));
+  process.stdout.write(`wrote ${files.report}, ${files.plot}, ${files.results}\n`);
+}
+
+export function register(program: Command): void {
+  const defaults = resolveTheoryConfig({});
+  program
+    .command('theory')
+    .description(
+      'exact check of the TeamTR bounds in tabular team games: surrogate error of stale vs ' +
+        'fresh occupancy against the number of agents, and the certificate on every update',
+    )
+    .option(
+      '--agent-counts <list>',
+      `team sizes N, comma-separated (default: ${defaults.agentCounts.join(',')})`,
+      parseNumberList,
+    )
+    .option(
+      '--tokens-per-turn <T>',
+      `tokens each agent emits per turn (default: ${defaults.tokensPerTurn})`,
+      parseNumber,
+    )
+    .option(
+      '--vocabulary-size <V>',
+      `vocabulary size (default: ${defaults.vocabularySize})`,
+      parseNumber,
+    )
+    .option('--rounds <count>', `rounds of turns (default: ${defaults.rounds})`, parseNumber)
+    .option(
+      '--delta <kl>',
+      `token-level KL of every step (default: ${defaults.delta})`,
+      parseNumber,
+    )
+    .option(
+      '--games <count>',
+      `random games per N and family (default: ${defaults.games})`,
+      parseNumber,
+    )
+    .option('--seed <n>', `seed of every random choice (default: ${defaults.seed})`, parseNumber)
+    .option(
+      '--families <list>',
+      `reward families, the first is the headline (default: ${defaults.families.join(',')})`,
+      parseNameList,
+    )
+    .option(
+      '--logit-scale <sigma>',
+      `initial logits ~ N(0, sigma²) (default: ${defaults.logitScale})`,
+      parseNumber,
+    )
+    .option(
+      '--bootstrap-samples <count>',
+      `bootstrap resamples (default: ${defaults.bootstrapSamples})`,
+      parseNumber,
+    )
+    .option(
+      '--out <dir>',
+      'output directory for report.md, scaling.svg, results.json',
+      'runs/theory',
+    )
+    .option('--json', 'print one JSON object with the slopes and the certificate check')
+    .action(async (flags: TheoryFlags) => runTheoryCommand(flags));
+}

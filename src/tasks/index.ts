@@ -1,0 +1,26 @@
+export type {
+  CorruptionRequest,
+  DemonstrationContext,
+  Demonstrator,
+  Problem,
+  RoleDefinition,
+  SplitName,
+  SplitOptions,
+  Task,
+  TaskProtocol,
+  VerifyDetails,
+  VerifyResult,
+} from './types.js';
+export { getTask, taskNames, taskSpecSchema, type TaskName, type TaskSpec } from './registry.js';
+export { loadJsonlTask, jsonlLoadOptionsSchema, type JsonlLoadOptions } from './jsonl.js';
+export {
+  sampleDemonstration,
+  type Demonstration,
+  type DemonstratedTurn,
+  type DemonstrationOptions,
+} from './demonstrations.js';
+export { createArithmeticChainTask, type ArithmeticChainOptions } from './arithmetic-chain.js';
+export { createStringPipelineTask, type StringPipelineOptions } from './string-pipeline.js';
+export { createSolveCheckFinalTask, type SolveCheckFinalOptions } from './solve-check-final.js';
+export { hashString, splitOf } from './splits.js';
+export * from './verifiers/index.js';

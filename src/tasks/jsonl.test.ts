@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ConfigError, FileFormatError, TeamtrError } from '../util/errors.js';
+import { loadJsonlTask } from './jsonl.js';
+import { splitOf } from './splits.js';
+
+const directory = mkdtempSync(path.join(tmpdir(), 'teamtr-jsonl-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+
+let fileCounter = 0;
+function writeDataset(content: string): string {
+  const file = path.join(directory, `data-${fileCounter++}.jsonl`);
+  writeFileSync(file, content);
+  return file;
+}
+
+const lines = (...records: object[]) => records.map((record) => JSON.stringify(record)).join('\n');
+
+/** Asserts that loading fails with a FileFormatError naming the file and matching `pattern`. */
+async function assertFileError(content: string, pattern: RegExp): Promise<void> {
+  const file = writeDataset(content);
+  await assert.rejects(loadJsonlTask(file, { verifier: 'exact' }), (error: unknown) => {
+    assert.ok(error instanceof FileFormatError, String(error));
+    assert.equal(error.file, file);
+    assert.ok(error.message.startsWith(`${file}: `), error.message);
+    assert.match(error.message, pattern);
+    return true;
+  });
+}
+
+describe('loadJsonlTask', () => {
+  it('loads problems, honours split fields and skips blank lines', async () => {
+    const file = writeDataset(
+      [
+        JSON.stringify({ prompt: '2+2', answer: 4, id: 'a', split: 'train' }),
+        '',
+        '   ',
+        JSON.stringify({ prompt: '3+3', answer: '6', split: 'eval', metadata: { source: 'x' } }),
+        JSON.stringify({ prompt: '4+4', answer: '8', id: 'c', split: 'train' }),
+        '',
+      ].join('\n'),
+    );
+    const task = await loadJsonlTask(file, { verifier: 'numeric' });
+    const train = task.split('train', { seed: 0 });
+    const evaluation = task.split('eval', { seed: 0 });
+    assert.deepEqual(
+      train.map((problem) => [problem.id, problem.prompt, problem.answer]),
+      [
+        ['a', '2+2', '4'],
+        ['c', '4+4', '8'],
+      ],
+    );
+    assert.deepEqual(evaluation[0], {
+      id: 'line-4',
+      prompt: '3+3',
+      answer: '6',
+      metadata: { source: 'x', line: 4 },
+    });
+    assert.equal(task.verify(evaluation[0]!, 'it is 6').correct, true);
+    assert.equal(task.protocol.roles.length, 3);
+    assert.ok(!task.alphabet.includes('\n') && task.alphabet.includes('+'));
+  });
+
+  it('reads CRLF files with a byte-order mark', async () => {
+    const file = writeDataset(
+      `\uFEFF${lines({ prompt: 'a', answer: 'b', split: 'eval' })}\r\n\r\n`,
+    );
+    const task = await loadJsonlTask(file, { verifier: 'exact' });
+    assert.equal(task.split('eval', { seed: 0 })[0]!.prompt, 'a');
+  });
+
+  it('splits lines without a split field by hashing the id, else the prompt', async () => {
+    const records = Array.from({ length: 400 }, (_, index) => ({
+      prompt: `q${index}`,
+      answer: '1',
+      ...(index % 2 === 0 ? { id: `id${index}` } : {}),
+    })) as { prompt: string; answer: string; id?: string }[];
+    const file = writeDataset(lines(...records));
+    const task = await loadJsonlTask(file, { verifier: 'exact', evalFraction: 0.25 });
+    const evaluation = task.split('eval', { seed: 0 });
+    const train = task.split('train', { seed: 0 });
+    assert.equal(evaluation.length + train.length, 400);
+    for (const problem of evaluation) {
+      const record = records[Number(problem.prompt.slice(1))]!;
+      assert.equal(splitOf(record.id ?? record.prompt, 0.25), 'eval');
+    }
+    assert.ok(evaluation.length > 60 && evaluation.length < 140, `${evaluation.length} eval`);
+    const again = await loadJsonlTask(file, { verifier: 'exact', evalFraction: 0.25 });
+    assert.deepEqual(again.split('eval', { seed: 0 }), evaluation);
+  });
+
+  it('samples a seeded subset in file order when a count is given', async () => {
+    const file = writeDataset(
+      lines(
+        ...Array.from({ length: 50 }, (_, index) => ({
+          prompt: `q${index}`,
+          answer: 'x',
+          split: 'train',
+        })),
+      ),
+    );
+    const task = await loadJsonlTask(file, { verifier: 'exact' });
+    const sample = task.split('train', { seed: 3, count: 10 });
+    assert.equal(sample.length, 10);
+    assert.deepEqual(task.split('train', { seed: 3, count: 10 }), sample);
+    assert.notDeepEqual(task.split('train', { seed: 4, count: 10 }), sample);
+    const lineNumbers = sample.map((problem) => problem.metadata!.line as number);
+    assert.deepEqual(
+      [...lineNumbers].sort((first, second) => first - second),
+      lineNumbers,
+    );
+    assert.equal(task.split('train', { seed: 3, count: 500 }).length, 50);
+  });
+
+  it('says how to get problems into an empty split', async () => {
+    const file = writeDataset(lines({ prompt: 'a', answer: 'b', split: 'train' }));
+    const task = await loadJsonlTask(file, { verifier: 'exact' });
+    assert.throws(
+      () => task.split('eval', { seed: 0 }),
+      (error: unknown) =>
+        error instanceof TeamtrError && /no eval problems.*"split": "eval"/.test(error.message),
+    );
+  });
+
+  it('names the file and line of invalid JSON', async () => {
+    await assertFileError(
+      `${lines({ prompt: 'a', answer: 'b' })}\n\n{"prompt": "c", "answer": }`,
+      /^.*: line 3: not valid JSON .*each line must be one JSON object/,
+    );
+  });
+
+  it('names a missing field, a wrong type and an empty prompt', async () => {
+    await assertFileError(lines({ prompt: 'a' }), /line 1: "answer" is missing/);
+    await assertFileError(
+      lines({ prompt: 'a', answer: true }),
+      /line 1: "answer" must be a string or a number/,
+    );
+    await assertFileError(
+      lines({ prompt: 7, answer: 'x' }),
+      /line 1: "prompt" must be a non-empty string/,
+    );
+    await assertFileError(
+      lines({ prompt: 'a', answer: 'b' }, { prompt: '  ', answer: 'b' }),
+      /line 2: "prompt" must be a non-empty string, not empty/,
+    );
+    await assertFileError(
+      lines({ prompt: 'a', answer: 'b', split: 'test' }),
+      /line 1: "split" must be one of "train", "eval"/,
+    );
+  });
+
+  it('rejects lines that are not objects and unknown keys', async () => {
+    await assertFileError('[1, 2]', /line 1: not a JSON object/);
+    await assertFileError(
+      lines({ prompt: 'a', answer: 'b', level: 3 }),
+      /line 1: unknown key "level" \(valid keys: prompt, answer, id, split, metadata\); put extra fields under "metadata"/,
+    );
+  });
+
+  it('rejects duplicate ids, empty files and missing files', async () => {
+    await assertFileError(
+      lines({ prompt: 'a', answer: 'b', id: 'x' }, { prompt: 'c', answer: 'd', id: 'x' }),
+      /line 2: id "x" is already used on line 1/,
+    );
+    await assertFileError('', /contains no problems/);
+    await assertFileError('\n  \n\n', /contains no problems/);
+    const missing = path.join(directory, 'absent.jsonl');
+    await assert.rejects(
+      loadJsonlTask(missing, { verifier: 'exact' }),
+      (error: unknown) =>
+        error instanceof FileFormatError && /absent\.jsonl: file not found/.test(error.message),
+    );
+    const folder = path.join(directory, 'folder.jsonl');
+    mkdirSync(folder);
+    await assert.rejects(loadJsonlTask(folder, { verifier: 'exact' }), /is not a file/);
+  });
+
+  it('validates its options and the verifier spec', async () => {
+    const file = writeDataset(lines({ prompt: 'a', answer: 'b' }));
+    await assert.rejects(
+      loadJsonlTask(file, { verifier: 'fuzzy' as 'exact' }),
+      (error: unknown) =>
+        error instanceof ConfigError && /exact, numeric, math, choice|valid/.test(error.message),
+    );
+    const task = await loadJsonlTask(file, {
+      verifier: { name: 'choice', letters: 'ABCD' },
+      roles: [{ name: 'solo', prompt: 'Answer.' }],
+    });
+    assert.deepEqual(task.protocol.turnOrder, [0]);
+    assert.equal(task.verify({ id: 'x', prompt: 'a', answer: 'C' }, 'the answer is (c)').reward, 1);
+    assert.equal(task.demonstrator, undefined);
+  });
+});

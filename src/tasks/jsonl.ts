@@ -1,0 +1,220 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { z } from 'zod';
+import { FileFormatError, TeamtrError } from '../util/errors.js';
+import { RandomGenerator } from '../util/random.js';
+import { formatPath, parseWithSchema } from '../util/schema.js';
+import { oneRoundProtocol, sortedUnique } from './protocol.js';
+import { splitOf } from './splits.js';
+import type { Problem, RoleDefinition, SplitName, Task } from './types.js';
+import { createVerifier, verifierSpecSchema } from './verifiers/index.js';
+
+/**
+ * User datasets: one JSON object per line,
+ *
+ *     {"prompt": "What is 7*6?", "answer": 42, "id": "q1", "split": "eval", "metadata": {...}}
+ *
+ * `prompt` (non-empty string) and `answer` (string or number) are required; `id` (unique),
+ * `split` ("train" | "eval") and `metadata` (an object) are optional; other keys are an error, so
+ * a misspelled key cannot be silently dropped. Blank lines are skipped. Lines without `split` are
+ * assigned by hashing their id (or their prompt when there is no id): stable across runs and
+ * files, and the eval share follows `evalFraction`. The file is read line by line.
+ */
+
+const requiredString = (what: string) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? 'is missing' : `must be ${what}`) })
+    .refine((text) => text.trim().length > 0, `must be ${what}, not empty`);
+
+const lineSchema = z.strictObject({
+  prompt: requiredString('a non-empty string'),
+  answer: z.union([requiredString('a non-empty string'), z.number()], {
+    error: (issue) => (issue.input === undefined ? 'is missing' : 'must be a string or a number'),
+  }),
+  id: requiredString('a non-empty string').optional(),
+  split: z.enum(['train', 'eval']).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+const defaultRoles: RoleDefinition[] = [
+  {
+    name: 'solver',
+    prompt: 'You are the solver. Work through the problem and state your answer.',
+    description: 'Proposes a solution.',
+  },
+  {
+    name: 'checker',
+    prompt: "You are the checker. Check the solver's work and correct any mistake.",
+    description: 'Checks and corrects the proposal.',
+  },
+  {
+    name: 'finalizer',
+    prompt: "You are the finalizer. Write only the team's final answer, nothing else.",
+    description: 'Writes the final answer.',
+  },
+];
+
+export const jsonlLoadOptionsSchema = z.strictObject({
+  /** "exact" | "numeric" | "math" | "choice", or an object with the verifier's options. */
+  verifier: verifierSpecSchema,
+  /** Share of lines without a `split` field assigned to eval. @default 0.1 */
+  evalFraction: z.number().min(0).max(1).default(0.1),
+  /** Roles of the default protocol, in speaking order. @default solver, checker, finalizer */
+  roles: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        prompt: z.string(),
+        description: z.string().default(''),
+      }),
+    )
+    .min(1)
+    .optional(),
+  /** Generation budget of a turn, in characters. @default 2048 */
+  maxTurnChars: z.number().int().positive().default(2048),
+});
+
+export type JsonlLoadOptions = z.input<typeof jsonlLoadOptionsSchema>;
+
+interface LoadedProblem {
+  problem: Problem;
+  split: SplitName;
+}
+
+/** Reads and validates a JSONL dataset; every problem is checked before the task is returned. */
+export async function loadJsonlTask(path: string, options: JsonlLoadOptions): Promise<Task> {
+  const settings = parseWithSchema(jsonlLoadOptionsSchema, options, `jsonl task "${path}"`);
+  const verifier = createVerifier(settings.verifier, `jsonl task "${path}" verifier`);
+  const loaded = await readProblems(path, settings.evalFraction);
+  const roles = settings.roles ?? defaultRoles;
+  const characters = loaded.map(({ problem }) => problem.prompt + problem.answer).join('');
+  const roleText = roles.map((role) => role.prompt).join('');
+  return {
+    name: 'jsonl',
+    description: `${loaded.length} problems from ${path}, verified by "${verifier.name}"`,
+    protocol: oneRoundProtocol(roles, settings.maxTurnChars),
+    alphabet: sortedUnique(characters + roleText).replaceAll('\n', ''),
+    split: (splitName, splitOptions) =>
+      selectSplit(path, loaded, splitName, splitOptions, settings),
+    verify: (problem, finalText) => verifier.verify(problem.answer, finalText),
+  };
+}
+
+async function readProblems(path: string, evalFraction: number): Promise<LoadedProblem[]> {
+  await checkReadable(path);
+  const lines = createInterface({
+    input: createReadStream(path, { encoding: 'utf8' }),
+    crlfDelay: Infinity,
+  });
+  const loaded: LoadedProblem[] = [];
+  const idLines = new Map<string, number>();
+  let lineNumber = 0;
+  for await (const rawLine of lines) {
+    lineNumber++;
+    const line = lineNumber === 1 ? rawLine.replace(/^\uFEFF/, '') : rawLine;
+    if (line.trim() === '') continue;
+    const record = parseLine(path, lineNumber, line);
+    const id = record.id ?? `line-${lineNumber}`;
+    const earlier = idLines.get(id);
+    if (earlier !== undefined) {
+      throw new FileFormatError(
+        path,
+        `line ${lineNumber}: id "${id}" is already used on line ${earlier}; ids must be unique`,
+      );
+    }
+    idLines.set(id, lineNumber);
+    const problem: Problem = {
+      id,
+      prompt: record.prompt,
+      answer: String(record.answer),
+      metadata: { ...record.metadata, line: lineNumber },
+    };
+    loaded.push({
+      problem,
+      split: record.split ?? splitOf(record.id ?? record.prompt, evalFraction),
+    });
+  }
+  if (loaded.length === 0) {
+    throw new FileFormatError(
+      path,
+      'contains no problems; write one JSON object per line, e.g. {"prompt": "2+2", "answer": "4"}',
+    );
+  }
+  return loaded;
+}
+
+async function checkReadable(path: string): Promise<void> {
+  let isFile: boolean;
+  try {
+    isFile = (await stat(path)).isFile();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'file not found' : `cannot read the file (${code})`;
+    throw new FileFormatError(path, `${reason}; check the dataset path`);
+  }
+  if (!isFile) throw new FileFormatError(path, 'is not a file; give the path of a .jsonl file');
+}
+
+function parseLine(path: string, lineNumber: number, line: string): z.output<typeof lineSchema> {
+  const example = 'each line must be one JSON object such as {"prompt": "2+2", "answer": "4"}';
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (error) {
+    throw new FileFormatError(
+      path,
+      `line ${lineNumber}: not valid JSON (${(error as Error).message}); ${example}`,
+    );
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new FileFormatError(path, `line ${lineNumber}: not a JSON object; ${example}`);
+  }
+  const result = lineSchema.safeParse(value);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map(describeLineIssue);
+  throw new FileFormatError(path, `line ${lineNumber}: ${problems.join('; ')}`);
+}
+
+function describeLineIssue(issue: z.core.$ZodIssue): string {
+  const where = formatPath(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((key) => `"${key}"`).join(', ');
+    const valid = Object.keys(lineSchema.shape).join(', ');
+    return `unknown key ${keys} (valid keys: ${valid}); put extra fields under "metadata"`;
+  }
+  if (issue.code === 'invalid_value') {
+    const choices = issue.values.map((choice) => JSON.stringify(choice)).join(', ');
+    return `"${where}" must be one of ${choices}`;
+  }
+  return `"${where}" ${issue.message}`;
+}
+
+function selectSplit(
+  path: string,
+  loaded: readonly LoadedProblem[],
+  splitName: SplitName,
+  splitOptions: { seed: number; count?: number },
+  settings: { evalFraction: number },
+): Problem[] {
+  const problems = loaded
+    .filter((entry) => entry.split === splitName)
+    .map((entry) => entry.problem);
+  if (problems.length === 0) {
+    throw new TeamtrError(
+      `${path} has no ${splitName} problems (evalFraction ${settings.evalFraction}); mark ` +
+        `some lines with "split": "${splitName}" or change evalFraction`,
+    );
+  }
+  const count = splitOptions.count;
+  if (count === undefined || count >= problems.length) return problems;
+  if (!Number.isInteger(count) || count < 0) {
+    throw new TeamtrError(`count must be a non-negative integer, got ${count}`);
+  }
+  const indices = problems.map((_, index) => index);
+  new RandomGenerator(splitOptions.seed).shuffle(indices);
+  return indices
+    .slice(0, count)
+    .sort((first, second) => first - second)
+    .map((index) => problems[index]!);
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { ConfigError } from '../util/errors.js';
+import { parseWithSchema } from '../util/schema.js';
+import { arithmeticChainOptionsSchema, createArithmeticChainTask } from './arithmetic-chain.js';
+import { jsonlLoadOptionsSchema, loadJsonlTask } from './jsonl.js';
+import { createSolveCheckFinalTask, solveCheckFinalOptionsSchema } from './solve-check-final.js';
+import { createStringPipelineTask, stringPipelineOptionsSchema } from './string-pipeline.js';
+import type { Task } from './types.js';
+
+const jsonlTaskSpecSchema = jsonlLoadOptionsSchema.extend({
+  name: z.literal('jsonl'),
+  /** Path of the .jsonl file (relative paths are resolved from the working directory). */
+  path: z.string().min(1),
+});
+
+/**
+ * Every task the product knows, by the `name` of its spec. Adding a task means adding one entry
+ * here; nothing else in the code base looks at task names.
+ */
+const taskTable = {
+  'arithmetic-chain': {
+    schema: arithmeticChainOptionsSchema,
+    create: async (spec: z.output<typeof arithmeticChainOptionsSchema>) =>
+      createArithmeticChainTask(spec),
+  },
+  'string-pipeline': {
+    schema: stringPipelineOptionsSchema,
+    create: async (spec: z.output<typeof stringPipelineOptionsSchema>) =>
+      createStringPipelineTask(spec),
+  },
+  'solve-check-final': {
+    schema: solveCheckFinalOptionsSchema,
+    create: async (spec: z.output<typeof solveCheckFinalOptionsSchema>) =>
+      createSolveCheckFinalTask(spec),
+  },
+  jsonl: {
+    schema: jsonlTaskSpecSchema,
+    create: async ({ name: _name, path, ...options }: z.output<typeof jsonlTaskSpecSchema>) =>
+      loadJsonlTask(path, options),
+  },
+} as const;
+
+export type TaskName = keyof typeof taskTable;
+export const taskNames = Object.keys(taskTable) as TaskName[];
+
+/** Zod schema of a task spec (a discriminated union on `name`), for larger config schemas. */
+export const taskSpecSchema = z.discriminatedUnion('name', [
+  taskTable['arithmetic-chain'].schema,
+  taskTable['string-pipeline'].schema,
+  taskTable['solve-check-final'].schema,
+  taskTable.jsonl.schema,
+]);
+
+export type TaskSpec = z.input<typeof taskSpecSchema>;
+
+/**
+ * Builds a task from its spec, e.g. `{ name: 'arithmetic-chain', difficulty: 3 }` or
+ * `{ name: 'jsonl', path: 'data/qa.jsonl', verifier: 'numeric' }`. Unknown names and options
+ * fail with a ConfigError listing the valid choices; `source` prefixes the error's path.
+ */
+export async function getTask(spec: unknown, source = 'task'): Promise<Task> {
+  const name =
+    spec !== null && typeof spec === 'object' && 'name' in spec
+      ? (spec as { name: unknown }).name
+      : undefined;
+  if (typeof name !== 'string' || !Object.hasOwn(taskTable, name)) {
+    throw new ConfigError(
+      `${source}.name`,
+      `${name === undefined ? 'missing' : `unknown task ${JSON.stringify(name)}`} ` +
+        `(valid: ${taskNames.join(', ')})`,
+    );
+  }
+  const entry = taskTable[name as TaskName];
+  const options = parseWithSchema(entry.schema, spec, source);
+  return (entry.create as (parsed: typeof options) => Promise<Task>)(options);
+}

@@ -1,0 +1,107 @@
+import { ConfigError } from '../util/errors.js';
+import { loadModel, type LoadedModel } from '../models/load.js';
+import { AdamW, decayExempt } from '../optim/adamw.js';
+import { LocalPolicy } from '../team/policy.js';
+import type { Agent, Team } from '../team/team.js';
+import type { Task } from '../tasks/index.js';
+import type { AgentConfig, TrainConfig } from './config.js';
+import type { Schedule } from './schedules.js';
+import type { UpdateUnit } from './trust-region.js';
+
+export interface BuiltTeam {
+  team: Team;
+  /** Trainable update units in agent order. */
+  units: UpdateUnit[];
+  /** Agent configs after defaults (what the run directory records). */
+  agentConfigs: AgentConfig[];
+  models: LoadedModel[];
+}
+
+/** The default team of a task: one built-in model per role. */
+export function defaultAgents(task: Task): AgentConfig[] {
+  return task.protocol.roles.map((role, index) => ({
+    name: role.name,
+    model: `builtin:${task.name}/role-${index}`,
+    trainable: true,
+  }));
+}
+
+export function speakerTagFor(index: number): string {
+  return `${String.fromCharCode(65 + (index % 26))}:`;
+}
+
+/** Loads every agent's model and assembles the team, its protocol and its update units. */
+export async function buildTeam(config: TrainConfig, task: Task, schedule: Schedule): Promise<BuiltTeam> {
+  const agentConfigs = config.agents ?? defaultAgents(task);
+  validateAgents(agentConfigs, config, task);
+  const models: LoadedModel[] = [];
+  const loaded = schedule.sharedModel ? [await loadModel(agentConfigs[0]!.model)] : await loadAll(agentConfigs);
+  models.push(...loaded);
+  const agents: Agent[] = agentConfigs.map((agentConfig, index) => {
+    const source = loaded[schedule.sharedModel ? 0 : index]!;
+    return {
+      name: agentConfig.name,
+      rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
+      speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
+      policy: new LocalPolicy(source.model, source.tokenizer),
+      trainable: agentConfig.trainable,
+      delta: agentConfig.trainable ? (agentConfig.delta ?? config.trustRegion.delta) : 0,
+    };
+  });
+  const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
+  const team: Team = {
+    agents,
+    protocol: {
+      turnOrder,
+      answerTurn: config.protocol.answerTurn ?? (config.protocol.turnOrder ? turnOrder.length - 1 : task.protocol.answerTurn),
+      permutePerEpisode: config.protocol.permutePerEpisode,
+      maxTurnTokens: config.protocol.maxTurnTokens ?? task.protocol.maxTurnChars + 2,
+    },
+  };
+  const optimizerFor = (model: LoadedModel, learningRate: number): AdamW => {
+    const optimizer = new AdamW(model.model.trainableParameters(), {
+      learningRate, beta1: config.optimizer.beta1, beta2: config.optimizer.beta2, epsilon: 1e-8,
+      weightDecay: config.optimizer.weightDecay, noDecay: decayExempt,
+    });
+    return optimizer;
+  };
+  const units: UpdateUnit[] = schedule.sharedModel
+    ? [{
+        name: agentConfigs[0]!.name, model: loaded[0]!.model,
+        optimizer: optimizerFor(loaded[0]!, agentConfigs[0]!.learningRate ?? config.optimizer.learningRate),
+        agentIndices: agents.map((_agent, index) => index), delta: agents[0]!.delta,
+        learningRate: agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
+      }]
+    : agentConfigs.flatMap((agentConfig, index) => agentConfig.trainable ? [{
+        name: agentConfig.name, model: loaded[index]!.model,
+        optimizer: optimizerFor(loaded[index]!, agentConfig.learningRate ?? config.optimizer.learningRate),
+        agentIndices: [index], delta: agents[index]!.delta,
+        learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
+      }] : []);
+  return { team, units, agentConfigs, models };
+}
+
+async function loadAll(agentConfigs: readonly AgentConfig[]): Promise<LoadedModel[]> {
+  const result: LoadedModel[] = [];
+  for (const agentConfig of agentConfigs) result.push(await loadModel(agentConfig.model));
+  return result;
+}
+
+function validateAgents(agentConfigs: readonly AgentConfig[], config: TrainConfig, task: Task): void {
+  const names = new Set<string>();
+  agentConfigs.forEach((agentConfig, index) => {
+    if (names.has(agentConfig.name)) throw new ConfigError(`agents[${index}].name`, `"${agentConfig.name}" is used twice; agent names must be unique`);
+    names.add(agentConfig.name);
+  });
+  if (!agentConfigs.some((agentConfig) => agentConfig.trainable)) throw new ConfigError('agents', 'at least one agent must be trainable');
+  const turnOrder = config.protocol.turnOrder ?? task.protocol.turnOrder;
+  turnOrder.forEach((agentIndex, turn) => {
+    if (agentIndex >= agentConfigs.length) {
+      throw new ConfigError(`protocol.turnOrder[${turn}]`, `agent ${agentIndex} does not exist (the team has ${agentConfigs.length} agents: 0..${agentConfigs.length - 1})`);
+    }
+  });
+  const answerTurn = config.protocol.answerTurn;
+  if (answerTurn !== undefined && answerTurn >= turnOrder.length) {
+    throw new ConfigError('protocol.answerTurn', `${answerTurn} is past the last turn (${turnOrder.length - 1})`);
+  }
+}

@@ -1,0 +1,71 @@
+import { rankCorrelation } from '../rl/index.js';
+import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
+
+export interface EvaluationSummary {
+  accuracy: number;
+  interval: [number, number];
+  count: number;
+}
+
+/** What a run reports at the end: in summary.json, on stdout with --json, and in the terminal. */
+export interface TrainSummary {
+  runDirectory: string;
+  schedule: string;
+  seed: number;
+  stages: number;
+  updates: number;
+  generatedTokens: number;
+  wallSeconds: number;
+  interrupted: boolean;
+  evalBefore: EvaluationSummary | null;
+  evalAfter: EvaluationSummary | null;
+  certificates: CertificateStatistics;
+  regressions: number;
+}
+
+export interface CertificateStatistics {
+  updates: number;
+  meanKl: number;
+  outOfRegionRate: number;
+  /** Spearman correlation of cumulative certificate and cumulative measured improvement. */
+  cumulativeRankCorrelation: number | null;
+  /** Spearman correlation of per-update certificate and measured improvement. */
+  perUpdateRankCorrelation: number | null;
+  /** Fraction of measured updates whose certificate exceeded the measured improvement. */
+  certificateAboveMeasuredFraction: number | null;
+  meanCertificate: number;
+  meanMeasuredImprovement: number | null;
+}
+
+export function certificateStatistics(records: readonly MetricsRecord[]): CertificateStatistics {
+  const updates = records.filter((record): record is UpdateRecord => record.type === 'update');
+  const measured = updates.filter((record) => record.measuredImprovement !== null && Number.isFinite(record.measuredImprovement));
+  const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
+  const cumulative = (values: number[]) => values.map((_value, index) => values.slice(0, index + 1).reduce((a, b) => a + b, 0));
+  const certificates = measured.map((record) => record.certificate);
+  const improvements = measured.map((record) => record.measuredImprovement!);
+  const correlation = (x: number[], y: number[]) => (x.length >= 3 ? finiteOrNull(rankCorrelation({ x, y })) : null);
+  return {
+    updates: updates.length,
+    meanKl: mean(updates.map((record) => record.kl)),
+    outOfRegionRate: updates.length ? updates.filter((record) => !record.inRegion).length / updates.length : 0,
+    cumulativeRankCorrelation: correlation(cumulative(certificates), cumulative(improvements)),
+    perUpdateRankCorrelation: correlation(certificates, improvements),
+    certificateAboveMeasuredFraction: measured.length ? measured.filter((record) => record.certificate > record.measuredImprovement!).length / measured.length : null,
+    meanCertificate: mean(updates.map((record) => record.certificate)),
+    meanMeasuredImprovement: measured.length ? mean(improvements) : null,
+  };
+}
+
+function finiteOrNull(value: number): number | null {
+  return Number.isFinite(value) ? value : null;
+}
+
+export function lastEvaluation(records: readonly MetricsRecord[]): EvaluationRecord | null {
+  const evaluations = records.filter((record): record is EvaluationRecord => record.type === 'eval');
+  return evaluations[evaluations.length - 1] ?? null;
+}
+
+export function stageRecords(records: readonly MetricsRecord[]): StageRecord[] {
+  return records.filter((record): record is StageRecord => record.type === 'stage');
+}
