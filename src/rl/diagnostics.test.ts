@@ -27,6 +27,9 @@ describe('rankCorrelation', () => {
   it('is NaN when undefined and rejects mismatched or NaN input', () => {
     assert.ok(Number.isNaN(rankCorrelation({ x: [1], y: [2] })));
     assert.ok(Number.isNaN(rankCorrelation({ x: [1, 1, 1], y: [1, 2, 3] })));
+    // Eight equal values: a mean accumulated as Σ x/n would round and leave a spurious ±1.
+    assert.ok(Number.isNaN(rankCorrelation({ x: [0, 0, 0, 0, 0, 0], y: [0, 0, 0, 0, 0, 0] })));
+    assert.ok(Number.isNaN(rankCorrelation({ x: [1, 2, 3, 4, 5, 6], y: [0, 0, 0, 0, 0, 0] })));
     assert.throws(() => rankCorrelation({ x: [1, 2], y: [1] }), ShapeError);
     assert.throws(() => rankCorrelation({ x: [1, NaN], y: [1, 2] }), /NaN at index 1/);
   });

@@ -43,10 +43,13 @@ function pearson(x: Float64Array, y: Float64Array): number {
   const count = x.length;
   let meanX = 0;
   let meanY = 0;
+  // Sum first, then divide: for constant input the mean is then exact and both variances are 0.
   for (let index = 0; index < count; index++) {
-    meanX += x[index] / count;
-    meanY += y[index] / count;
+    meanX += x[index];
+    meanY += y[index];
   }
+  meanX /= count;
+  meanY /= count;
   let covariance = 0;
   let varianceX = 0;
   let varianceY = 0;

@@ -27,3 +27,8 @@ export function renderAgentInput(agent: Pick<Agent, 'rolePrompt' | 'speakerTag'>
 export function singleLine(text: string): string {
   return text.replace(/[\r\n]+/g, ' ');
 }
+
+/** The default speaker tag of agent `index`: "A:", "B:", … */
+export function speakerTagFor(index: number): string {
+  return `${String.fromCharCode(65 + (index % 26))}:`;
+}

@@ -2,6 +2,7 @@ import { ConfigError } from '../util/errors.js';
 import { loadModel, type LoadedModel } from '../models/load.js';
 import { AdamW, decayExempt } from '../optim/adamw.js';
 import { LocalPolicy } from '../team/policy.js';
+import { speakerTagFor } from '../team/render.js';
 import type { Agent, Team } from '../team/team.js';
 import type { Task } from '../tasks/index.js';
 import type { AgentConfig, TrainConfig } from './config.js';
@@ -24,10 +25,6 @@ export function defaultAgents(task: Task): AgentConfig[] {
     model: `builtin:${task.name}/role-${index}`,
     trainable: true,
   }));
-}
-
-export function speakerTagFor(index: number): string {
-  return `${String.fromCharCode(65 + (index % 26))}:`;
 }
 
 /** Loads every agent's model and assembles the team, its protocol and its update units. */

@@ -124,7 +124,7 @@ export class RunDirectory {
   }
 
   /** Restores every unit's weights and optimizer; returns the saved state. */
-  async restoreCheckpoint(units: readonly UpdateUnit[]): Promise<RunState> {
+  async restoreCheckpoint(units: readonly UpdateUnit[], options: { truncateMetrics?: boolean } = {}): Promise<RunState> {
     const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);
     await recoverInterruptedReplace(checkpointDirectory);
     const statePath = path.join(checkpointDirectory, runFiles.state);
@@ -136,7 +136,8 @@ export class RunDirectory {
       if (saved.optimizer) unit.optimizer.loadStateDict({ step: Number(saved.optimizer.scalars.step ?? 0), moments: saved.optimizer.state });
     }
     // Records written after the checkpoint are produced again, identically, by the resumed run.
-    if (existsSync(this.metricsPath) && statSync(this.metricsPath).size > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
+    const truncate = options.truncateMetrics ?? true;
+    if (truncate && existsSync(this.metricsPath) && statSync(this.metricsPath).size > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
     return state;
   }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -103,6 +103,24 @@ test('bad options fail with a message that says what to change, and write nothin
     assert.notEqual(notNumber.code, 0);
     assert.match(notNumber.stderr, /expected a number, got "many"/);
     assert.deepEqual(readdirSync(directory), []);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+});
+
+test('an output directory that cannot be created is reported, not crashed on', async () => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'teamtr-theory-'));
+  try {
+    const blocker = path.join(directory, 'a-file');
+    writeFileSync(blocker, 'not a directory');
+    const { code, stderr } = await runCli([
+      'theory',
+      '--out',
+      path.join(blocker, 'theory'),
+      ...small,
+    ]);
+    assert.equal(code, 2);
+    assert.match(stderr, /choose another --out directory/);
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }

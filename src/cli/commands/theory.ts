@@ -45,12 +45,24 @@ function parseNameList(value: string): string[] {
     .filter((part) => part.length > 0);
 }
 
+/** The flags that are experiment settings (everything but --out and --json). */
+const settingKeys = [
+  'agentCounts',
+  'tokensPerTurn',
+  'vocabularySize',
+  'rounds',
+  'delta',
+  'games',
+  'seed',
+  'families',
+  'logitScale',
+  'bootstrapSamples',
+] as const;
+
 function configFromFlags(flags: TheoryFlags): TheoryConfig {
-  const { out: _out, json: _json, ...settings } = flags;
-  const defined = Object.fromEntries(
-    Object.entries(settings).filter(([, value]) => value !== undefined),
-  );
-  return resolveTheoryConfig(defined, 'teamtr theory');
+  const settings: Record<string, unknown> = {};
+  for (const key of settingKeys) if (flags[key] !== undefined) settings[key] = flags[key];
+  return resolveTheoryConfig(settings, 'teamtr theory');
 }
 
 function progressReporter(): ((progress: TheoryProgress) => void) | undefined {
@@ -70,7 +82,7 @@ async function runTheoryCommand(flags: TheoryFlags): Promise<void> {
   const wallSeconds = (performance.now() - started) / 1000;
   const context = { wallSeconds, plotFile: theoryFileNames.plot };
   const summaryWithoutFiles = summarizeTheory(result, { wall_seconds: wallSeconds });
-  const files = writeTheoryOutputs(flags.out, {
+  const files = await writeTheoryOutputs(flags.out, {
     report: renderTheoryReport(result, context),
     plot: renderLogLogPlot(buildScalingPlot(result)),
     results: {

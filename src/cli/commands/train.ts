@@ -1,0 +1,63 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { trainConfigSchema } from '../../trainer/config.js';
+import { train, type TrainProgress } from '../../trainer/trainer.js';
+import type { TrainSummary } from '../../trainer/summary.js';
+import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { ProgressReporter } from '../progress.js';
+import { formatSummary } from '../format.js';
+
+export function defaultRunDirectory(schedule: string): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').slice(0, 19);
+  return path.join('runs', `${schedule}-${stamp}`);
+}
+
+/**
+ * Runs training with progress on stderr and Ctrl-C handling: the first Ctrl-C finishes the
+ * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
+ * (the last checkpoint stays intact: every write is atomic).
+ */
+export async function runTraining(options: { config: unknown; runDirectory: string; resume: boolean; quiet: boolean }): Promise<TrainSummary> {
+  const progress = new ProgressReporter(options.quiet);
+  const controller = new AbortController();
+  const onInterrupt = (): void => {
+    if (controller.signal.aborted) process.exit(130);
+    progress.log('teamtr: interrupted — finishing the current stage and saving (Ctrl-C again to quit now)');
+    controller.abort();
+  };
+  process.on('SIGINT', onInterrupt);
+  try {
+    return await train({
+      config: options.config as never,
+      runDirectory: options.runDirectory,
+      resume: options.resume,
+      signal: controller.signal,
+      onProgress: (event: TrainProgress) => {
+        if (event.kind === 'start') progress.start('train', event.budget, event.generatedTokens);
+        else if (event.kind === 'stage') progress.update(Math.min(event.generatedTokens, event.budget), `stage ${event.stage} reward ${event.reward.toFixed(3)} KL ${event.meanKl.toExponential(1)}`);
+        else if (event.kind === 'eval') progress.log(`  eval after stage ${event.stage}: team accuracy ${(100 * event.accuracy).toFixed(1)}%`);
+      },
+    });
+  } finally {
+    progress.stop();
+    process.off('SIGINT', onInterrupt);
+  }
+}
+
+export function register(program: Command): void {
+  const command = program
+    .command('train')
+    .description('train a team (TeamTR or a baseline schedule) from a YAML/JSON config and flags')
+    .option('-c, --config <file>', 'config file (YAML or JSON); flags override its keys')
+    .option('--run-dir <dir>', 'run directory (default runs/<schedule>-<time>)')
+    .option('--resume', 'continue the run in --run-dir from its last checkpoint')
+    .option('--json', 'print one JSON summary object on stdout');
+  addConfigFlags(command, trainConfigSchema);
+  command.action(async (flags: Record<string, unknown>) => {
+    const config = flags.resume ? {} : configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
+    const runDirectory = (flags.runDir as string | undefined) ?? defaultRunDirectory(String((config as { schedule?: string }).schedule ?? 'teamtr'));
+    const summary = await runTraining({ config, runDirectory, resume: Boolean(flags.resume), quiet: false });
+    if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+    else process.stdout.write(formatSummary(summary));
+  });
+}

@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Option, type Command } from 'commander';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { ConfigError, FileFormatError } from '../util/errors.js';
+
+/**
+ * Every leaf of a config schema becomes a flag: `rollout.groupSize` ↔ `--rollout-group-size`.
+ * Flags override the config file; the merged object is then validated by the same schema,
+ * so a flag and a file key obey exactly the same rules.
+ */
+interface Leaf {
+  path: string[];
+  flag: string;
+  description: string;
+}
+
+function kebab(text: string): string {
+  return text.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+}
+
+function unwrapped(schema: z.ZodType): z.ZodType {
+  let current = schema;
+  for (let depth = 0; depth < 16; depth++) {
+    const definition = current._zod.def as { innerType?: z.ZodType };
+    if (!definition.innerType) break;
+    current = definition.innerType;
+  }
+  return current;
+}
+
+function leavesOf(schema: z.ZodType, prefix: string[] = []): Leaf[] {
+  const inner = unwrapped(schema);
+  if (inner instanceof z.ZodObject && prefix.length < 3) {
+    return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, child]) => leavesOf(child, [...prefix, key]));
+  }
+  if (prefix.length === 0) return [];
+  const choices = inner instanceof z.ZodEnum ? ` (${(inner.options as string[]).join(' | ')})` : '';
+  return [{ path: prefix, flag: prefix.map(kebab).join('-'), description: `config ${prefix.join('.')}${choices}` }];
+}
+
+/** Adds one `--flag <value>` per schema leaf (except those in `skip`, e.g. objects set by file only). */
+export function addConfigFlags(command: Command, schema: z.ZodType, skip: readonly string[] = []): void {
+  for (const leaf of leavesOf(schema)) {
+    if (skip.includes(leaf.path[0]!)) continue;
+    command.addOption(new Option(`--${leaf.flag} <value>`, leaf.description).hideHelp(leaf.path.length > 1));
+  }
+}
+
+/** Parses a flag value: JSON when it parses (numbers, booleans, arrays), else the plain string. */
+function parseValue(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (/^[\d.,\s-]+$/.test(text) && text.includes(',')) return text.split(',').map(Number);
+    return text;
+  }
+}
+
+/** The config file (YAML or JSON) merged with any config flags that were given. */
+export function configFromFileAndFlags(schema: z.ZodType, configPath: string | undefined, flags: Record<string, unknown>): Record<string, unknown> {
+  const config: Record<string, unknown> = configPath ? readConfigFile(configPath) : {};
+  for (const leaf of leavesOf(schema)) {
+    const key = leaf.flag.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+    const value = flags[key];
+    if (value === undefined) continue;
+    let target = config;
+    for (const part of leaf.path.slice(0, -1)) {
+      const next = target[part];
+      if (next === undefined) target[part] = {};
+      else if (next === null || typeof next !== 'object') throw new ConfigError(leaf.path.join('.'), `--${leaf.flag} sets a key inside "${part}", which is not an object in ${configPath}`);
+      target = target[part] as Record<string, unknown>;
+    }
+    target[leaf.path[leaf.path.length - 1]!] = parseValue(String(value));
+  }
+  return config;
+}
+
+export function readConfigFile(configPath: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(configPath, 'utf8');
+  } catch {
+    throw new FileFormatError(configPath, 'cannot read the config file (does it exist?)');
+  }
+  let value: unknown;
+  try {
+    value = path.extname(configPath) === '.json' ? JSON.parse(text) : YAML.parse(text);
+  } catch (error) {
+    throw new FileFormatError(configPath, `is not valid ${path.extname(configPath) === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`);
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new FileFormatError(configPath, 'the config must be a mapping of keys to values');
+  return value as Record<string, unknown>;
+}

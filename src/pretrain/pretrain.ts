@@ -1,0 +1,128 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { saveCheckpoint } from '../io/checkpoint.js';
+import { modelConfigSchema } from '../nn/config.js';
+import { TransformerLM } from '../nn/transformer.js';
+import { AdamW, decayExempt } from '../optim/adamw.js';
+import { clipGradientNorm } from '../optim/clip.js';
+import { learningRateAt } from '../optim/schedule.js';
+import { getTask, sampleDemonstration, taskSpecSchema, type Task } from '../tasks/index.js';
+import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render.js';
+import { turnTerminator } from '../team/policy.js';
+import { crossEntropy, tidy } from '../tensor/index.js';
+import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
+import { RandomGenerator } from '../util/random.js';
+import { parseWithSchema } from '../util/schema.js';
+
+/**
+ * Built-in base models: one tiny character-level LM per role of a task, trained on synthetic
+ * demonstrations in which each turn is replaced by a plausible mistake with probability
+ * `mistakeRate`. The team built from them is competent but imperfect, so RL has room.
+ */
+export const pretrainConfigSchema = z.strictObject({
+  task: taskSpecSchema.prefault({ name: 'arithmetic-chain' }),
+  seed: z.number().int().nonnegative().default(0),
+  /** Per-turn probability of a demonstrated mistake. */
+  mistakeRate: z.number().min(0).max(1).default(0.2),
+  steps: z.number().int().positive().default(1500),
+  batchSize: z.number().int().positive().default(64),
+  learningRate: z.number().positive().default(3e-3),
+  model: modelConfigSchema.optional(),
+});
+export type PretrainConfig = z.output<typeof pretrainConfigSchema>;
+
+export function defaultBaseModelConfig(vocabSize: number) {
+  return {
+    architecture: 'llama' as const, vocabSize, hiddenSize: 64, layers: 2, heads: 4, kvHeads: 2,
+    intermediateSize: 160, maxPositions: 96, tieEmbeddings: true,
+  };
+}
+
+export interface PretrainProgress {
+  role: number;
+  roles: number;
+  step: number;
+  steps: number;
+  loss: number;
+}
+
+export interface PretrainResult {
+  task: string;
+  directories: string[];
+  finalLosses: number[];
+}
+
+/** One training example: the role's rendered input and the turn it should write. */
+interface Example {
+  input: number[];
+  target: number[];
+}
+
+function roleExample(task: Task, role: number, tokenizer: CharTokenizer, random: RandomGenerator, mistakeRate: number, problemSeed: number): Example {
+  const [problem] = task.split('train', { seed: problemSeed, count: 1 });
+  const demonstration = sampleDemonstration({ task, problem: problem!, random, mistakeRate });
+  const position = task.protocol.turnOrder.indexOf(role);
+  const previous: SharedTurn[] = demonstration.turns.slice(0, position).map((turn) => ({ speakerTag: speakerTagFor(turn.role), text: turn.text }));
+  const agent = { rolePrompt: task.protocol.roles[role]!.prompt, speakerTag: speakerTagFor(role) };
+  const input = [tokenizer.bosId!, ...tokenizer.encode(renderAgentInput(agent, problem!.prompt, previous))];
+  const target = tokenizer.encode(demonstration.turns[position]!.text + turnTerminator);
+  return { input, target };
+}
+
+/** Trains and saves one base model per role into `outputDirectory/role-<r>`. */
+export async function pretrain(configInput: unknown, outputDirectory: string, onProgress?: (progress: PretrainProgress) => void): Promise<PretrainResult> {
+  const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
+  const task = await getTask(config.task, 'task');
+  const tokenizer = new CharTokenizer({ alphabet: defaultCharAlphabet });
+  const modelConfig = config.model ?? defaultBaseModelConfig(tokenizer.vocabSize);
+  const roles = task.protocol.roles.length;
+  const directories: string[] = [];
+  const finalLosses: number[] = [];
+  for (let role = 0; role < roles; role++) {
+    const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${role}`);
+    const model = new TransformerLM(modelConfig, random.split('init'));
+    const optimizer = new AdamW(model.trainableParameters(), { learningRate: config.learningRate, beta1: 0.9, beta2: 0.99, epsilon: 1e-8, weightDecay: 0.01, noDecay: decayExempt });
+    const schedule = { kind: 'warmup-cosine' as const, warmupSteps: Math.min(100, config.steps), totalSteps: config.steps, minimumRatio: 0.1 };
+    let smoothed = Number.NaN;
+    for (let step = 0; step < config.steps; step++) {
+      const examples = Array.from({ length: config.batchSize }, () => roleExample(task, role, tokenizer, random, config.mistakeRate, random.nextUint32()));
+      const loss = trainStep(model, examples, tokenizer.padId!);
+      const clipping = clipGradientNorm(model.trainableParameters(), 1);
+      optimizer.update({ learningRate: learningRateAt(schedule, config.learningRate, step), gradientScale: clipping.scale });
+      optimizer.zeroGrad();
+      smoothed = Number.isNaN(smoothed) ? loss : 0.95 * smoothed + 0.05 * loss;
+      if (onProgress && (step % 25 === 0 || step === config.steps - 1)) onProgress({ role, roles, step: step + 1, steps: config.steps, loss: smoothed });
+    }
+    const directory = path.join(outputDirectory, `role-${role}`);
+    await saveCheckpoint(directory, {
+      config: model.config, parameters: model.stateDict(), tokenizer: tokenizer.toJSON(),
+      extra: { pretrain: { ...config, task: config.task, role, finalLoss: smoothed } },
+    });
+    directories.push(directory);
+    finalLosses.push(smoothed);
+    model.destroy();
+  }
+  return { task: task.name, directories, finalLosses };
+}
+
+/** Teacher-forced cross-entropy on the target turn only (the input is context). */
+function trainStep(model: TransformerLM, examples: readonly Example[], padId: number): number {
+  const length = Math.max(...examples.map((example) => example.input.length + example.target.length)) - 1;
+  const batch = examples.length;
+  const ids = new Int32Array(batch * length).fill(padId);
+  const targets = new Int32Array(batch * length).fill(padId);
+  const weights = new Float32Array(batch * length);
+  examples.forEach((example, row) => {
+    const sequence = [...example.input, ...example.target];
+    for (let t = 0; t < sequence.length - 1; t++) {
+      ids[row * length + t] = sequence[t]!;
+      targets[row * length + t] = sequence[t + 1]!;
+      if (t + 1 >= example.input.length) weights[row * length + t] = 1;
+    }
+  });
+  return tidy(() => {
+    const loss = crossEntropy(model.forward({ ids, batch, length }), targets, weights);
+    loss.backward();
+    return loss.item();
+  });
+}

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { loadCheckpoint } from '../io/checkpoint.js';
+import { train } from './trainer.js';
+import { createTrainingFixture } from './test-support/fixture.js';
+import type { MetricsRecord } from './records.js';
+
+const cleanup: string[] = [];
+after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
+
+function records(runDirectory: string): MetricsRecord[] {
+  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as MetricsRecord);
+}
+
+/** Metrics without wall-clock fields, which legitimately differ between runs. */
+function comparable(runDirectory: string): unknown[] {
+  return records(runDirectory).map((record) => ({ ...record, elapsedSeconds: undefined }));
+}
+
+describe('trainer', () => {
+  test('every update ends inside its trust region and records its certificate', async () => {
+    const fixture = await createTrainingFixture();
+    cleanup.push(fixture.directory);
+    const runDirectory = path.join(fixture.directory, 'run');
+    const summary = await train({ config: { ...fixture.config, optimizer: { learningRate: 2e-4 }, trustRegion: { delta: 0.003, epochs: 3, minibatches: 2 } }, runDirectory });
+    const updates = records(runDirectory).filter((record) => record.type === 'update');
+    assert.equal(updates.length, 12);
+    assert.equal(summary.updates, 12);
+    for (const update of updates) {
+      assert.ok(update.kl <= update.delta + 1e-9, `update ${update.globalUpdate}: KL ${update.kl} > δ ${update.delta}`);
+      assert.equal(update.inRegion, true);
+      assert.ok(update.certificate <= update.surrogate + 1e-12);
+      assert.equal(typeof update.offPolicyEstimate, 'number');
+    }
+    // The high learning rate must actually trip the trust region for this test to mean anything.
+    assert.ok(updates.some((update) => update.lastStepScale < 1), 'no update was backed off');
+    assert.ok(updates.some((update) => update.kl > 0), 'no update moved the policy');
+    const first = updates.filter((update) => update.stage === 1);
+    assert.deepEqual(first.map((update) => update.agent), ['agent2', 'agent1', 'agent0'], 'reverse turn order');
+    assert.equal(first[0]!.occupancyGap, null);
+    assert.equal(typeof first[1]!.occupancyGap, 'number');
+    assert.ok(first.every((update) => update.measuredImprovement !== null));
+    assert.deepEqual(first.map((update) => update.resampledFromTurn), [0, 2, 1], 'suffix resampling regenerates from the changed turn');
+  });
+
+  test('an interrupted and resumed run ends bit-identical to an uninterrupted one', async () => {
+    const fixture = await createTrainingFixture();
+    cleanup.push(fixture.directory);
+    const straight = path.join(fixture.directory, 'straight');
+    const resumed = path.join(fixture.directory, 'resumed');
+    await train({ config: fixture.config, runDirectory: straight });
+    const controller = new AbortController();
+    const interrupted = await train({
+      config: fixture.config, runDirectory: resumed, signal: controller.signal,
+      onProgress: (event) => { if (event.kind === 'stage' && event.stage === 3) controller.abort(); },
+    });
+    assert.equal(interrupted.interrupted, true);
+    assert.equal(interrupted.stages, 3);
+    const finished = await train({ config: {}, runDirectory: resumed, resume: true });
+    assert.equal(finished.stages, 4);
+    assert.deepEqual(comparable(resumed), comparable(straight));
+    for (const agent of ['agent0', 'agent1', 'agent2']) {
+      const [a, b] = await Promise.all([straight, resumed].map((run) => loadCheckpoint(path.join(run, 'checkpoint', 'units', agent))));
+      assert.deepEqual(a!.parameters.map((entry) => Array.from(entry.data)), b!.parameters.map((entry) => Array.from(entry.data)));
+      assert.deepEqual(a!.optimizer!.state.map((entry) => Array.from(entry.data)), b!.optimizer!.state.map((entry) => Array.from(entry.data)));
+    }
+  });
+
+  test('schedules: stale and joint reuse one batch, single trains one shared model', async () => {
+    const fixture = await createTrainingFixture();
+    cleanup.push(fixture.directory);
+    for (const schedule of ['sequential-stale', 'joint', 'single'] as const) {
+      const runDirectory = path.join(fixture.directory, schedule);
+      await train({ config: { ...fixture.config, schedule, budget: { generatedTokens: 100_000, maxStages: 2 } }, runDirectory });
+      const updates = records(runDirectory).filter((record) => record.type === 'update');
+      if (schedule === 'single') {
+        assert.equal(updates.length, 2);
+        assert.ok(updates.every((update) => update.agent === 'agent0' && update.measuredImprovement !== null));
+      } else {
+        assert.equal(updates.length, 6);
+        assert.ok(updates.every((update) => update.measuredImprovement === null && update.resampledFromTurn === 0));
+        const stage = updates.filter((update) => update.stage === 1);
+        assert.equal(stage[0]!.stalePenalty, 0);
+        if (stage[2]!.kl > 0 || stage[1]!.kl > 0) assert.ok(stage[2]!.stalePenalty > 0, 'later stale updates pay for earlier agents\' shifts');
+      }
+    }
+  });
+
+  test('bad run directories are refused without touching them', async () => {
+    const fixture = await createTrainingFixture();
+    cleanup.push(fixture.directory);
+    await assert.rejects(train({ config: {}, runDirectory: fixture.directory, resume: true }), /not a teamtr run directory/);
+    await assert.rejects(train({ config: fixture.config, runDirectory: fixture.directory }), /is not empty/);
+    await assert.rejects(train({ config: { ...fixture.config, schedule: 'parallel' as never }, runDirectory: path.join(fixture.directory, 'x') }), /valid: "teamtr", "sequential-stale", "joint", "single"/);
+    await assert.rejects(train({ config: { ...fixture.config, protocol: { turnOrder: [0, 1, 5] } }, runDirectory: path.join(fixture.directory, 'y') }), /agent 5 does not exist/);
+  });
+});
