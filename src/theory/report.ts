@@ -1,0 +1,242 @@
+import { scalingMetrics, type FamilyResult, type TheoryExperimentResult } from './experiment.js';
+import { gameFamilyByName } from './families.js';
+import type { PowerLawFit } from './fit.js';
+import type { LogLogPlot, PlotSeries } from './plot.js';
+
+/**
+ * Human-readable renderings of a theory experiment: the terminal table, the markdown report and
+ * the scaling plot's description. Pure: strings in, strings out; writing them is output.ts's job.
+ */
+export interface ReportContext {
+  /** Measured by the caller; omitted from the text when absent. */
+  readonly wallSeconds?: number;
+  /** File name of the plot, relative to the report. */
+  readonly plotFile?: string;
+}
+
+/** What the paper predicts for each fitted metric (TEAMTR.md §7), where it says anything. */
+const predictions: Readonly<Record<string, string>> = {
+  staleError: '≈ 2',
+  freshError: '≈ 1',
+};
+
+function formatSlope(fit: PowerLawFit): string {
+  if (fit.slope === null) return 'n/a';
+  const interval = fit.interval
+    ? ` [${fit.interval[0].toFixed(2)}, ${fit.interval[1].toFixed(2)}]`
+    : '';
+  return `${fit.slope.toFixed(2)}${interval}`;
+}
+
+function formatMean(mean: number, standardError: number): string {
+  return `${mean.toExponential(2)} ± ${standardError.toExponential(1)}`;
+}
+
+function settingsLine(result: TheoryExperimentResult): string {
+  const config = result.config;
+  const sizes = [...config.agentCounts].sort((first, second) => first - second).join(', ');
+  return (
+    `N ∈ {${sizes}}, T = ${config.tokensPerTurn} tokens per turn, V = ${config.vocabularySize}, ` +
+    `${config.rounds} round${config.rounds === 1 ? '' : 's'}, δ = ${config.delta}, ` +
+    `${config.games} games per N and family, seed ${config.seed}, initial logits N(0, ${config.logitScale}²)`
+  );
+}
+
+function meansRows(family: FamilyResult): string[][] {
+  const first = family.fits[scalingMetrics[0]!.key]!;
+  return first.groups.map((group, index) => [
+    String(group.agentCount),
+    String(group.games),
+    ...scalingMetrics.map((metric) => {
+      const summary = family.fits[metric.key]!.groups[index]!;
+      return formatMean(summary.mean, summary.standardError);
+    }),
+  ]);
+}
+
+function padTable(rows: readonly (readonly string[])[]): string[] {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => cell.padStart(widths[column]!)).join('  '));
+}
+
+function checkSentence(result: TheoryExperimentResult): string {
+  const check = result.check;
+  return (
+    `certificate: ${check.violations} of ${check.updates} updates exceed their true improvement ` +
+    `(largest certificate − true improvement ${check.maxExcess.toExponential(2)}); ` +
+    `literal TEAMTR.md §5 form: ${check.specFormViolations} ` +
+    `(largest excess ${check.maxSpecFormExcess.toExponential(2)}); ` +
+    `the largest |true − surrogate| used ${(100 * check.maxErrorShare).toFixed(0)}% of its update's penalty`
+  );
+}
+
+/** The terminal summary of `teamtr theory` (without --json). */
+export function renderTheoryTable(
+  result: TheoryExperimentResult,
+  context: ReportContext = {},
+): string {
+  const lines: string[] = [`teamtr theory: ${settingsLine(result)}`, ''];
+  for (const family of result.families) {
+    lines.push(`family ${family.family}: mean per game (± SE) of the stage totals`);
+    lines.push(
+      ...padTable([
+        ['N', 'games', ...scalingMetrics.map((metric) => metric.shortLabel)],
+        ...meansRows(family),
+      ]).map((line) => `  ${line}`),
+    );
+    lines.push('');
+  }
+  lines.push('slopes of log(mean) on log(N), 95% bootstrap CI:');
+  const header = ['metric', 'paper', ...result.families.map((family) => family.family)];
+  const rows = scalingMetrics.map((metric) => [
+    metric.label,
+    predictions[metric.key] ?? '',
+    ...result.families.map((family) => formatSlope(family.fits[metric.key]!)),
+  ]);
+  lines.push(...padTable([header, ...rows]).map((line) => `  ${line}`));
+  lines.push('', checkSentence(result));
+  if (context.wallSeconds !== undefined)
+    lines.push(`wall time ${context.wallSeconds.toFixed(1)} s`);
+  return `${lines.join('\n')}\n`;
+}
+
+function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ];
+}
+
+const methodText = [
+  'Every quantity is exact (float64), computed by dynamic programming over the prefix tree of',
+  'transcripts (V^h prefixes at depth h): occupancy d_h by a forward pass, values V_h by a',
+  'backward pass from the rewards, Q_h(s,a) = V_{h+1}(s·a) and A = Q − V. A stage updates each',
+  'agent in turn order with the natural-gradient step π_new ∝ π_old·exp(η·A), η solved by Newton',
+  "so that the token-level KL (mean over the agent's positions of E_{s∼d}[KL(π_old‖π_new)]) is",
+  "exactly δ. Under fresh occupancy (TeamTR) d and A are the current intermediate team's; under",
+  "stale occupancy they are the start-of-stage team's for every update; the joint step updates",
+  'everyone at once from the start-of-stage team. The surrogate is L = Σ_{h∈agent} E_{d_h}[Σ_a',
+  'π_new(a|s) A(s,a)]; the true improvement is J after the update minus J before, both computed',
+  'exactly from the team the update is actually applied to; the surrogate error of a stage is',
+  'Σ_updates |true − L|. The certificate is L − 2ε Σ_k Σ_{j<k} E[√(KL_j/2)] with ε the exact',
+  'max |E_{π_new}[A]|, plus, for stale occupancy, the shift of the earlier-updated agents',
+  '(derivation in src/theory/certificate.ts). Slopes are least-squares fits of log(mean over',
+  'games) on log N; the 95% intervals come from resampling games with replacement within each N.',
+].join('\n');
+
+const codeText = [
+  '- `src/theory/game.ts`, `families.ts`: the games and their reward families',
+  '- `src/theory/policy.ts`, `exact.ts`: softmax tables; J, occupancy, Q, A, KL by dynamic programming',
+  '- `src/theory/trustRegion.ts`: the exact KL-δ natural-gradient step',
+  '- `src/theory/certificate.ts`: surrogate bounds and their derivation',
+  '- `src/theory/schedules.ts`: TeamTR (fresh), sequential-stale and joint stages',
+  '- `src/theory/experiment.ts`, `fit.ts`: the scaling experiment, slopes and bootstrap',
+  '- `src/theory/report.ts`, `plot.ts`, `output.ts`: this report, the SVG plot, atomic writes',
+  '- `src/cli/commands/theory.ts`: the `teamtr theory` command',
+].join('\n');
+
+/** The markdown report written next to the plot. */
+export function renderTheoryReport(
+  result: TheoryExperimentResult,
+  context: ReportContext = {},
+): string {
+  const headline = result.families[0]!;
+  const lines: string[] = [
+    "# Exact check of TeamTR's theory in tabular team games",
+    '',
+    settingsLine(result) + '.',
+    '',
+  ];
+  lines.push(
+    `## Headline: family \`${headline.family}\` (${gameFamilyByName(headline.family).description})`,
+    '',
+  );
+  lines.push(
+    ...markdownTable(
+      ['quantity (accumulated over a stage)', 'slope vs N [95% CI]', 'paper'],
+      scalingMetrics.map((metric) => [
+        metric.label,
+        formatSlope(headline.fits[metric.key]!),
+        predictions[metric.key] ?? '—',
+      ]),
+    ),
+  );
+  if (context.plotFile) lines.push('', `![log-log scaling](${context.plotFile})`);
+  lines.push('', '## Slopes for every family', '');
+  lines.push(
+    ...markdownTable(
+      ['family', ...scalingMetrics.map((metric) => metric.label)],
+      result.families.map((family) => [
+        family.family,
+        ...scalingMetrics.map((metric) => formatSlope(family.fits[metric.key]!)),
+      ]),
+    ),
+  );
+  for (const family of result.families) {
+    lines.push('', `### ${family.family}: mean per game ± SE`, '');
+    lines.push(
+      ...markdownTable(
+        ['N', 'games', ...scalingMetrics.map((metric) => metric.label)],
+        meansRows(family),
+      ),
+    );
+    const notes = scalingMetrics.filter((metric) => family.fits[metric.key]!.note);
+    for (const metric of notes)
+      lines.push('', `${metric.label}: no slope, ${family.fits[metric.key]!.note}.`);
+  }
+  lines.push('', '## Certificate check', '', `${checkSentence(result)}.`);
+  if (context.wallSeconds !== undefined)
+    lines.push('', `Wall time: ${context.wallSeconds.toFixed(1)} s.`);
+  lines.push(
+    '',
+    '## How it is computed',
+    '',
+    methodText,
+    '',
+    '## Where the code is',
+    '',
+    codeText,
+    '',
+  );
+  return lines.join('\n');
+}
+
+/** The log-log plot of the headline family: errors (solid) and penalties (dashed) with fits. */
+export function buildScalingPlot(result: TheoryExperimentResult): LogLogPlot {
+  const headline = result.families[0]!;
+  const styles: Readonly<Record<string, { color: string; dashed: boolean }>> = {
+    staleError: { color: '#c0392b', dashed: false },
+    freshError: { color: '#2471a3', dashed: false },
+    stalePenalty: { color: '#c0392b', dashed: true },
+    freshPenalty: { color: '#2471a3', dashed: true },
+  };
+  const series: PlotSeries[] = scalingMetrics
+    .filter((metric) => styles[metric.key])
+    .map((metric) => {
+      const fit = headline.fits[metric.key]!;
+      const slope = fit.slope === null ? 'n/a' : fit.slope.toFixed(2);
+      return {
+        label: `${metric.key.replace(/([A-Z])/g, ' $1').toLowerCase()} (slope ${slope})`,
+        color: styles[metric.key]!.color,
+        dashed: styles[metric.key]!.dashed,
+        points: fit.groups.map((group) => ({
+          x: group.agentCount,
+          y: group.mean,
+          low: group.mean - group.standardError,
+          high: group.mean + group.standardError,
+        })),
+        fit:
+          fit.slope !== null && fit.intercept !== null
+            ? { slope: fit.slope, intercept: fit.intercept }
+            : null,
+      };
+    });
+  return {
+    title: `Accumulated surrogate error and certificate penalty per stage (${headline.family})`,
+    xLabel: 'agents N (log scale)',
+    yLabel: 'mean per game (log scale)',
+    xTicks: [...result.config.agentCounts].sort((first, second) => first - second),
+    series,
+  };
+}
