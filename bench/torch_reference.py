@@ -125,6 +125,11 @@ def main():
     seconds = timed(train_step, 3, args.repeats)
     print(json.dumps({'name': 'llama-3m-train-step', 'value': 16 * 128 / seconds, 'unit': 'tokens/s', 'threads': args.threads}))
 
+    # The BLAS PyTorch links (OpenBLAS on Debian), on the largest sgemm shape of `teamtr bench`.
+    a, b = torch.rand(4096, 1024), torch.rand(1024, 1024)
+    seconds = timed(lambda: torch.mm(a, b), 2, args.repeats)
+    print(json.dumps({'name': 'sgemm-4096x1024x1024', 'value': 2 * 4096 * 1024 * 1024 / seconds / 1e9, 'unit': 'GFLOP/s', 'threads': args.threads}))
+
     prompts = torch.randint(0, VOCAB, (16, 16))
 
     @torch.no_grad()

@@ -15,8 +15,11 @@ if (process.env.TEAMTR_SKIP_NATIVE === '1') {
 
 const blasHeaders = ['/usr/include/x86_64-linux-gnu/cblas.h', '/usr/include/cblas.h',
   '/usr/include/aarch64-linux-gnu/cblas.h', '/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h'];
-const hasOpenBlas = process.env.TEAMTR_BLAS !== 'none' && blasHeaders.some((file) => existsSync(file));
-if (!hasOpenBlas) {
+const blasHeader = process.env.TEAMTR_BLAS === 'none' ? undefined : blasHeaders.find((file) => existsSync(file));
+const hasOpenBlas = blasHeader !== undefined;
+if (process.env.TEAMTR_BLAS === 'none') {
+  console.warn('teamtr: TEAMTR_BLAS=none, building the native addon with portable C kernels only');
+} else if (!hasOpenBlas) {
   console.warn('teamtr: OpenBLAS headers not found (apt-get install libopenblas-dev); ' +
     'building the native addon with portable C kernels');
 }
@@ -33,6 +36,7 @@ function nodeGypCommand() {
 
 const [command, ...prefix] = nodeGypCommand();
 const args = [...prefix, 'rebuild', `--teamtr_blas=${hasOpenBlas ? 'openblas' : 'none'}`];
+if (hasOpenBlas) args.push(`--teamtr_blas_include=${path.dirname(blasHeader)}`);
 if (!process.env.npm_config_nodedir && existsSync('/usr/include/node/node_api.h')) {
   args.push('--nodedir=/usr');
 }

@@ -5,6 +5,7 @@ import type { ModelConfigInput } from '../nn/config.js';
 import { AdamW } from '../optim/adamw.js';
 import { crossEntropy, noGrad, tidy } from '../tensor/index.js';
 import { RandomGenerator } from '../util/random.js';
+import { timeKernel } from '../backend/benchmark.js';
 
 /**
  * The reference workloads of `teamtr bench` (issue: the engine). bench/torch_reference.py
@@ -21,22 +22,9 @@ export interface BenchmarkResult {
   unit: string;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
-/** Median seconds of `repeats` timed runs after `warmup` untimed ones. */
-export function timeMedian(run: () => void, warmup: number, repeats: number): number {
-  for (let index = 0; index < warmup; index++) run();
-  const times: number[] = [];
-  for (let index = 0; index < repeats; index++) {
-    const start = process.hrtime.bigint();
-    run();
-    times.push(Number(process.hrtime.bigint() - start) / 1e9);
-  }
-  return median(times);
+/** Median seconds of timed runs after warm-up (the kernel benchmarks' timer). */
+function timeMedian(run: () => void, warmup: number, repeats: number): number {
+  return timeKernel(run, { warmupRuns: warmup, minimumRuns: repeats, maximumRuns: repeats, minimumSeconds: 0 }).medianSeconds;
 }
 
 function randomIds(random: RandomGenerator, count: number, vocab: number): Int32Array {

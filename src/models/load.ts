@@ -9,6 +9,8 @@ import { tokenizerFromJSON } from '../tokenizer/load.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TransformerLM } from '../nn/transformer.js';
 import type { AdamWState } from '../optim/adamw.js';
+import { huggingFaceFormat } from './huggingface/format.js';
+import type { GenerationDefaults } from './huggingface/generation-config.js';
 
 /** A model ready to run: the network, its tokenizer and where it came from. */
 export interface LoadedModel {
@@ -20,6 +22,10 @@ export interface LoadedModel {
   optimizerState: AdamWState | null;
   /** Caller state saved with it (`extra.json`). */
   extra: Record<string, unknown> | null;
+  /** Sampling defaults shipped with the model (Hugging Face generation_config.json). */
+  generation?: GenerationDefaults | null;
+  /** The original config.json of a Hugging Face directory (export keeps its other keys). */
+  huggingFaceConfig?: Record<string, unknown> | null;
 }
 
 /**
@@ -55,7 +61,7 @@ export const teamtrCheckpointFormat: ModelFormat = {
   },
 };
 
-export const modelFormats: ModelFormat[] = [teamtrCheckpointFormat];
+export const modelFormats: ModelFormat[] = [huggingFaceFormat, teamtrCheckpointFormat];
 
 /** Where the built-in tiny models live: `<package>/models`. */
 export function builtinModelsDirectory(): string {

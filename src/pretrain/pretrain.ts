@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { saveCheckpoint } from '../io/checkpoint.js';
 import { modelConfigSchema } from '../nn/config.js';
+import { supervisedLossAndGradient } from '../nn/teacher-forcing.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { AdamW, decayExempt } from '../optim/adamw.js';
 import { clipGradientNorm } from '../optim/clip.js';
@@ -9,7 +10,6 @@ import { learningRateAt } from '../optim/schedule.js';
 import { getTask, sampleDemonstration, taskSpecSchema, type Task } from '../tasks/index.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render.js';
 import { turnTerminator } from '../team/policy.js';
-import { crossEntropy, tidy } from '../tensor/index.js';
 import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
 import { RandomGenerator } from '../util/random.js';
 import { parseWithSchema } from '../util/schema.js';
@@ -39,8 +39,10 @@ export function defaultBaseModelConfig(vocabSize: number) {
 }
 
 export interface PretrainProgress {
-  role: number;
-  roles: number;
+  /** `role-<r>` or `shared`. */
+  model: string;
+  index: number;
+  models: number;
   step: number;
   steps: number;
   loss: number;
@@ -69,7 +71,7 @@ function roleExample(task: Task, role: number, tokenizer: CharTokenizer, random:
   return { input, target };
 }
 
-/** Trains and saves one base model per role into `outputDirectory/role-<r>`. */
+/** Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one into `shared`. */
 export async function pretrain(configInput: unknown, outputDirectory: string, onProgress?: (progress: PretrainProgress) => void): Promise<PretrainResult> {
   const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
   const task = await getTask(config.task, 'task');
@@ -78,51 +80,38 @@ export async function pretrain(configInput: unknown, outputDirectory: string, on
   const roles = task.protocol.roles.length;
   const directories: string[] = [];
   const finalLosses: number[] = [];
-  for (let role = 0; role < roles; role++) {
-    const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${role}`);
+  // One model per role, then one shared model that plays every role (the `single` baseline's
+  // base model), trained as long as all role models together.
+  const plans = [
+    ...Array.from({ length: roles }, (_unused, role) => ({ name: `role-${role}`, roles: [role], steps: config.steps })),
+    { name: 'shared', roles: Array.from({ length: roles }, (_unused, role) => role), steps: config.steps * roles },
+  ];
+  for (const [index, plan] of plans.entries()) {
+    const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${plan.name}`);
     const model = new TransformerLM(modelConfig, random.split('init'));
     const optimizer = new AdamW(model.trainableParameters(), { learningRate: config.learningRate, beta1: 0.9, beta2: 0.99, epsilon: 1e-8, weightDecay: 0.01, noDecay: decayExempt });
-    const schedule = { kind: 'warmup-cosine' as const, warmupSteps: Math.min(100, config.steps), totalSteps: config.steps, minimumRatio: 0.1 };
+    const schedule = { kind: 'warmup-cosine' as const, warmupSteps: Math.min(100, plan.steps), totalSteps: plan.steps, minimumRatio: 0.1 };
     let smoothed = Number.NaN;
-    for (let step = 0; step < config.steps; step++) {
-      const examples = Array.from({ length: config.batchSize }, () => roleExample(task, role, tokenizer, random, config.mistakeRate, random.nextUint32()));
-      const loss = trainStep(model, examples, tokenizer.padId!);
+    for (let step = 0; step < plan.steps; step++) {
+      const examples = Array.from({ length: config.batchSize }, () => {
+        const role = plan.roles[random.nextInt(plan.roles.length)]!;
+        return roleExample(task, role, tokenizer, random, config.mistakeRate, random.nextUint32());
+      });
+      const loss = supervisedLossAndGradient(model, examples, tokenizer.padId!);
       const clipping = clipGradientNorm(model.trainableParameters(), 1);
       optimizer.update({ learningRate: learningRateAt(schedule, config.learningRate, step), gradientScale: clipping.scale });
       optimizer.zeroGrad();
       smoothed = Number.isNaN(smoothed) ? loss : 0.95 * smoothed + 0.05 * loss;
-      if (onProgress && (step % 25 === 0 || step === config.steps - 1)) onProgress({ role, roles, step: step + 1, steps: config.steps, loss: smoothed });
+      if (onProgress && (step % 25 === 0 || step === plan.steps - 1)) onProgress({ model: plan.name, index, models: plans.length, step: step + 1, steps: plan.steps, loss: smoothed });
     }
-    const directory = path.join(outputDirectory, `role-${role}`);
+    const directory = path.join(outputDirectory, plan.name);
     await saveCheckpoint(directory, {
       config: model.config, parameters: model.stateDict(), tokenizer: tokenizer.toJSON(),
-      extra: { pretrain: { ...config, task: config.task, role, finalLoss: smoothed } },
+      extra: { pretrain: { ...config, task: config.task, model: plan.name, roles: plan.roles, finalLoss: smoothed } },
     });
     directories.push(directory);
     finalLosses.push(smoothed);
     model.destroy();
   }
   return { task: task.name, directories, finalLosses };
-}
-
-/** Teacher-forced cross-entropy on the target turn only (the input is context). */
-function trainStep(model: TransformerLM, examples: readonly Example[], padId: number): number {
-  const length = Math.max(...examples.map((example) => example.input.length + example.target.length)) - 1;
-  const batch = examples.length;
-  const ids = new Int32Array(batch * length).fill(padId);
-  const targets = new Int32Array(batch * length).fill(padId);
-  const weights = new Float32Array(batch * length);
-  examples.forEach((example, row) => {
-    const sequence = [...example.input, ...example.target];
-    for (let t = 0; t < sequence.length - 1; t++) {
-      ids[row * length + t] = sequence[t]!;
-      targets[row * length + t] = sequence[t + 1]!;
-      if (t + 1 >= example.input.length) weights[row * length + t] = 1;
-    }
-  });
-  return tidy(() => {
-    const loss = crossEntropy(model.forward({ ids, batch, length }), targets, weights);
-    loss.backward();
-    return loss.item();
-  });
 }

@@ -139,7 +139,7 @@ describe('CharTokenizer', () => {
       await assert.rejects(loadTokenizer(file), (error: unknown) => {
         return (
           error instanceof FileFormatError &&
-          /not a tokenizer file of a known format \(supported: teamtr-char\)/.test(error.message)
+          /not a tokenizer file of a known format \(supported: teamtr-char[,)]/.test(error.message)
         );
       });
       writeFileSync(file, '{"type": "teamtr-char",');

@@ -2,6 +2,7 @@ import { writeJsonAtomic } from '../io/atomic.js';
 import { readJsonFile } from '../io/json-file.js';
 import { FileFormatError } from '../util/errors.js';
 import { charTokenizerFormat } from './char.js';
+import { huggingFaceTokenizerFormat } from './huggingface.js';
 import type { Tokenizer, TokenizerFormat } from './types.js';
 
 /**
@@ -9,7 +10,7 @@ import type { Tokenizer, TokenizerFormat } from './types.js';
  * file holds. New formats join `tokenizerFormats`; nothing else changes.
  */
 
-export const tokenizerFormats: TokenizerFormat[] = [charTokenizerFormat];
+export const tokenizerFormats: TokenizerFormat[] = [charTokenizerFormat, huggingFaceTokenizerFormat];
 
 /** Rebuilds a tokenizer from its JSON (e.g. a checkpoint's `tokenizer`); `source` names it in errors. */
 export function tokenizerFromJSON(json: unknown, source: string): Tokenizer {

@@ -18,33 +18,26 @@ export interface BuiltTeam {
   models: LoadedModel[];
 }
 
-/** The default team of a task: one built-in model per role. */
-export function defaultAgents(task: Task): AgentConfig[] {
+/**
+ * The default team of a task: one built-in model per role, or, when one model plays every
+ * role (the `single` baseline), the built-in model pretrained on all roles.
+ */
+export function defaultAgents(task: Task, sharedModel = false): AgentConfig[] {
   return task.protocol.roles.map((role, index) => ({
     name: role.name,
-    model: `builtin:${task.name}/role-${index}`,
+    model: sharedModel ? `builtin:${task.name}/shared` : `builtin:${task.name}/role-${index}`,
     trainable: true,
   }));
 }
 
 /** Loads every agent's model and assembles the team, its protocol and its update units. */
 export async function buildTeam(config: TrainConfig, task: Task, schedule: Schedule): Promise<BuiltTeam> {
-  const agentConfigs = config.agents ?? defaultAgents(task);
+  const agentConfigs = config.agents ?? defaultAgents(task, schedule.sharedModel);
   validateAgents(agentConfigs, config, task);
   const models: LoadedModel[] = [];
   const loaded = schedule.sharedModel ? [await loadModel(agentConfigs[0]!.model)] : await loadAll(agentConfigs);
   models.push(...loaded);
-  const agents: Agent[] = agentConfigs.map((agentConfig, index) => {
-    const source = loaded[schedule.sharedModel ? 0 : index]!;
-    return {
-      name: agentConfig.name,
-      rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
-      speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
-      policy: new LocalPolicy(source.model, source.tokenizer),
-      trainable: agentConfig.trainable,
-      delta: agentConfig.trainable ? (agentConfig.delta ?? config.trustRegion.delta) : 0,
-    };
-  });
+  const agents: Agent[] = agentConfigs.map((agentConfig, index) => agentFromConfig(agentConfig, index, loaded[schedule.sharedModel ? 0 : index]!, config, task));
   const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
   const team: Team = {
     agents,
@@ -55,13 +48,7 @@ export async function buildTeam(config: TrainConfig, task: Task, schedule: Sched
       maxTurnTokens: config.protocol.maxTurnTokens ?? task.protocol.maxTurnChars + 2,
     },
   };
-  const optimizerFor = (model: LoadedModel, learningRate: number): AdamW => {
-    const optimizer = new AdamW(model.model.trainableParameters(), {
-      learningRate, beta1: config.optimizer.beta1, beta2: config.optimizer.beta2, epsilon: 1e-8,
-      weightDecay: config.optimizer.weightDecay, noDecay: decayExempt,
-    });
-    return optimizer;
-  };
+  const optimizerFor = (model: LoadedModel, learningRate: number): AdamW => createOptimizer(model, learningRate, config);
   const units: UpdateUnit[] = schedule.sharedModel
     ? [{
         name: agentConfigs[0]!.name, model: loaded[0]!.model,
@@ -76,6 +63,26 @@ export async function buildTeam(config: TrainConfig, task: Task, schedule: Sched
         learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
       }] : []);
   return { team, units, agentConfigs, models };
+}
+
+/** One team member from its config and loaded model (also used when a swap brings a model in). */
+export function agentFromConfig(agentConfig: AgentConfig, index: number, source: LoadedModel, config: TrainConfig, task: Task): Agent {
+  return {
+    name: agentConfig.name,
+    rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
+    speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
+    policy: new LocalPolicy(source.model, source.tokenizer),
+    trainable: agentConfig.trainable,
+    delta: agentConfig.trainable ? (agentConfig.delta ?? config.trustRegion.delta) : 0,
+  };
+}
+
+/** A fresh AdamW for a unit's model under the run's optimizer settings. */
+export function createOptimizer(model: LoadedModel, learningRate: number, config: TrainConfig): AdamW {
+  return new AdamW(model.model.trainableParameters(), {
+    learningRate, beta1: config.optimizer.beta1, beta2: config.optimizer.beta2, epsilon: 1e-8,
+    weightDecay: config.optimizer.weightDecay, noDecay: decayExempt,
+  });
 }
 
 async function loadAll(agentConfigs: readonly AgentConfig[]): Promise<LoadedModel[]> {

@@ -28,6 +28,46 @@ export const agentConfigSchema = z.strictObject({
 export const scheduleNames = ['teamtr', 'sequential-stale', 'joint', 'single'] as const;
 export const objectiveNames = ['grpo', 'dapo', 'ppo'] as const;
 
+// --- swaps (issue #7, see trainer/swap.ts) ---
+export const alignmentModes = ['sft', 'kl', 'sft+kl'] as const;
+
+/**
+ * Stage-0 alignment of an incoming model before sequential updates resume (TEAMTR.md §6):
+ * supervised on the outgoing agent's turn texts from fresh team batches (`sft`, works across
+ * tokenizers), and/or KL to the outgoing agent on the same contexts (`kl`, needs the same
+ * tokenizer; `sft+kl` falls back to `sft` with a note when the tokenizers differ).
+ */
+export const alignmentConfigSchema = z.strictObject({
+  /** Optimizer steps; 0 = no alignment. */
+  steps: z.number().int().nonnegative().default(0),
+  mode: z.enum(alignmentModes).default('sft'),
+  learningRate: z.number().positive().default(1e-3),
+  /** Each fresh team batch is split into this many minibatches, one step each. */
+  minibatches: z.number().int().positive().default(4),
+  /** @default rollout.problemsPerBatch */
+  problemsPerBatch: z.number().int().positive().optional(),
+  /** @default rollout.groupSize */
+  groupSize: z.number().int().positive().optional(),
+  maxGradNorm: z.number().positive().default(1),
+});
+
+export const swapConfigSchema = z.strictObject({
+  /** The swap happens right before this stage runs (after stage − 1). */
+  stage: z.number().int().positive(),
+  /** Name of the agent replaced. */
+  agent: z.string().min(1),
+  /** The incoming model (same forms as agents[].model). */
+  model: z.string().min(1),
+  /** The incoming model's role prompt. @default the outgoing agent's */
+  rolePrompt: z.string().optional(),
+  /** @default the agent's learning rate */
+  learningRate: z.number().positive().optional(),
+  /** Problems of the batches measuring the reward before and after the swap. @default rollout.problemsPerBatch */
+  measureProblems: z.number().int().positive().optional(),
+  alignment: alignmentConfigSchema.prefault({}),
+});
+// --- end swaps ---
+
 export const trainConfigSchema = z.strictObject({
   /** Seeds every random choice of the run. */
   seed: z.number().int().nonnegative().default(0),
@@ -91,8 +131,11 @@ export const trainConfigSchema = z.strictObject({
     problems: z.number().int().positive().default(200),
     /** Evaluate every this many stages (and always at the start and the end). */
     every: z.number().int().positive().default(10),
-    /** 0 = greedy decoding. */
-    temperature: z.number().nonnegative().default(0),
+    /**
+     * 1 = the policy itself (what training optimizes and what the team does when sampled);
+     * 0 = greedy decoding.
+     */
+    temperature: z.number().nonnegative().default(1),
   }).prefault({}),
   /** Save a resumable checkpoint every this many stages. */
   checkpointEvery: z.number().int().positive().default(5),
@@ -101,9 +144,13 @@ export const trainConfigSchema = z.strictObject({
     epsilon: z.number().positive().default(1),
     confidence: z.number().gt(0).lt(1).default(0.95),
   }).prefault({}),
+  /** Replace agents' models mid-training (plug-and-play, TEAMTR.md §6). */
+  swaps: z.array(swapConfigSchema).default([]),
 });
 
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;
 export type TrainConfig = z.output<typeof trainConfigSchema>;
 export type AgentConfig = z.output<typeof agentConfigSchema>;
 export type ScheduleName = (typeof scheduleNames)[number];
+export type SwapConfig = z.output<typeof swapConfigSchema>;
+export type AlignmentConfig = z.output<typeof alignmentConfigSchema>;

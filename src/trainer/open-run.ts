@@ -4,6 +4,7 @@ import { buildTeam, type BuiltTeam } from './build-team.js';
 import { trainConfigSchema, type TrainConfig } from './config.js';
 import { RunDirectory } from './run-directory.js';
 import { schedules } from './schedules.js';
+import { configAtStage } from './swap-plan.js';
 
 export interface OpenedRun {
   run: RunDirectory;
@@ -17,7 +18,9 @@ export async function openRun(directory: string): Promise<OpenedRun> {
   const run = await RunDirectory.open(directory);
   const config = parseWithSchema(trainConfigSchema, await run.readConfig(), `${directory}/config.json`);
   const task = await getTask(config.task, 'task');
-  const built = await buildTeam(config, task, schedules[config.schedule]);
+  // After a swap the checkpoint holds the incoming model: build the team as of its stage.
+  const saved = run.hasCheckpoint() ? await run.readCheckpointState() : null;
+  const built = await buildTeam(configAtStage(config, task, saved?.stage ?? 0), task, schedules[config.schedule]);
   if (run.hasCheckpoint()) await run.restoreCheckpoint(built.units, { truncateMetrics: false });
   return { run, config, task, built };
 }

@@ -123,6 +123,20 @@ export class RunDirectory {
     });
   }
 
+  /** Replaces config.json atomically (a swap scheduled on an existing run rewrites it). */
+  async writeConfig(config: unknown): Promise<void> {
+    await writeJsonAtomic(path.join(this.directory, runFiles.config), config);
+  }
+
+  /** The saved run state without loading any weights, or null before the first checkpoint. */
+  async readCheckpointState(): Promise<RunState | null> {
+    const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);
+    await recoverInterruptedReplace(checkpointDirectory);
+    const statePath = path.join(checkpointDirectory, runFiles.state);
+    if (!existsSync(statePath)) return null;
+    return parseWithSchema(runStateSchema, await readJsonFile(statePath), statePath);
+  }
+
   /** Restores every unit's weights and optimizer; returns the saved state. */
   async restoreCheckpoint(units: readonly UpdateUnit[], options: { truncateMetrics?: boolean } = {}): Promise<RunState> {
     const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);

@@ -5,18 +5,21 @@ import { trainConfigSchema, type TrainConfig, type TrainConfigInput } from './co
 import { buildTeam, type BuiltTeam } from './build-team.js';
 import { evaluateTeam } from './evaluate.js';
 import { resolveObjective } from './objectives.js';
-import type { EvaluationRecord, MetricsRecord, StageRecord } from './records.js';
+import type { EvaluationRecord, MetricsRecord, StageRecord, SwapRecord } from './records.js';
 import { RunDirectory, type RunState } from './run-directory.js';
 import { schedules } from './schedules.js';
 import { pairedImprovement, StageRunner } from './stage.js';
 import { certificateStatistics, lastEvaluation, type EvaluationSummary, type TrainSummary } from './summary.js';
+import { applyDueSwaps, recoveryRecords } from './swap.js';
+import { configAtStage, swapProgress, validateSwaps } from './swap-plan.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
 export type TrainProgress =
   | { kind: 'start'; budget: number; stage: number; generatedTokens: number }
   | { kind: 'stage'; stage: number; generatedTokens: number; budget: number; reward: number; meanKl: number; agent: string }
   | { kind: 'eval'; stage: number; accuracy: number }
-  | { kind: 'checkpoint'; stage: number };
+  | { kind: 'checkpoint'; stage: number }
+  | { kind: 'swap'; record: SwapRecord };
 
 export interface TrainOptions {
   config: TrainConfigInput | TrainConfig;
@@ -65,9 +68,14 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       interrupted = true;
       break;
     }
+    // Swaps due before this stage (issue #7, swap.ts).
+    const swaps = await applyDueSwaps(context, state);
+    run.appendMetrics(swaps.map((swap) => swap.record));
+    swaps.forEach((swap) => emit({ kind: 'swap', record: swap.record }));
     state.stage++;
     const records = await runStage(context, state);
     const stageRecord = records[records.length - 1] as StageRecord;
+    records.push(...recoveryRecords(state, stageRecord));
     emit({ kind: 'stage', stage: state.stage, generatedTokens: state.generatedTokens, budget: config.budget.generatedTokens, reward: stageRecord.rewardAfter, meanKl: meanKl(records), agent: '' });
     if (state.stage % config.evaluation.every === 0) {
       const evaluation = await evaluationRecord(context, state);
@@ -102,7 +110,11 @@ async function prepare(options: TrainOptions): Promise<RunContext> {
     config = parseWithSchema(trainConfigSchema, options.config, 'config');
   }
   const task = await getTask(config.task, 'task');
-  const built = await buildTeam(config, task, schedules[config.schedule]);
+  // Swaps (issue #7): refuse bad ones before anything is written; on resume, build the team with
+  // the models of swaps applied up to the checkpoint, so its weights fit.
+  const saved = options.resume ? await run!.readCheckpointState() : null;
+  await validateSwaps(config, task, { completedStage: saved?.stage ?? 0, applied: saved ? swapProgress(saved).applied : [] });
+  const built = await buildTeam(configAtStage(config, task, saved?.stage ?? 0), task, schedules[config.schedule]);
   if (!options.resume) run = await RunDirectory.create(options.runDirectory, { ...config, agents: built.agentConfigs });
   const evalProblems = task.split('eval', { seed: config.seed, count: config.evaluation.problems });
   const tokenizers = new Map(built.units.map((unit) => {

@@ -42,7 +42,10 @@ describe('trust-region update', () => {
     assert.ok(result.kl > 0);
     // The same step by hand: PPO's clipped surrogate, its gradient, clipping, AdamW.
     const twinOptimizer = new AdamW(twin.trainableParameters(), adam);
-    const tokens = collectUnitTokens(batch, [0]);
+    // Same minibatch order as the update (one minibatch, shuffled by its generator), so even the
+    // floating-point summation order matches.
+    const rows = new RandomGenerator(1).shuffle(batch.trajectories.map((_trajectory, index) => index));
+    const tokens = collectUnitTokens(batch, [0], rows);
     tidy(() => {
       const scores = scoreCompletions(twin, tokens.items);
       const surrogate = clippedSurrogate({

@@ -1,8 +1,16 @@
 import type { Command } from 'commander';
+import { register as registerBench } from './bench.js';
 import { register as registerCompare } from './compare.js';
+import { register as registerDashboard } from './dashboard.js';
 import { register as registerDemo } from './demo.js';
 import { register as registerEval } from './eval.js';
+import { register as registerExport } from './export.js';
 import { register as registerPretrain } from './pretrain.js';
+import { register as registerReport } from './report.js';
+import { register as registerSample } from './sample.js';
+import { register as registerScore } from './score.js';
+import { register as registerServe } from './serve.js';
+import { register as registerSwap } from './swap.js';
 import { register as registerTheory } from './theory.js';
 import { register as registerTrain } from './train.js';
 
@@ -17,4 +25,12 @@ export function registerCommands(program: Command): void {
   registerCompare(program);
   registerPretrain(program);
   registerTheory(program);
+  registerDashboard(program);
+  registerReport(program);
+  registerBench(program);
+  registerSwap(program);
+  registerSample(program);
+  registerScore(program);
+  registerServe(program);
+  registerExport(program);
 }

@@ -18,12 +18,12 @@ export function register(program: Command): void {
     const taskName = String((config.task as { name?: string } | undefined)?.name ?? 'arithmetic-chain');
     const output = (flags.out as string | undefined) ?? path.join(builtinModelsDirectory(), taskName);
     const progress = new ProgressReporter(false);
-    let currentRole = -1;
+    let current = -1;
     const result = await pretrain(config, output, (event) => {
-      if (event.role !== currentRole) {
+      if (event.index !== current) {
         progress.stop();
-        currentRole = event.role;
-        progress.start(`pretrain role ${event.role + 1}/${event.roles}`, event.steps);
+        current = event.index;
+        progress.start(`pretrain ${event.model} (${event.index + 1}/${event.models})`, event.steps);
       }
       progress.update(event.step, `loss ${event.loss.toFixed(3)}`);
     });

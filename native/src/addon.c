@@ -1,0 +1,57 @@
+/*
+ * teamtr_native: the kernels of src/backend/types.ts as a plain N-API addon. This file sets up
+ * the module (info, thread count); addon_math.c and addon_model.c hold the kernel entry points.
+ */
+#include "addon.h"
+
+#include "arguments.h"
+#include "kernels.h"
+#include "threadpool.h"
+
+void addon_export(napi_env env, napi_value exports, const addon_function *functions, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    napi_value function;
+    napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].callback, NULL,
+                         &function);
+    napi_set_named_property(env, exports, functions[i].name, function);
+  }
+}
+
+static napi_value info(napi_env env, napi_callback_info callback_info) {
+  (void)callback_info;
+  napi_value result, blas, version, sgemm, vector_width, threads;
+  napi_create_object(env, &result);
+  napi_create_string_utf8(env, kernel_blas_name(), NAPI_AUTO_LENGTH, &blas);
+  napi_create_string_utf8(env, kernel_blas_version(), NAPI_AUTO_LENGTH, &version);
+  napi_create_string_utf8(env, kernel_sgemm_name(), NAPI_AUTO_LENGTH, &sgemm);
+  napi_create_int32(env, kernel_vector_width(), &vector_width);
+  napi_create_int32(env, pool_thread_count(), &threads);
+  napi_set_named_property(env, result, "blas", blas);
+  napi_set_named_property(env, result, "blasVersion", version);
+  napi_set_named_property(env, result, "sgemm", sgemm);
+  napi_set_named_property(env, result, "vectorWidth", vector_width);
+  napi_set_named_property(env, result, "threads", threads);
+  return result;
+}
+
+static napi_value set_threads(napi_env env, napi_callback_info callback_info) {
+  arguments args;
+  if (!arguments_read(&args, env, callback_info, "setThreads", 1)) return NULL;
+  int64_t threads = arguments_size(&args, 0, "threads");
+  if (!args.failed && (threads < 1 || threads > 64)) {
+    arguments_range_error(&args, "threads must be between 1 and 64, got %lld", (long long)threads);
+  }
+  if (args.failed) return NULL;
+  pool_set_thread_count((int)threads);
+  return NULL;
+}
+
+static napi_value initialize(napi_env env, napi_value exports) {
+  const addon_function functions[] = {{"info", info}, {"setThreads", set_threads}};
+  addon_export(env, exports, functions, 2);
+  addon_register_math(env, exports);
+  addon_register_model(env, exports);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, initialize)

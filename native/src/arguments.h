@@ -1,0 +1,52 @@
+/*
+ * Reading kernel arguments from JavaScript. A wrong type is a programming error in the
+ * TypeScript layer above: it throws a JS TypeError (never a crash). Sizes that do not fit the
+ * arrays throw a RangeError; those checks cost a few comparisons per call and catch the bugs
+ * that would otherwise read or write out of bounds.
+ */
+#ifndef TEAMTR_ARGUMENTS_H
+#define TEAMTR_ARGUMENTS_H
+
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MAX_ARGUMENTS 20
+
+typedef struct {
+  napi_env env;
+  const char *kernel;
+  napi_value values[MAX_ARGUMENTS];
+  size_t count;
+  bool failed; /* a JS exception is pending; stop and return */
+} arguments;
+
+/* Reads the call's arguments; throws TypeError unless exactly `expected` were passed. */
+bool arguments_read(arguments *args, napi_env env, napi_callback_info info, const char *kernel,
+                    size_t expected);
+
+typedef struct {
+  float *data;
+  size_t length;
+} float_array;
+
+typedef struct {
+  int32_t *data;
+  size_t length;
+} int_array;
+
+/* Float32Array argument; `nullable` accepts null/undefined (data = NULL, length 0). */
+float_array arguments_floats(arguments *args, size_t index, const char *name, bool nullable);
+int_array arguments_ints(arguments *args, size_t index, const char *name);
+/* A non-negative integer below 2^40. */
+int64_t arguments_size(arguments *args, size_t index, const char *name);
+double arguments_number(arguments *args, size_t index, const char *name);
+bool arguments_boolean(arguments *args, size_t index, const char *name);
+
+/* RangeError unless `array` holds at least `needed` elements (skipped for NULL arrays). */
+void arguments_require(arguments *args, const char *name, size_t length, double needed);
+/* RangeError with a formatted message. */
+void arguments_range_error(arguments *args, const char *format, ...);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * Fused causal grouped-query attention, forward. One task per (batch, head, block of 32
+ * queries), so even a single sequence spreads over all threads. A task computes the score
+ * block scale·Q·Kᵀ against the keys its queries can see (causal: later blocks see more,
+ * nothing past the diagonal is computed), masks padding and future keys to −∞, takes a row
+ * softmax, optionally saves the probabilities for backward, and multiplies by V.
+ * Kᵀ is prepared once per (batch, kv head) in a first parallel pass and shared by the query
+ * blocks and the heads of the group; decode steps (one or two queries) use dot products instead.
+ *
+ * Why fused: the op-by-op version materializes scores and probabilities as
+ * [batch, heads, queries, keys] tensors, writes and re-reads them several times (scale, mask,
+ * softmax, matmul) and runs the small per-head products one at a time; here the score block
+ * of a task lives in cache from QKᵀ to PV. In no-grad mode the probabilities are never written.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "attention.h"
+#include "gemm.h"
+#include "parallel.h"
+#include "reduce.h"
+#include "vecmath.h"
+
+typedef struct {
+  const attention_arguments *a;
+  int64_t query_blocks;
+  int64_t keys, stride; /* keys any query sees; padded to whole vectors */
+  float *transposed_keys; /* [batch][kv_heads][dim][stride], or NULL for dot products */
+} forward_context;
+
+static void transpose_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const forward_context *t = context;
+  const attention_arguments *a = t->a;
+  int64_t kv_head = (int64_t)index % a->kv_heads, b = (int64_t)index / a->kv_heads;
+  transpose_rows(a->key + key_offset(a, b, 0, kv_head), a->kv_heads * a->head_dim, t->keys,
+                 a->head_dim, t->transposed_keys + (int64_t)index * a->head_dim * t->stride,
+                 t->stride);
+}
+
+/* Sets row[j] = −∞ where j ≥ limit or valid[j] = 0 and returns the largest remaining entry.
+   Written with explicit vectors: the compiler's own max-reduction of this loop stalls. */
+static float mask_scores(float *row, int64_t columns, int64_t limit, const float *valid) {
+  const vint lane = LANES(LANE_INDEX, 0);
+  const vfloat minus_infinity = vbroadcast(-INFINITY);
+  vfloat maximum = minus_infinity;
+  int64_t j = 0;
+  for (; j + VECTOR_WIDTH <= columns; j += VECTOR_WIDTH) {
+    vint keep = (lane + (int)j < (int)limit) & (vload(valid + j) != 0.0f);
+    vfloat score = vselect(keep, vload(row + j), minus_infinity);
+    vstore(row + j, score);
+    maximum = vselect(score > maximum, score, maximum);
+  }
+  float result = vmax(maximum);
+  for (; j < columns; j++) {
+    float score = j < limit && valid[j] != 0.0f ? row[j] : -INFINITY;
+    row[j] = score;
+    result = score > result ? score : result;
+  }
+  return result;
+}
+
+/*
+ * Masks, exponentiates and normalizes one score row in place (keys j < columns; visible keys
+ * j < limit with valid[j] = 1). Returns false when no key is visible (the row is zeroed).
+ */
+static bool softmax_scores(float *row, int64_t columns, int64_t limit, const float *valid) {
+  float maximum = mask_scores(row, columns, limit, valid);
+  if (maximum == -INFINITY) {
+    bool any_valid = false;
+    for (int64_t j = 0; j < limit && !any_valid; j++) any_valid = valid[j] != 0.0f;
+    if (!any_valid) {
+      for (int64_t j = 0; j < columns; j++) row[j] = 0.0f;
+      return false;
+    }
+  }
+#pragma omp simd
+  for (int64_t j = 0; j < columns; j++) row[j] = fast_expf(row[j] - maximum);
+  float inverse = (float)(1.0 / reduce_sum(row, columns));
+#pragma omp simd
+  for (int64_t j = 0; j < columns; j++) row[j] *= inverse;
+  return true;
+}
+
+/* scores[r][j] = scale·q_r·k_j for a block of query rows. */
+static void block_scores(const forward_context *t, int64_t b, int64_t h, int64_t i0,
+                         int64_t rows, int64_t keys, float *scores, int64_t stride) {
+  const attention_arguments *a = t->a;
+  int64_t kv_head = h / (a->heads / a->kv_heads), dim = a->head_dim;
+  const float *query = a->query + query_offset(a, b, i0, h);
+  if (t->transposed_keys) {
+    const float *transposed =
+        t->transposed_keys + (b * a->kv_heads + kv_head) * dim * t->stride;
+    small_gemm product = {.rows = rows, .columns = stride, .depth = dim, .a = query,
+                          .a_row_stride = a->heads * dim, .a_depth_stride = 1, .b = transposed,
+                          .b_stride = t->stride, .c = scores, .c_stride = stride,
+                          .alpha = a->scale, .accumulate = false};
+    gemm_small(&product);
+    return;
+  }
+  const float *key = a->key + key_offset(a, b, 0, kv_head);
+  int64_t key_stride = a->kv_heads * dim;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *q = query + r * a->heads * dim;
+    for (int64_t j = 0; j < keys; j++) {
+      scores[r * stride + j] = a->scale * (float)reduce_dot(q, key + j * key_stride, dim);
+    }
+    for (int64_t j = keys; j < stride; j++) scores[r * stride + j] = 0.0f;
+  }
+}
+
+static void forward_task(void *context, size_t index, int thread) {
+  const forward_context *t = context;
+  const attention_arguments *a = t->a;
+  int64_t block = (int64_t)index % t->query_blocks;
+  int64_t h = (int64_t)index / t->query_blocks % a->heads;
+  int64_t b = (int64_t)index / t->query_blocks / a->heads;
+  int64_t i0 = block * QUERY_BLOCK;
+  int64_t rows = a->query_length - i0 < QUERY_BLOCK ? a->query_length - i0 : QUERY_BLOCK;
+  int64_t keys = visible_keys(a, i0 + rows - 1), stride = round_up_to_vector(keys);
+  int64_t dim = a->head_dim, kv_head = h / (a->heads / a->kv_heads);
+  float *output = a->output + query_offset(a, b, i0, h);
+  if (keys <= 0) {
+    for (int64_t r = 0; r < rows; r++) {
+      for (int64_t d = 0; d < dim; d++) output[r * a->heads * dim + d] = 0.0f;
+      if (a->probabilities) {
+        float *saved = a->probabilities + probability_offset(a, b, h, i0 + r);
+        for (int64_t j = 0; j < a->key_length; j++) saved[j] = 0.0f;
+      }
+    }
+    return;
+  }
+  float *scores = pool_scratch(thread, 0, (size_t)((QUERY_BLOCK + 1) * stride) * sizeof(float));
+  if (!scores) abort();
+  float *valid = scores + QUERY_BLOCK * stride;
+  key_validity(a, b, keys, valid);
+  block_scores(t, b, h, i0, rows, keys, scores, stride);
+  for (int64_t r = 0; r < rows; r++) {
+    float *row = scores + r * stride;
+    softmax_scores(row, keys, visible_keys(a, i0 + r), valid);
+    if (a->probabilities) {
+      float *saved = a->probabilities + probability_offset(a, b, h, i0 + r);
+      for (int64_t j = 0; j < keys; j++) saved[j] = row[j];
+      for (int64_t j = keys; j < a->key_length; j++) saved[j] = 0.0f;
+    }
+  }
+  /* Rows without a visible key are all zero, so their output comes out 0 here too. */
+  small_gemm product = {.rows = rows, .columns = dim, .depth = keys, .a = scores,
+                        .a_row_stride = stride, .a_depth_stride = 1,
+                        .b = a->value + key_offset(a, b, 0, kv_head),
+                        .b_stride = a->kv_heads * dim, .c = output, .c_stride = a->heads * dim,
+                        .alpha = 1.0f, .accumulate = false};
+  gemm_small(&product);
+}
+
+void kernel_attention(const attention_arguments *a) {
+  if (a->batch == 0 || a->heads == 0 || a->query_length == 0) return;
+  forward_context context = {a, chunk_count(a->query_length, QUERY_BLOCK),
+                             visible_keys(a, a->query_length - 1), 0, NULL};
+  double work = (double)a->batch * a->heads * a->query_length * a->key_length * a->head_dim;
+  int parallel = work >= 100000.0;
+  if (a->query_length > 2 && context.keys > 0) {
+    context.stride = round_up_to_vector(context.keys);
+    size_t floats = (size_t)(a->batch * a->kv_heads * a->head_dim * context.stride);
+    /* The caller's scratch: worker threads read it, and it is reused by the next call. */
+    context.transposed_keys = pool_scratch(0, 3, floats * sizeof(float));
+    if (!context.transposed_keys) abort();
+    run_maybe_parallel((size_t)(a->batch * a->kv_heads), transpose_task, &context, parallel);
+  }
+  size_t tasks = (size_t)(a->batch * a->heads * context.query_blocks);
+  run_maybe_parallel(tasks, forward_task, &context, parallel);
+}

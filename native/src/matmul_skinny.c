@@ -1,0 +1,128 @@
+/*
+ * Products with few rows of C (m <= 16): generation steps and small heads. B is read straight
+ * from the caller's array, once, with the work split over column blocks of C.
+ *  - B is [k×n]: rows of B are contiguous along C's columns → gemm_small.
+ *  - B is [n×k] (transposeB, the usual Linear layout y = x·Wᵀ): each C entry is a dot product
+ *    of an A row with a B row; 4 B rows × up to 4 A rows are reduced together in registers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "parallel.h"
+#include "simd.h"
+
+#define COLUMN_BLOCK 64
+#define PARALLEL_WORK 200000.0
+
+typedef struct {
+  const gemm_problem *g;
+  const float *a_rows; /* [m][k] contiguous rows of op(A) (transposeB path) */
+} skinny_context;
+
+static void prepare_c(const gemm_problem *g, int64_t j0, int64_t j1) {
+  if (g->beta == 0.0f || g->beta == 1.0f) return;
+  for (int64_t r = 0; r < g->m; r++) {
+    for (int64_t j = j0; j < j1; j++) g->c[r * g->n + j] *= g->beta;
+  }
+}
+
+static void rows_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const skinny_context *t = context;
+  const gemm_problem *g = t->g;
+  int64_t j0, j1;
+  chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
+  prepare_c(g, j0, j1);
+  small_gemm problem = {
+      .rows = g->m, .columns = j1 - j0, .depth = g->k, .a = g->a,
+      .a_row_stride = g->transpose_a ? 1 : g->k, .a_depth_stride = g->transpose_a ? g->m : 1,
+      .b = g->b + j0, .b_stride = g->n, .c = g->c + j0, .c_stride = g->n,
+      .alpha = g->alpha, .accumulate = g->beta != 0.0f};
+  gemm_small(&problem);
+}
+
+/* C[r, j0..j0+4) for rows r0..r0+rows of A, each a dot product over k. */
+static inline void dot_block(const skinny_context *t, int64_t r0, int rows, int64_t j0) {
+  const gemm_problem *g = t->g;
+  int64_t k = g->k;
+  vfloat sums[4][4] = {{{0}}};
+  int64_t p = 0;
+  for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH) {
+    vfloat b[4];
+    for (int c = 0; c < 4; c++) b[c] = vload(g->b + (j0 + c) * k + p);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+      if (r >= rows) break;
+      vfloat a = vload(t->a_rows + (r0 + r) * k + p);
+      for (int c = 0; c < 4; c++) sums[r][c] += a * b[c];
+    }
+  }
+  /* 16 horizontal sums at once: transpose the accumulators and add the rows. */
+  float totals[16];
+  for (int group = 0; group < 16; group += VECTOR_WIDTH) {
+    vfloat tile[VECTOR_WIDTH];
+    for (int i = 0; i < VECTOR_WIDTH; i++) tile[i] = sums[(group + i) / 4][(group + i) % 4];
+    vtranspose(tile);
+    vfloat total = tile[0];
+    for (int i = 1; i < VECTOR_WIDTH; i++) total += tile[i];
+    vstore(totals + group, total);
+  }
+  for (int r = 0; r < rows; r++) {
+    for (int c = 0; c < 4; c++) {
+      float total = totals[r * 4 + c];
+      for (int64_t q = p; q < k; q++) total += t->a_rows[(r0 + r) * k + q] * g->b[(j0 + c) * k + q];
+      float *target = g->c + (r0 + r) * g->n + j0 + c;
+      *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
+    }
+  }
+}
+
+static void dot_single(const skinny_context *t, int64_t r, int64_t j) {
+  const gemm_problem *g = t->g;
+  float total = 0;
+  for (int64_t q = 0; q < g->k; q++) total += t->a_rows[r * g->k + q] * g->b[j * g->k + q];
+  float *target = g->c + r * g->n + j;
+  *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
+}
+
+static void dots_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const skinny_context *t = context;
+  const gemm_problem *g = t->g;
+  int64_t j0, j1;
+  chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
+  prepare_c(g, j0, j1);
+  int64_t j = j0;
+  for (; j + 4 <= j1; j += 4) {
+    int64_t r = 0;
+    for (; r + 4 <= g->m; r += 4) dot_block(t, r, 4, j);
+    switch (g->m - r) {
+      case 3: dot_block(t, r, 3, j); break;
+      case 2: dot_block(t, r, 2, j); break;
+      case 1: dot_block(t, r, 1, j); break;
+      default: break;
+    }
+  }
+  for (; j < j1; j++) {
+    for (int64_t r = 0; r < g->m; r++) dot_single(t, r, j);
+  }
+}
+
+void skinny_product(const gemm_problem *g, bool parallel) {
+  skinny_context context = {g, g->a};
+  float *transposed = NULL;
+  if (g->transpose_b && g->transpose_a) {
+    /* The dot kernel wants rows of op(A) contiguous: transpose the (small) A once. */
+    transposed = malloc((size_t)(g->m * g->k) * sizeof(float));
+    if (!transposed) abort();
+    for (int64_t r = 0; r < g->m; r++) {
+      for (int64_t p = 0; p < g->k; p++) transposed[r * g->k + p] = g->a[p * g->m + r];
+    }
+    context.a_rows = transposed;
+  }
+  bool share = parallel && (double)g->m * g->n * g->k >= PARALLEL_WORK;
+  run_maybe_parallel((size_t)chunk_count(g->n, COLUMN_BLOCK), g->transpose_b ? dots_task : rows_task,
+                     &context, share);
+  free(transposed);
+}

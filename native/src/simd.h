@@ -1,0 +1,83 @@
+/*
+ * Portable SIMD through GCC/Clang vector extensions: `vfloat` is VECTOR_WIDTH floats wide
+ * (16 with AVX-512, 8 with AVX/AVX2 or on other targets), and the compiler emits the widest
+ * instructions -march allows. Loads and stores go through memcpy so any alignment is fine.
+ */
+#ifndef TEAMTR_SIMD_H
+#define TEAMTR_SIMD_H
+
+#include <string.h>
+
+#if defined(__AVX512F__)
+#define VECTOR_WIDTH 16
+#else
+#define VECTOR_WIDTH 8
+#endif
+
+typedef float vfloat __attribute__((vector_size(VECTOR_WIDTH * sizeof(float))));
+
+static inline vfloat vload(const float *source) {
+  vfloat value;
+  memcpy(&value, source, sizeof value);
+  return value;
+}
+
+static inline void vstore(float *target, vfloat value) { memcpy(target, &value, sizeof value); }
+
+static inline vfloat vbroadcast(float value) { return (vfloat){0} + value; }
+
+typedef int vint __attribute__((vector_size(VECTOR_WIDTH * sizeof(int))));
+
+/*
+ * Transposes a VECTOR_WIDTH × VECTOR_WIDTH tile held in `rows`, in registers. Stage w swaps
+ * the off-diagonal w×w blocks of every 2w×2w block (w = width/2, ..., 2, 1); after all stages
+ * every element has moved from (r, c) to (c, r). Each stage is one two-input shuffle per row.
+ */
+#define LOW_LANE(w, j) (((j) & (w)) ? VECTOR_WIDTH + (j) - (w) : (j))
+#define HIGH_LANE(w, j) (((j) & (w)) ? VECTOR_WIDTH + (j) : (j) + (w))
+#if VECTOR_WIDTH == 16
+#define LANES(f, w) {f(w, 0), f(w, 1), f(w, 2), f(w, 3), f(w, 4), f(w, 5), f(w, 6), f(w, 7), \
+                     f(w, 8), f(w, 9), f(w, 10), f(w, 11), f(w, 12), f(w, 13), f(w, 14), f(w, 15)}
+#else
+#define LANES(f, w) {f(w, 0), f(w, 1), f(w, 2), f(w, 3), f(w, 4), f(w, 5), f(w, 6), f(w, 7)}
+#endif
+
+static inline void transpose_stage(vfloat rows[VECTOR_WIDTH], int w, vint low, vint high) {
+  for (int r = 0; r < VECTOR_WIDTH; r++) {
+    if (r & w) continue;
+    vfloat first = rows[r], second = rows[r + w];
+    rows[r] = __builtin_shuffle(first, second, low);
+    rows[r + w] = __builtin_shuffle(first, second, high);
+  }
+}
+
+static inline void vtranspose(vfloat rows[VECTOR_WIDTH]) {
+#if VECTOR_WIDTH == 16
+  transpose_stage(rows, 8, (vint)LANES(LOW_LANE, 8), (vint)LANES(HIGH_LANE, 8));
+#endif
+  transpose_stage(rows, 4, (vint)LANES(LOW_LANE, 4), (vint)LANES(HIGH_LANE, 4));
+  transpose_stage(rows, 2, (vint)LANES(LOW_LANE, 2), (vint)LANES(HIGH_LANE, 2));
+  transpose_stage(rows, 1, (vint)LANES(LOW_LANE, 1), (vint)LANES(HIGH_LANE, 1));
+}
+
+#define LANE_INDEX(w, j) (j)
+
+/* mask lanes all-ones pick `chosen`, all-zeros pick `otherwise` (masks from vector compares). */
+static inline vfloat vselect(vint mask, vfloat chosen, vfloat otherwise) {
+  return (vfloat)(((vint)chosen & mask) | ((vint)otherwise & ~mask));
+}
+
+/* Largest lane; NaN lanes are ignored unless every lane is NaN. */
+static inline float vmax(vfloat value) {
+  float result = value[0];
+  for (int lane = 1; lane < VECTOR_WIDTH; lane++) result = value[lane] > result ? value[lane] : result;
+  return result;
+}
+
+static inline float vsum(vfloat value) {
+  float total = 0;
+  for (int lane = 0; lane < VECTOR_WIDTH; lane++) total += value[lane];
+  return total;
+}
+
+#endif

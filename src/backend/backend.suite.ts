@@ -1,0 +1,20 @@
+/**
+ * The one test suite every kernel backend must pass: each kernel against a float64 reference
+ * written from its definition, each backward kernel against central finite differences of
+ * that reference, on awkward sizes, subarray views, and extreme values (±1e4 logits, −∞
+ * masks, NaN, rows with nothing to attend to). `typescript.test.ts` and `native.test.ts` run it.
+ */
+import type { KernelBackend } from './types.js';
+import { attentionTests } from './testing/suite-attention.js';
+import { elementwiseTests } from './testing/suite-elementwise.js';
+import { matmulTests } from './testing/suite-matmul.js';
+import { normTests } from './testing/suite-norms.js';
+import { softmaxTests } from './testing/suite-softmax.js';
+
+export function runBackendSuite(backend: KernelBackend): void {
+  matmulTests(backend);
+  softmaxTests(backend);
+  normTests(backend);
+  attentionTests(backend);
+  elementwiseTests(backend);
+}

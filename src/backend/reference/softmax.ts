@@ -1,0 +1,141 @@
+/**
+ * Row-wise softmax, log-softmax and the fused log-softmax + gather used for language-model
+ * scoring. Every row subtracts its maximum before exponentiating (no overflow for logits of
+ * any size) and sums in float64. A NaN anywhere in a row makes the whole row NaN; a row that is
+ * entirely −∞ has no defined distribution and also comes out NaN (as in PyTorch).
+ */
+
+/** Largest entry of row `row`; −∞ for an empty or all −∞ row. */
+function rowMaximum(input: Float32Array, start: number, columns: number): number {
+  let maximum = -Infinity;
+  for (let j = 0; j < columns; j++) {
+    const value = input[start + j];
+    if (value > maximum) maximum = value;
+  }
+  return maximum;
+}
+
+/** log Σ_j exp(x_j) of one row, computed as max + log Σ exp(x_j − max). */
+export function rowLogSumExp(input: Float32Array, start: number, columns: number): number {
+  const maximum = rowMaximum(input, start, columns);
+  let sum = 0;
+  for (let j = 0; j < columns; j++) sum += Math.exp(input[start + j] - maximum);
+  return maximum + Math.log(sum);
+}
+
+export function softmax(
+  input: Float32Array,
+  output: Float32Array,
+  rows: number,
+  columns: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const start = r * columns;
+    const maximum = rowMaximum(input, start, columns);
+    let sum = 0;
+    for (let j = 0; j < columns; j++) {
+      const exponential = Math.exp(input[start + j] - maximum);
+      output[start + j] = exponential;
+      sum += exponential;
+    }
+    // Normalising from the float32-rounded exponentials keeps the cost to one exp per entry;
+    // the relative error this adds is below float32 resolution.
+    const inverse = 1 / sum;
+    for (let j = 0; j < columns; j++) output[start + j] *= inverse;
+  }
+}
+
+export function logSoftmax(
+  input: Float32Array,
+  output: Float32Array,
+  rows: number,
+  columns: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const start = r * columns;
+    const logSumExp = rowLogSumExp(input, start, columns);
+    for (let j = 0; j < columns; j++) output[start + j] = input[start + j] - logSumExp;
+  }
+}
+
+function checkTarget(target: number, row: number, columns: number): void {
+  if (!(target >= 0 && target < columns)) {
+    throw new RangeError(
+      `gatherLogProbs: target ${target} of row ${row} is outside [0, ${columns})`,
+    );
+  }
+}
+
+/**
+ * logProbs[r] = logits[r, targets[r]] − logsumexp(logits[r]); optionally the entropy
+ * −Σ p log p (terms with p = 0 contribute 0, so −∞ logits are fine) and the logsumexp.
+ */
+export function gatherLogProbs(args: {
+  logits: Float32Array;
+  targets: Int32Array;
+  rows: number;
+  columns: number;
+  logProbs: Float32Array;
+  entropy: Float32Array | null;
+  logSumExp: Float32Array | null;
+}): void {
+  const { logits, targets, rows, columns, logProbs, entropy, logSumExp } = args;
+  for (let r = 0; r < rows; r++) {
+    const start = r * columns;
+    const target = targets[r];
+    checkTarget(target, r, columns);
+    const rowLse = rowLogSumExp(logits, start, columns);
+    logProbs[r] = logits[start + target] - rowLse;
+    if (logSumExp) logSumExp[r] = rowLse;
+    if (entropy) entropy[r] = rowEntropy(logits, start, columns, rowLse);
+  }
+}
+
+/** −Σ p_j log p_j with p_j = exp(x_j − lse); zero-probability entries are skipped. */
+function rowEntropy(logits: Float32Array, start: number, columns: number, lse: number): number {
+  let sum = 0;
+  for (let j = 0; j < columns; j++) {
+    const logProbability = logits[start + j] - lse;
+    const probability = Math.exp(logProbability);
+    if (probability > 0) sum -= probability * logProbability;
+    else if (Number.isNaN(probability)) return NaN;
+  }
+  return sum;
+}
+
+/**
+ * gradLogits[r, c] += g_r·(1[c = t_r] − p_c) + gE_r·(−p_c·(log p_c + H_r)), the derivative of
+ * the gathered log-probability and of the entropy H_r = −Σ p log p with respect to the logits.
+ */
+export function gatherLogProbsBackward(args: {
+  logits: Float32Array;
+  targets: Int32Array;
+  rows: number;
+  columns: number;
+  logSumExp: Float32Array;
+  gradLogProbs: Float32Array;
+  gradEntropy: Float32Array | null;
+  gradLogits: Float32Array;
+}): void {
+  const { logits, targets, rows, columns, logSumExp, gradLogProbs, gradEntropy, gradLogits } = args;
+  for (let r = 0; r < rows; r++) {
+    const gradient = gradLogProbs[r];
+    const entropyGradient = gradEntropy ? gradEntropy[r] : 0;
+    if (gradient === 0 && entropyGradient === 0) continue;
+    const start = r * columns;
+    const target = targets[r];
+    checkTarget(target, r, columns);
+    const lse = logSumExp[r];
+    const entropy = entropyGradient === 0 ? 0 : rowEntropy(logits, start, columns, lse);
+    for (let j = 0; j < columns; j++) {
+      const logProbability = logits[start + j] - lse;
+      const probability = Math.exp(logProbability);
+      let delta = -gradient * probability;
+      if (entropyGradient !== 0 && probability !== 0) {
+        delta -= entropyGradient * probability * (logProbability + entropy);
+      }
+      gradLogits[start + j] += delta;
+    }
+    gradLogits[start + target] += gradient;
+  }
+}

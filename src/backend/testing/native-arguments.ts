@@ -1,0 +1,126 @@
+/**
+ * The native addon's own argument checks: wrong types throw TypeError and sizes that do not
+ * fit the arrays throw RangeError, instead of crashing the process or touching memory
+ * outside the arrays.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { KernelBackend } from '../types.js';
+import { allocate, int32ViewOf } from './random.js';
+
+export function runNativeArgumentTests(backend: KernelBackend): void {
+  describe('argument checks', () => {
+    const a = allocate(6);
+    const b = allocate(6);
+    const c = allocate(4);
+    const base = {
+      a,
+      b,
+      c,
+      batch: 1,
+      m: 2,
+      n: 2,
+      k: 3,
+      transposeA: false,
+      transposeB: false,
+      strideA: 0,
+      strideB: 0,
+    };
+
+    test('a wrong array type is a TypeError', () => {
+      assert.throws(
+        () => backend.matmul({ ...base, a: new Float64Array(6) as unknown as Float32Array }),
+        TypeError,
+      );
+      assert.throws(
+        () => backend.softmax([1, 2] as unknown as Float32Array, allocate(2), 1, 2),
+        TypeError,
+      );
+      assert.throws(
+        () =>
+          backend.rope({
+            data: allocate(4),
+            positions: new Float32Array(1) as unknown as Int32Array,
+            batch: 1,
+            length: 1,
+            heads: 1,
+            headDim: 4,
+            theta: 10000,
+            inverse: false,
+          }),
+        TypeError,
+      );
+    });
+
+    test('a wrong number type is a TypeError', () => {
+      assert.throws(() => backend.matmul({ ...base, m: '2' as unknown as number }), TypeError);
+      assert.throws(
+        () => backend.matmul({ ...base, transposeA: 1 as unknown as boolean }),
+        TypeError,
+      );
+    });
+
+    test('sizes larger than the arrays are a RangeError', () => {
+      assert.throws(() => backend.matmul({ ...base, k: 4 }), RangeError);
+      assert.throws(() => backend.matmul({ ...base, batch: 2, strideA: 6 }), RangeError);
+      assert.throws(() => backend.softmax(allocate(5), allocate(6), 2, 3), RangeError);
+      assert.throws(() => backend.swiglu(allocate(5), allocate(4), allocate(5)), RangeError);
+      assert.throws(() => backend.matmul({ ...base, m: -1 }), RangeError);
+      assert.throws(() => backend.matmul({ ...base, m: 1.5 }), RangeError);
+    });
+
+    test('inconsistent attention shapes are a RangeError', () => {
+      const shape = {
+        batch: 1,
+        queryLength: 2,
+        keyLength: 2,
+        keyCapacity: 2,
+        heads: 3,
+        kvHeads: 2,
+        headDim: 4,
+        queryStart: 0,
+        scale: 0.5,
+        keyMask: null,
+      };
+      const arrays = {
+        query: allocate(24),
+        key: allocate(16),
+        value: allocate(16),
+        output: allocate(24),
+        probabilities: null,
+      };
+      assert.throws(
+        () => backend.attention({ ...shape, ...arrays }),
+        RangeError,
+        'heads not a multiple of kvHeads',
+      );
+      assert.throws(
+        () => backend.attention({ ...shape, heads: 2, keyLength: 3, ...arrays }),
+        RangeError,
+        'keyLength > keyCapacity',
+      );
+      assert.throws(
+        () => backend.attention({ ...shape, heads: 2, ...arrays, key: allocate(15) }),
+        RangeError,
+        'short key',
+      );
+    });
+
+    test('an odd headDim for rope is a RangeError', () => {
+      assert.throws(
+        () =>
+          backend.rope({
+            data: allocate(3),
+            positions: int32ViewOf([0]),
+            batch: 1,
+            length: 1,
+            heads: 1,
+            headDim: 3,
+            theta: 10000,
+            inverse: false,
+          }),
+        RangeError,
+      );
+    });
+  });
+}

@@ -1,0 +1,76 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { benchmarkSgemm } from '../../backend/benchmark.js';
+import { getBackend, setBackend } from '../../backend/index.js';
+import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep, type BenchmarkResult } from '../../bench/workloads.js';
+
+const sgemmShapes: Array<[number, number, number]> = [[64, 256, 256], [512, 256, 1024], [2048, 512, 512], [4096, 1024, 1024]];
+const pythonWithTorch = '/usr/bin/python3';
+
+function referenceScript(): string {
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bench', 'torch_reference.py');
+}
+
+/**
+ * PyTorch's figures for the same workloads, at its best thread setting (1 and 2 threads with
+ * OPENBLAS_NUM_THREADS=2 and a passive OpenMP wait policy, the setting where its threads do
+ * not fight OpenBLAS's). Null when Debian's python3-torch is not installed.
+ */
+function torchReference(repeats: number): Map<string, BenchmarkResult> | null {
+  if (!existsSync(pythonWithTorch)) return null;
+  const probe = spawnSync(pythonWithTorch, ['-c', 'import torch'], { stdio: 'ignore' });
+  if (probe.status !== 0) return null;
+  const best = new Map<string, BenchmarkResult>();
+  for (const threads of [1, 2]) {
+    const run = spawnSync(pythonWithTorch, [referenceScript(), '--threads', String(threads), '--repeats', String(repeats)], {
+      encoding: 'utf8', env: { ...process.env, OPENBLAS_NUM_THREADS: '2', OMP_WAIT_POLICY: 'PASSIVE' },
+    });
+    if (run.status !== 0) throw new Error(`the PyTorch reference failed:\n${run.stderr}`);
+    for (const line of run.stdout.trim().split('\n')) {
+      const result = JSON.parse(line) as BenchmarkResult;
+      const previous = best.get(result.name);
+      if (!previous || result.value > previous.value) best.set(result.name, result);
+    }
+  }
+  return best;
+}
+
+export function register(program: Command): void {
+  program
+    .command('bench')
+    .description('measure the engine: sgemm GFLOP/s and the llama-3m train/generate/score workloads, with PyTorch ratios when available')
+    .option('--backend <name>', 'kernel backend: auto, native or typescript', 'auto')
+    .option('--repeats <n>', 'timed repetitions per workload (after 3 warm-ups)', '10')
+    .option('--no-torch', 'skip the PyTorch reference')
+    .option('--json', 'one JSON object per line: {"name", "value", "unit"}')
+    .action((flags: { backend: string; repeats: string; torch: boolean; json?: boolean }) => {
+      setBackend(flags.backend as 'auto');
+      const backend = getBackend();
+      const repeats = Math.max(3, Number(flags.repeats) || 10);
+      const results: BenchmarkResult[] = [];
+      const emit = (result: BenchmarkResult): void => {
+        results.push(result);
+        if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+        else process.stdout.write(`${result.name.padEnd(40)} ${result.value.toFixed(result.unit === 'x' ? 2 : 1).padStart(10)} ${result.unit}\n`);
+      };
+      if (!flags.json) process.stdout.write(`backend: ${backend.description}\n`);
+      for (const [m, n, k] of sgemmShapes) emit({ name: `sgemm-${m}x${n}x${k}`, value: benchmarkSgemm(backend, { m, n, k, minimumSeconds: 1 }), unit: 'GFLOP/s' });
+      emit(benchmarkTrainStep({ repeats, warmup: 3 }));
+      emit(benchmarkGenerate({ repeats: Math.max(3, Math.round(repeats / 2)), warmup: 1 }));
+      emit(benchmarkScore({ repeats, warmup: 3 }));
+      const reference = flags.torch ? torchReference(repeats) : null;
+      if (!reference) {
+        if (!flags.json) process.stdout.write('(no PyTorch reference: install Debian\'s python3-torch for ratios)\n');
+        return;
+      }
+      for (const ours of [...results]) {
+        const theirs = reference.get(ours.name);
+        if (!theirs) continue;
+        emit({ name: `torch-${ours.name}`, value: theirs.value, unit: theirs.unit });
+        emit({ name: `ratio-${ours.name}`, value: ours.value / theirs.value, unit: 'x' });
+      }
+    });
+}

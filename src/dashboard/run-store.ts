@@ -1,0 +1,105 @@
+import { readFile, realpath } from 'node:fs/promises';
+import { readMetricsSince, type MetricsChunk } from '../report/metrics-file.js';
+import { asObject, runLabels, type RunView } from '../report/runs.js';
+import type { TrainSummary } from '../trainer/summary.js';
+import { runFiles } from '../trainer/run-directory.js';
+import { TeamtrError } from '../util/errors.js';
+import { resolveFileInside, type ResolvedFile } from './safe-path.js';
+
+/**
+ * The runs a dashboard serves, read incrementally: each refresh reads only the metrics bytes
+ * appended since the last one (complete lines only), so a run being written is followed live
+ * and a half-written last line is simply read next time. Every file goes through the same
+ * containment check as a client request.
+ */
+
+/** A file of a run that is a link out of it (or not a regular file): never read. */
+export class RefusedFileError extends TeamtrError {}
+
+interface LiveRun {
+  view: RunView;
+  /** Real path of the run directory: the root every served file must stay inside. */
+  root: string;
+  metricsOffset: number;
+}
+
+export class RunStore {
+  private refreshing: Promise<void> | null = null;
+
+  private constructor(private readonly live: LiveRun[]) {}
+
+  static async open(directories: readonly string[]): Promise<RunStore> {
+    const labels = runLabels(directories);
+    const live = await Promise.all(
+      directories.map(async (directory, index) => ({
+        view: { id: String(index), label: labels[index]!, directory, config: null, summary: null, records: [] },
+        root: await realpath(directory),
+        metricsOffset: 0,
+      })),
+    );
+    const store = new RunStore(live);
+    await store.refresh();
+    return store;
+  }
+
+  get runs(): RunView[] {
+    return this.live.map((run) => run.view);
+  }
+
+  /** Per run id, the metrics byte offset the current views were read up to. */
+  offsets(): Record<string, number> {
+    return Object.fromEntries(this.live.map((run) => [run.view.id, run.metricsOffset]));
+  }
+
+  run(id: string): RunView | null {
+    return /^\d+$/.test(id) ? (this.live[Number(id)]?.view ?? null) : null;
+  }
+
+  /** Reads what changed on disk; concurrent callers share one read. */
+  refresh(): Promise<void> {
+    this.refreshing ??= Promise.all(this.live.map((run) => this.refreshRun(run))).then(
+      () => {
+        this.refreshing = null;
+      },
+      (error: unknown) => {
+        this.refreshing = null;
+        throw error;
+      },
+    );
+    return this.refreshing;
+  }
+
+  private async refreshRun(run: LiveRun): Promise<void> {
+    const chunk = await this.readMetrics(run.view.id, run.metricsOffset);
+    run.view.records = chunk.reset ? chunk.records : [...run.view.records, ...chunk.records];
+    run.metricsOffset = chunk.nextOffset;
+    run.view.config ??= asObject(await this.readJson(run, runFiles.config));
+    // summary.json appears when the run ends and is rewritten if it is resumed and ends again.
+    run.view.summary = asObject(await this.readJson(run, runFiles.summary)) as TrainSummary | null;
+  }
+
+  /** A file of run `id` by its path segments inside the run directory. */
+  async file(id: string, segments: readonly string[]): Promise<ResolvedFile | null> {
+    const run = /^\d+$/.test(id) ? this.live[Number(id)] : undefined;
+    return run ? resolveFileInside(run.root, segments) : null;
+  }
+
+  /** Records appended to run `id`'s metrics.jsonl since byte `since`. */
+  async readMetrics(id: string, since: number): Promise<MetricsChunk> {
+    const file = await this.file(id, [runFiles.metrics]);
+    if (!file || file.kind === 'missing') return { records: [], nextOffset: 0, reset: since > 0, skippedLines: 0 };
+    if (file.kind === 'refused') throw new RefusedFileError(`${runFiles.metrics} of run ${id} is ${file.reason}`);
+    return readMetricsSince(file.path, since);
+  }
+
+  private async readJson(run: LiveRun, name: string): Promise<unknown> {
+    const file = await resolveFileInside(run.root, [name]);
+    if (file.kind === 'missing') return null;
+    if (file.kind === 'refused') throw new RefusedFileError(`${name} of run ${run.view.id} is ${file.reason}`);
+    try {
+      return JSON.parse(await readFile(file.path, 'utf8'));
+    } catch {
+      return null; // written atomically by the trainer, so only a foreign edit gets here
+    }
+  }
+}

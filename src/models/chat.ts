@@ -1,0 +1,90 @@
+import { Template } from '@huggingface/jinja';
+import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { TeamtrError } from '../util/errors.js';
+
+/**
+ * Chat prompts: messages → token ids. A Hugging Face tokenizer with a chat template renders it
+ * with @huggingface/jinja (a maintained Jinja implementation made for these templates).
+ *
+ * Message contents never become special tokens: the template is rendered with a placeholder
+ * per content, the template's own text is encoded with special tokens (so "<|im_start|>"
+ * becomes its id) and each content with the untrusted `encode`. A user cannot open a new
+ * "<|im_start|>system" turn by typing it.
+ *
+ * Without a template (teamtr's own models, whose agents read plain text) the prompt is the
+ * contents joined by newlines, after BOS: a single user message is exactly the raw input the
+ * team runtime would give the model.
+ */
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+export interface ChatPromptOptions {
+  /** End with the assistant header so the model writes the reply. @default true */
+  addGenerationPrompt?: boolean;
+  /** Ignore the chat template and use plain text. @default false */
+  plain?: boolean;
+}
+
+// Letters make case filters (upper, title) visibly change the placeholder instead of passing it.
+const placeholder = (index: number) => `\ue000message-content-${index}\ue001`;
+const compiled = new Map<string, Template>();
+
+function templateFor(source: string): Template {
+  let template = compiled.get(source);
+  if (!template) {
+    try {
+      template = new Template(source);
+    } catch (error) {
+      throw new TeamtrError(`the chat template does not parse: ${(error as Error).message}`);
+    }
+    compiled.set(source, template);
+  }
+  return template;
+}
+
+/** Renders a Jinja chat template to text (the model's prompt string). */
+export function renderChatTemplate(source: string, messages: readonly ChatMessage[], variables: Record<string, unknown>): string {
+  try {
+    // The library itself provides raise_exception and strftime_now.
+    return templateFor(source).render({ messages, ...variables });
+  } catch (error) {
+    if (error instanceof TeamtrError) throw error;
+    throw new TeamtrError(`the chat template failed to render: ${(error as Error).message}`);
+  }
+}
+
+/** Whether `chatPromptIds` will use a chat template for this tokenizer. */
+export function hasChatTemplate(tokenizer: Tokenizer): tokenizer is HuggingFaceTokenizer {
+  return tokenizer instanceof HuggingFaceTokenizer && tokenizer.chatTemplate !== null;
+}
+
+export function chatPromptIds(tokenizer: Tokenizer, messages: readonly ChatMessage[], options: ChatPromptOptions = {}): number[] {
+  if (messages.length === 0) throw new TeamtrError('a chat prompt needs at least one message');
+  if (options.plain || !hasChatTemplate(tokenizer)) {
+    const ids = tokenizer.encode(messages.map((message) => message.content).join('\n'));
+    return tokenizer.bosId !== undefined ? [tokenizer.bosId, ...ids] : ids;
+  }
+  const standIns = messages.map((message, index) => ({ ...message, content: placeholder(index) }));
+  const rendered = renderChatTemplate(tokenizer.chatTemplate!, standIns, {
+    add_generation_prompt: options.addGenerationPrompt ?? true,
+    bos_token: tokenizer.bosToken ?? '',
+    eos_token: tokenizer.eosToken ?? '',
+  });
+  const ids: number[] = [];
+  let cursor = 0;
+  messages.forEach((message, index) => {
+    const marker = placeholder(index);
+    const at = rendered.indexOf(marker, cursor);
+    if (at < 0 || rendered.indexOf(marker, at + marker.length) >= 0) {
+      throw new TeamtrError(`the chat template does not write message ${index}'s content exactly once and in order (it transforms contents), which teamtr does not support; use plain prompts instead`);
+    }
+    ids.push(...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at)), ...tokenizer.encode(message.content));
+    cursor = at + marker.length;
+  });
+  ids.push(...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor)));
+  return ids;
+}

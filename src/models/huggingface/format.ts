@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { readJsonObjectFile } from '../../io/json-file.js';
+import { TransformerLM } from '../../nn/transformer.js';
+import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface.js';
+import { FileFormatError } from '../../util/errors.js';
+import { RandomGenerator } from '../../util/random.js';
+import type { LoadedModel, ModelFormat } from '../load.js';
+import { architectureOf } from './config.js';
+import { loadGenerationConfig } from './generation-config.js';
+import { loadHuggingFaceWeights } from './weights.js';
+
+/**
+ * A Hugging Face model directory (what `save_pretrained` writes or the Hub serves):
+ * config.json with a `model_type`, safetensors weights (single or sharded), tokenizer.json
+ * with tokenizer_config.json, and optionally generation_config.json.
+ */
+
+function readModelType(directory: string): unknown {
+  try {
+    const raw = JSON.parse(readFileSync(path.join(directory, 'config.json'), 'utf8')) as unknown;
+    return raw !== null && typeof raw === 'object' ? (raw as { model_type?: unknown }).model_type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function loadHuggingFaceModel(directory: string): Promise<LoadedModel> {
+  const configPath = path.join(directory, 'config.json');
+  const raw = await readJsonObjectFile(configPath);
+  const architecture = architectureOf(raw, configPath);
+  const config = architecture.toModelConfig(raw, configPath);
+  const tokenizer = await loadHuggingFaceTokenizer(directory);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new FileFormatError(directory, `the tokenizer has ${tokenizer.vocabSize} tokens but the model only ${config.vocabSize} embedding rows (vocab_size)`);
+  }
+  const model = new TransformerLM(config, new RandomGenerator(0));
+  try {
+    await loadHuggingFaceWeights(model, directory);
+  } catch (error) {
+    model.destroy();
+    throw error;
+  }
+  return {
+    model,
+    tokenizer,
+    source: directory,
+    optimizerState: null,
+    extra: null,
+    generation: await loadGenerationConfig(directory),
+    huggingFaceConfig: raw,
+  };
+}
+
+export const huggingFaceFormat: ModelFormat = {
+  name: 'Hugging Face model directory (config.json with model_type, safetensors, tokenizer.json)',
+  recognizes: (directory) => typeof readModelType(directory) === 'string',
+  load: loadHuggingFaceModel,
+};

@@ -1,0 +1,50 @@
+/**
+ * The figure model shared by the report (SVG, drawn server-side) and the dashboard (uPlot, drawn
+ * in the browser): plain data, no drawing code, so both show the same numbers the same way.
+ */
+
+/** How a series is drawn: a line through its points, its points alone, or bars. */
+export type SeriesStyle = 'line' | 'points' | 'bars';
+
+export interface FigurePoint {
+  x: number;
+  y: number;
+}
+
+export interface FigureSeries {
+  label: string;
+  /** CSS color (hex). */
+  color: string;
+  style: SeriesStyle;
+  /** Dashed line (reference lines, bounds). */
+  dashed?: boolean;
+  /** Draw a marker at every point of a line. */
+  markers?: boolean;
+  /** Points in drawing order; a line joins consecutive points. */
+  points: FigurePoint[];
+}
+
+export interface Figure {
+  /** Stable identifier: file name of the SVG, key of the dashboard panel. */
+  id: string;
+  title: string;
+  /** What the figure shows and what to look for, one or two sentences. */
+  description: string;
+  xLabel: string;
+  yLabel: string;
+  /** Labels of a categorical x axis: point x = index into this list. */
+  xCategories?: string[];
+  /** The x values are counts (stages, positions): ticks only at whole numbers. */
+  xIntegers?: boolean;
+  /** Fixed bounds of the y axis (e.g. 0..1 for an accuracy); data may widen them. */
+  yMin?: number;
+  yMax?: number;
+  /** Only series with at least one point: an empty list means there is no data yet. */
+  series: FigureSeries[];
+  /** Short facts next to the figure, e.g. rank correlations or out-of-region rates per run. */
+  notes: string[];
+}
+
+export function figureHasData(figure: Figure): boolean {
+  return figure.series.some((series) => series.points.length > 0);
+}

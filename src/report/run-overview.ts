@@ -1,0 +1,65 @@
+import { certificateStatistics } from '../trainer/summary.js';
+import { evaluationsOf, stagesOf, updatesOf } from './figure-data.js';
+import { runSchedule, runSeed, type RunView } from './runs.js';
+
+/** One row of the runs table: where a run stands, at a glance. */
+export interface RunOverview {
+  id: string;
+  label: string;
+  directory: string;
+  schedule: string;
+  seed: number | null;
+  task: string;
+  /** finished / interrupted from summary.json; running while there is none. */
+  status: 'running' | 'finished' | 'interrupted';
+  stages: number;
+  updates: number;
+  generatedTokens: number;
+  /** The config's generated-token budget, when known. */
+  budget: number | null;
+  accuracyBefore: number | null;
+  accuracyLast: number | null;
+  rewardLast: number | null;
+  meanKl: number | null;
+  outOfRegionRate: number | null;
+  cumulativeRankCorrelation: number | null;
+  regressions: number;
+  /** Complete metrics records read so far. */
+  records: number;
+}
+
+function taskName(config: Record<string, unknown> | null): string {
+  const task = config?.task as { name?: unknown; difficulty?: unknown } | undefined;
+  if (!task || typeof task.name !== 'string') return 'unknown';
+  return typeof task.difficulty === 'number' ? `${task.name} (difficulty ${task.difficulty})` : task.name;
+}
+
+export function describeRun(run: RunView): RunOverview {
+  const updates = updatesOf(run);
+  const stages = stagesOf(run);
+  const evaluations = evaluationsOf(run);
+  const statistics = certificateStatistics(run.records);
+  const tokens = run.records.map((record) => record.generatedTokens).filter((value) => Number.isFinite(value));
+  const budget = (run.config?.budget as { generatedTokens?: unknown } | undefined)?.generatedTokens;
+  return {
+    id: run.id,
+    label: run.label,
+    directory: run.directory,
+    schedule: runSchedule(run),
+    seed: runSeed(run),
+    task: taskName(run.config),
+    status: run.summary ? (run.summary.interrupted ? 'interrupted' : 'finished') : 'running',
+    stages: stages.length ? Math.max(...stages.map((record) => record.stage)) : 0,
+    updates: updates.length,
+    generatedTokens: tokens.length ? Math.max(...tokens) : 0,
+    budget: typeof budget === 'number' ? budget : null,
+    accuracyBefore: evaluations[0]?.accuracy ?? null,
+    accuracyLast: evaluations.at(-1)?.accuracy ?? null,
+    rewardLast: stages.at(-1)?.rewardAfter ?? null,
+    meanKl: updates.length ? statistics.meanKl : null,
+    outOfRegionRate: updates.length ? statistics.outOfRegionRate : null,
+    cumulativeRankCorrelation: statistics.cumulativeRankCorrelation,
+    regressions: stages.filter((record) => record.regression === true).length,
+    records: run.records.length,
+  };
+}

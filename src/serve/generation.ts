@@ -1,0 +1,144 @@
+import { KeyValueCache } from '../nn/kv-cache.js';
+import { sampleToken, type SamplingSettings } from '../nn/sampling.js';
+import type { TransformerLM } from '../nn/transformer.js';
+import { noGrad, tidy } from '../tensor/index.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { TeamtrError } from '../util/errors.js';
+import type { RandomGenerator } from '../util/random.js';
+
+/**
+ * One sequence decoded token by token with a KV cache, for serving: text arrives as deltas (for
+ * streaming), stop strings end it, and the event loop gets a turn between tokens so the server
+ * keeps answering (and notices disconnects) while a long completion runs.
+ *
+ * Deltas never end inside a multi-byte character (a trailing U+FFFD is held back) nor inside a
+ * possible stop string, so streamed text always concatenates to the final text.
+ */
+
+export interface GenerationSettings extends SamplingSettings {
+  maxNewTokens: number;
+  /** Token ids that end the completion (not part of the text). */
+  stopTokenIds: readonly number[];
+  /** Strings that end the completion (cut off, not part of the text). */
+  stopStrings: readonly string[];
+  random: RandomGenerator;
+  /** Alternatives to report per token (0 = none). */
+  topLogprobs: number;
+}
+
+export interface TokenLogprob {
+  token: number;
+  text: string;
+  /** log π(token | prefix) under the model itself (temperature 1). */
+  logprob: number;
+  top: Array<{ token: number; text: string; logprob: number }>;
+}
+
+export interface GenerationResult {
+  text: string;
+  finishReason: 'stop' | 'length';
+  /** Every sampled token (a stop token included). */
+  tokens: number[];
+  logprobs: TokenLogprob[];
+}
+
+/** Log-probabilities of the `count` most likely ids (in float64). */
+function topAlternatives(logits: Float32Array, vocab: number, count: number): Array<{ token: number; logprob: number }> {
+  let maximum = -Infinity;
+  for (let id = 0; id < vocab; id++) maximum = Math.max(maximum, logits[id]!);
+  let total = 0;
+  for (let id = 0; id < vocab; id++) total += Math.exp(logits[id]! - maximum);
+  const normalizer = maximum + Math.log(total);
+  const order = Array.from({ length: vocab }, (_value, id) => id).sort((left, right) => logits[right]! - logits[left]! || left - right);
+  return order.slice(0, count).map((token) => ({ token, logprob: logits[token]! - normalizer }));
+}
+
+/** Where the text may be emitted up to: not inside a partial character or a possible stop string. */
+function safeLength(text: string, stopStrings: readonly string[]): number {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === '\ufffd') end--;
+  for (const stop of stopStrings) {
+    for (let length = Math.min(stop.length - 1, end); length > 0; length--) {
+      if (text.endsWith(stop.slice(0, length), end)) {
+        end -= length;
+        break;
+      }
+    }
+  }
+  return Math.max(0, end);
+}
+
+function firstStop(text: string, stopStrings: readonly string[]): number {
+  let earliest = -1;
+  for (const stop of stopStrings) {
+    const at = text.indexOf(stop);
+    if (at >= 0 && (earliest < 0 || at < earliest)) earliest = at;
+  }
+  return earliest;
+}
+
+/**
+ * Logits of the next token for one sequence: the prompt on the first call, one token after.
+ * Ids the tokenizer cannot decode (padding rows of a larger embedding) get −∞.
+ */
+function nextLogits(model: TransformerLM, cache: KeyValueCache, ids: readonly number[], usable: number): Float32Array {
+  return noGrad(() => tidy(() => {
+    const logits = model.forward({ ids: Int32Array.from(ids), batch: 1, length: ids.length, cache, rows: Int32Array.of(ids.length - 1) }).data.slice();
+    logits.fill(-Infinity, usable);
+    return logits;
+  }));
+}
+
+export async function generateText(
+  model: TransformerLM,
+  tokenizer: Tokenizer,
+  promptIds: readonly number[],
+  settings: GenerationSettings,
+  events: { onDelta?: (text: string) => void; signal?: AbortSignal } = {},
+): Promise<GenerationResult> {
+  if (promptIds.length === 0) throw new TeamtrError('the prompt is empty (and the tokenizer has no BOS token to start from)');
+  const room = model.config.maxPositions - promptIds.length;
+  if (room <= 0) throw new TeamtrError(`the prompt has ${promptIds.length} tokens; the model's context is ${model.config.maxPositions}`);
+  const maxNewTokens = Math.min(settings.maxNewTokens, room);
+  const usable = Math.min(tokenizer.vocabSize, model.config.vocabSize);
+  const stopIds = new Set(settings.stopTokenIds);
+  const cache = new KeyValueCache(model.config, 1, promptIds.length + maxNewTokens);
+  const result: GenerationResult = { text: '', finishReason: 'length', tokens: [], logprobs: [] };
+  const content: number[] = [];
+  let emitted = 0;
+  try {
+    let input: readonly number[] = promptIds;
+    for (let step = 0; step < maxNewTokens; step++) {
+      if (events.signal?.aborted) throw new TeamtrError('the client went away');
+      const logits = nextLogits(model, cache, input, usable);
+      const { token, logProb } = sampleToken(logits, 0, usable, settings, settings.random);
+      result.tokens.push(token);
+      const top = settings.topLogprobs > 0 ? topAlternatives(logits, usable, settings.topLogprobs) : [];
+      result.logprobs.push({ token, text: tokenizer.decode([token]), logprob: logProb, top: top.map((entry) => ({ ...entry, text: tokenizer.decode([entry.token]) })) });
+      if (stopIds.has(token)) {
+        result.finishReason = 'stop';
+        break;
+      }
+      content.push(token);
+      const text = tokenizer.decode(content);
+      const stopAt = firstStop(text, settings.stopStrings);
+      if (stopAt >= 0) {
+        result.text = text.slice(0, stopAt);
+        result.finishReason = 'stop';
+        break;
+      }
+      result.text = text;
+      const safe = safeLength(text, settings.stopStrings);
+      if (safe > emitted) {
+        events.onDelta?.(text.slice(emitted, safe));
+        emitted = safe;
+      }
+      input = [token];
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    cache.destroy();
+  }
+  if (result.text.length > emitted) events.onDelta?.(result.text.slice(emitted));
+  return result;
+}

@@ -1,0 +1,164 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { TeamtrError } from '../util/errors.js';
+import type { ServedModel } from './endpoints.js';
+import { ConcurrencyLimiter } from './limiter.js';
+import {
+  chunkBody, completionId, errorBody, normalizeRequest, RequestError, responseBody, usageChunkBody,
+  type NormalizedRequest,
+} from './protocol.js';
+
+/**
+ * An OpenAI-compatible HTTP server over served models: GET /v1/models, POST
+ * /v1/chat/completions and /v1/completions (streamed with server-sent events when asked), GET
+ * /health. Bound to 127.0.0.1 unless told otherwise; request bodies are capped; at most
+ * `maxConcurrent` completions run at once and `maxQueued` wait, beyond which requests get 429.
+ */
+
+export interface ServerOptions {
+  endpoints: readonly ServedModel[];
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** 0 picks a free port. @default 8000 */
+  port?: number;
+  /** @default 1 MiB */
+  maxBodyBytes?: number;
+  /** Completions generated at once (CPU-bound: more only interleaves them). @default 1 */
+  maxConcurrent?: number;
+  /** Completions waiting for a slot before new ones are refused with 429. @default 8 */
+  maxQueued?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.end(text);
+}
+
+function readBody(request: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(request.headers['content-length'] ?? 0);
+  if (declared > limit) return Promise.reject(new RequestError(413, `the request body is ${declared} bytes; the limit is ${limit}`));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new RequestError(413, `the request body exceeds the limit of ${limit} bytes`));
+        request.destroy();
+      } else chunks.push(chunk);
+    });
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+class Router {
+  private readonly limiter: ConcurrencyLimiter;
+  private readonly byId: Map<string, ServedModel>;
+
+  constructor(private readonly options: ServerOptions) {
+    this.limiter = new ConcurrencyLimiter(options.maxConcurrent ?? 1, options.maxQueued ?? 8);
+    this.byId = new Map(options.endpoints.map((endpoint) => [endpoint.id, endpoint]));
+  }
+
+  async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const route = `${request.method} ${(request.url ?? '').split('?')[0]}`;
+    if (route === 'GET /health') return sendJson(response, 200, { status: 'ok' });
+    if (route === 'GET /v1/models') {
+      return sendJson(response, 200, { object: 'list', data: [...this.byId.keys()].map((id) => ({ id, object: 'model', created: 0, owned_by: 'teamtr' })) });
+    }
+    const kind = route === 'POST /v1/chat/completions' ? 'chat' : route === 'POST /v1/completions' ? 'completion' : null;
+    if (!kind) throw new RequestError(404, `no route ${route} (routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /health)`);
+    const text = await readBody(request, this.options.maxBodyBytes ?? 1024 * 1024);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (error) {
+      throw new RequestError(400, `the body is not valid JSON (${(error as Error).message})`);
+    }
+    const normalized = normalizeRequest(kind, raw);
+    const endpoint = this.byId.get(normalized.model);
+    if (!endpoint) throw new RequestError(404, `model "${normalized.model}" not found (available: ${[...this.byId.keys()].join(', ')})`, 'model', 'model_not_found');
+    const release = await this.limiter.tryAcquire();
+    if (!release) throw new RequestError(429, `the server is busy (${this.limiter.activeCount} running, ${this.limiter.queuedCount} queued); retry later`);
+    try {
+      await this.complete(endpoint, normalized, response);
+    } finally {
+      release();
+    }
+  }
+
+  private async complete(endpoint: ServedModel, request: NormalizedRequest, response: ServerResponse): Promise<void> {
+    const aborter = new AbortController();
+    response.on('close', () => aborter.abort());
+    const id = completionId(request.kind);
+    const created = Math.floor(Date.now() / 1000);
+    if (!request.stream) {
+      const result = await endpoint.complete(request, { onDelta: () => undefined, signal: aborter.signal });
+      return sendJson(response, 200, responseBody(request, id, created, result));
+    }
+    const send = (body: unknown) => response.write(`data: ${JSON.stringify(body)}\n\n`);
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    if (request.kind === 'chat') send(chunkBody(request, id, created, { role: true, text: '' }));
+    try {
+      const result = await endpoint.complete(request, { onDelta: (text) => send(chunkBody(request, id, created, { text })), signal: aborter.signal });
+      send(chunkBody(request, id, created, { finishReason: result.finishReason }));
+      if (request.includeUsage) send(usageChunkBody(request, id, created, result));
+    } catch (error) {
+      // Headers are gone: report the failure in the stream itself.
+      const message = error instanceof TeamtrError ? error.message : 'internal error';
+      send(errorBody(message, error instanceof TeamtrError ? 'invalid_request_error' : 'server_error'));
+      if (!(error instanceof TeamtrError)) process.stderr.write(`teamtr serve: ${(error as Error).stack ?? String(error)}\n`);
+    }
+    response.end('data: [DONE]\n\n');
+  }
+}
+
+function reportFailure(response: ServerResponse, error: unknown): void {
+  if (response.headersSent) {
+    response.end();
+    return;
+  }
+  if (error instanceof RequestError) {
+    const type = error.status === 429 ? 'rate_limit_error' : error.status === 404 ? 'not_found_error' : 'invalid_request_error';
+    sendJson(response, error.status, errorBody(error.message, type, error.param, error.code), error.status === 429 ? { 'retry-after': '1' } : {});
+  } else if (error instanceof TeamtrError) {
+    sendJson(response, 400, errorBody(error.message, 'invalid_request_error'));
+  } else {
+    process.stderr.write(`teamtr serve: ${(error as Error)?.stack ?? String(error)}\n`);
+    sendJson(response, 500, errorBody('internal error (see the server log)', 'server_error'));
+  }
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  if (options.endpoints.length === 0) throw new TeamtrError('nothing to serve: no models');
+  const ids = options.endpoints.map((endpoint) => endpoint.id);
+  const duplicate = ids.find((id, index) => ids.indexOf(id) !== index);
+  if (duplicate) throw new TeamtrError(`two served models are both named "${duplicate}"`);
+  const router = new Router(options);
+  const server: Server = createServer((request, response) => {
+    router.handle(request, response).catch((error: unknown) => reportFailure(response, error));
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 8000, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}`,
+    port,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { CharTokenizer } from '../tokenizer/char.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { ConfigError, TeamtrError } from '../util/errors.js';
+import { parseWithSchema } from '../util/schema.js';
+import { postJson, RemoteAgentError, type HttpSettings } from './openai-client.js';
+import { turnTerminator, type AgentPolicy, type Completion, type CompletionRequest, type CompletionSettings } from './policy.js';
+import { singleLine } from './render.js';
+
+export { RemoteAgentError } from './openai-client.js';
+
+/**
+ * A frozen agent played by a model behind an OpenAI-compatible endpoint (vLLM, llama.cpp,
+ * OpenAI, another `teamtr serve`). It plays its turns but is never trained: it has no local
+ * network (`model` is null), and what the trainer would need of a trained agent is unknown for
+ * it, so each completion records `tokens: []`, `logProbs: []` and `inputIds: []`, and only its
+ * text enters the shared context. Its turns add nothing to the generated-token budget.
+ *
+ * The rendered input goes out as one user message (`api: "chat"`) or as a raw prompt
+ * (`api: "completions"`), with "\n" as a stop string since a turn is one line. Each request's
+ * seed comes from its random stream, so a server that honours seeds answers reproducibly.
+ */
+
+export const remoteEndpointSchema = z.strictObject({
+  /** e.g. "http://127.0.0.1:8000/v1" (the part before /chat/completions). */
+  baseURL: z.string().url(),
+  /** The model name the server knows. */
+  model: z.string().min(1),
+  /** Name of the environment variable holding the API key (sent as a Bearer token). */
+  apiKeyEnv: z.string().min(1).optional(),
+  api: z.enum(['chat', 'completions']).default('chat'),
+  /** Per attempt. */
+  timeoutSeconds: z.number().positive().default(60),
+  /** Further attempts after a timeout, a lost connection, 429 or 5xx. */
+  retries: z.number().int().nonnegative().default(3),
+  /** Backoff before retry k is retryDelaySeconds·2^k (or the server's Retry-After). */
+  retryDelaySeconds: z.number().nonnegative().default(0.5),
+  /** Requests in flight at once. */
+  concurrency: z.number().int().positive().default(4),
+  /** Cap on a turn's tokens. @default the protocol's maxTurnTokens */
+  maxTokens: z.number().int().positive().optional(),
+});
+export type RemoteEndpointConfig = z.output<typeof remoteEndpointSchema>;
+export type RemoteEndpointInput = z.input<typeof remoteEndpointSchema>;
+
+const chatResponseSchema = z.looseObject({
+  choices: z.array(z.looseObject({
+    message: z.looseObject({ content: z.string().nullable() }),
+    finish_reason: z.string().nullable().optional(),
+  })).min(1),
+});
+const completionResponseSchema = z.looseObject({
+  choices: z.array(z.looseObject({ text: z.string(), finish_reason: z.string().nullable().optional() })).min(1),
+});
+
+/** Runs at most `limit` tasks at once, in submission order. */
+async function mapWithConcurrency<Input, Output>(items: readonly Input[], limit: number, task: (item: Input) => Promise<Output>): Promise<Output[]> {
+  const results: Output[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await task(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+export interface RemotePolicyOptions {
+  /** Stands in for `encodeInput` (the trainer never uses it for a frozen agent). @default the character tokenizer */
+  tokenizer?: Tokenizer;
+  /** Where the API key variable is read. @default process.env */
+  environment?: NodeJS.ProcessEnv;
+}
+
+export class RemotePolicy implements AgentPolicy {
+  readonly model = null;
+  readonly tokenizer: Tokenizer;
+  readonly config: RemoteEndpointConfig;
+  private readonly http: HttpSettings;
+
+  constructor(config: RemoteEndpointInput, options: RemotePolicyOptions = {}, source = 'endpoint') {
+    this.config = parseWithSchema(remoteEndpointSchema, config, source);
+    this.tokenizer = options.tokenizer ?? new CharTokenizer();
+    let apiKey: string | null = null;
+    if (this.config.apiKeyEnv !== undefined) {
+      apiKey = (options.environment ?? process.env)[this.config.apiKeyEnv] ?? null;
+      if (!apiKey) throw new ConfigError(`${source}.apiKeyEnv`, `the environment variable ${this.config.apiKeyEnv} is not set; export it with the API key`);
+    }
+    this.http = {
+      apiKey, apiKeyEnv: this.config.apiKeyEnv ?? null, timeoutMs: this.config.timeoutSeconds * 1000,
+      retries: this.config.retries, retryDelayMs: this.config.retryDelaySeconds * 1000,
+    };
+  }
+
+  encodeInput(input: string): number[] {
+    const ids = this.tokenizer.encode(input);
+    return this.tokenizer.bosId !== undefined ? [this.tokenizer.bosId, ...ids] : ids;
+  }
+
+  async complete(requests: readonly CompletionRequest[], settings: CompletionSettings): Promise<Completion[]> {
+    return mapWithConcurrency(requests, this.config.concurrency, (request) => this.completeOne(request, settings));
+  }
+
+  private async completeOne(request: CompletionRequest, settings: CompletionSettings): Promise<Completion> {
+    const { api, model, baseURL } = this.config;
+    const common = {
+      model, max_tokens: this.config.maxTokens ?? settings.maxNewTokens, temperature: settings.temperature ?? 1,
+      stop: [turnTerminator], seed: request.random.nextUint32() & 0x7fffffff, stream: false,
+    };
+    const url = `${baseURL.replace(/\/+$/, '')}/${api === 'chat' ? 'chat/completions' : 'completions'}`;
+    const body = api === 'chat' ? { ...common, messages: [{ role: 'user', content: request.input }] } : { ...common, prompt: request.input };
+    const response = await postJson(url, body, this.http);
+    const parsed = (api === 'chat' ? chatResponseSchema : completionResponseSchema).safeParse(response.json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new RemoteAgentError(url, `malformed response: ${issue.path.join('.') || 'body'}: ${issue.message} (body starts ${JSON.stringify(response.text.slice(0, 200))})`);
+    }
+    const choice = parsed.data.choices[0]!;
+    const raw = 'message' in choice ? (choice as { message: { content: string | null } }).message.content ?? '' : (choice as { text: string }).text;
+    // A turn is one line: keep what precedes the first newline, even if the server ignored `stop`.
+    const newline = raw.indexOf(turnTerminator);
+    const text = singleLine(newline >= 0 ? raw.slice(0, newline) : raw);
+    const finishReason = newline >= 0 || choice.finish_reason === 'stop' ? 'stop' : 'length';
+    return { inputIds: [], tokens: [], logProbs: [], text, finishReason };
+  }
+}
+
+/** Refuses a remote agent marked trainable (it has no local weights to train). */
+export function assertFrozen(trainable: boolean, where: string): void {
+  if (trainable) throw new TeamtrError(`${where}: a remote agent cannot be trained; set "trainable": false`);
+}

@@ -1,0 +1,39 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadCheckpoint } from '../../io/checkpoint.js';
+import type { MetricsRecord } from '../records.js';
+
+/** Every file under `directory` (relative path → bytes, base64), to prove a directory untouched. */
+export function directorySnapshot(directory: string): Record<string, string> {
+  const snapshot: Record<string, string> = {};
+  const walk = (current: string): void => {
+    for (const entry of readdirSync(current, { withFileTypes: true })) {
+      const full = path.join(current, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else snapshot[path.relative(directory, full)] = readFileSync(full).toString('base64');
+    }
+  };
+  walk(directory);
+  return snapshot;
+}
+
+export function readRecords(runDirectory: string): MetricsRecord[] {
+  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as MetricsRecord);
+}
+
+/** Metrics without wall-clock fields, which legitimately differ between runs. */
+export function comparableRecords(runDirectory: string): unknown[] {
+  return readRecords(runDirectory).map((record) => ({ ...record, elapsedSeconds: undefined }));
+}
+
+/** A unit's saved weights, optimizer moments and step, config and tokenizer, as plain values. */
+export async function savedUnit(runDirectory: string, unit: string): Promise<unknown> {
+  const saved = await loadCheckpoint(path.join(runDirectory, 'checkpoint', 'units', unit));
+  return {
+    config: saved.config,
+    tokenizer: saved.tokenizer,
+    parameters: saved.parameters.map((entry) => [entry.name, Array.from(entry.data)]),
+    optimizer: saved.optimizer?.state.map((entry) => [entry.name, Array.from(entry.data)]),
+    step: saved.optimizer?.scalars.step,
+  };
+}
