@@ -1,8 +1,8 @@
 // Swap shock and recovery with and without stage-0 alignment (TEAMTR.md §6, issue #7).
 //
 //   node --import tsx scripts/swap-experiment.mjs [--seeds 0,1,2] [--pre-stages 6]
-//     [--post-stages 10] [--align-steps 40] [--arms none,sft,kl] [--role 2]
-//     [--incoming <model dir>] [--out <dir>]
+//     [--post-stages 15] [--align-steps 200] [--align-epochs 2] [--align-learning-rate 1e-3]
+//     [--arms none,sft,kl] [--role 2] [--incoming <model dir>] [--out <dir>]
 //
 // Per seed: a TeamTR run of the built-in arithmetic-chain team (builtin:arithmetic-chain/role-*)
 // is interrupted after --pre-stages stages; its directory is copied once per arm; each copy
@@ -23,8 +23,10 @@ const { values: options } = parseArgs({
   options: {
     seeds: { type: 'string', default: '0,1,2' },
     'pre-stages': { type: 'string', default: '6' },
-    'post-stages': { type: 'string', default: '10' },
-    'align-steps': { type: 'string', default: '40' },
+    'post-stages': { type: 'string', default: '15' },
+    'align-steps': { type: 'string', default: '200' },
+    'align-epochs': { type: 'string', default: '2' },
+    'align-learning-rate': { type: 'string', default: '1e-3' },
     arms: { type: 'string', default: 'none,sft,kl' },
     role: { type: 'string', default: '2' },
     incoming: { type: 'string' },
@@ -74,7 +76,7 @@ async function runArm(seed, arm, base, model) {
   const runDirectory = path.join(out, `seed${seed}-${arm}`);
   rmSync(runDirectory, { recursive: true, force: true });
   cpSync(base, runDirectory, { recursive: true });
-  const alignment = arm === 'none' ? { steps: 0 } : { steps: alignSteps, mode: arm };
+  const alignment = arm === 'none' ? { steps: 0 } : { steps: alignSteps, mode: arm, epochs: Number(options['align-epochs']), learningRate: Number(options['align-learning-rate']) };
   await scheduleSwap({ runDirectory, agent, model, alignment });
   const started = Date.now();
   await train({ config: {}, runDirectory, resume: true });

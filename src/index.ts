@@ -31,3 +31,4 @@ export { saveCheckpoint, loadCheckpoint } from './io/checkpoint.js';
 export { getBackend, setBackend, availableBackends } from './backend/index.js';
 export { RandomGenerator } from './util/random.js';
 export { TeamtrError, ConfigError, FileFormatError, ShapeError } from './util/errors.js';
+export { certificateStatistics } from './trainer/summary.js';

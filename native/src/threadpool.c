@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,27 +20,40 @@
 #define MAX_THREADS 64
 #define SCRATCH_SLOTS 4
 /*
- * Workers spin this many pause-iterations (about 0.1 ms) after a job before sleeping
- * on the condition variable: kernels arrive back to back during a training step, and waking a
- * sleeping thread costs far more than a short spin.
+ * After a job, workers spin this many pause-iterations (a few tens of microseconds) before
+ * sleeping: kernels often arrive back to back. The caller never waits for a sleeping worker
+ * (it claims every task nobody else has), so a short spin costs little parallelism.
  */
-#define SPIN_ITERATIONS 4000
+#define WORKER_SPIN 1500
+/* The caller spins this long for tasks other threads are still running, then sleeps. */
+#define CALLER_SPIN 4000
+
+/*
+ * Tasks are claimed from one atomic word: job number (24 bits) | task count (20 bits) |
+ * next unclaimed task (20 bits). A claim is a compare-and-swap that only succeeds on the
+ * current job with tasks left, so a worker that wakes late can neither run a finished job's
+ * task nor run tasks of the next job with stale arguments. Successful claims acquire the
+ * word the caller released after writing the job, which makes the job's fields visible.
+ */
+#define INDEX_BITS 20
+#define COUNT_BITS 20
+#define MAX_TASKS ((1u << INDEX_BITS) - 1)
 
 static struct {
   pthread_mutex_t mutex;
   pthread_cond_t wake;
   pthread_cond_t done;
-  int threads;           /* total, caller included */
-  int started_workers;   /* workers created so far */
-  int sleeping;
-  atomic_ulong generation;
-  /* the current job */
+  int threads;         /* total, caller included */
+  int started_workers; /* workers created so far */
+  int sleeping_workers;
+  bool caller_sleeping;
+  atomic_uint generation; /* bumped for every job: workers wait for it to change */
+  _Atomic uint64_t claim;
+  atomic_size_t completed;
+  /* the current job; written only while no task can be claimed */
   pool_task task;
   void *context;
-  size_t count;
-  int job_workers;       /* workers taking part in the current job */
-  atomic_size_t next;
-  atomic_int pending;    /* participating workers not yet finished */
+  uint64_t job;
 } pool = {
     .mutex = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -77,44 +91,60 @@ void pool_set_thread_count(int threads) {
   pthread_mutex_unlock(&job_lock);
 }
 
-static void run_tasks(int thread) {
+/* Claims the next task of the current job (and reads the job's task count); false when none
+   is left. */
+static bool claim_task(size_t *index, size_t *job_count) {
+  uint64_t word = atomic_load_explicit(&pool.claim, memory_order_relaxed);
   for (;;) {
-    size_t index = atomic_fetch_add_explicit(&pool.next, 1, memory_order_relaxed);
-    if (index >= pool.count) return;
-    pool.task(pool.context, index, thread);
+    uint64_t next = word & MAX_TASKS;
+    uint64_t count = (word >> INDEX_BITS) & ((1u << COUNT_BITS) - 1);
+    if (next >= count) return false;
+    if (atomic_compare_exchange_weak_explicit(&pool.claim, &word, word + 1, memory_order_acquire,
+                                              memory_order_relaxed)) {
+      *index = (size_t)next;
+      *job_count = (size_t)count;
+      return true;
+    }
   }
 }
 
-/* Generation current when each worker was created: jobs posted later are the worker's to run,
-   even if the thread only gets scheduled after the job was posted. */
-static unsigned long start_generation[MAX_THREADS];
+/* Runs tasks until none is left to claim. */
+static void run_tasks(int thread) {
+  size_t index, count;
+  while (claim_task(&index, &count)) {
+    pool.task(pool.context, index, thread);
+    size_t finished = atomic_fetch_add_explicit(&pool.completed, 1, memory_order_acq_rel) + 1;
+    if (finished == count) {
+      pthread_mutex_lock(&pool.mutex);
+      if (pool.caller_sleeping) pthread_cond_signal(&pool.done);
+      pthread_mutex_unlock(&pool.mutex);
+    }
+  }
+}
+
+/* Generation current when each worker was created: it only waits for jobs posted later. */
+static unsigned start_generation[MAX_THREADS];
 
 static void *worker_main(void *argument) {
   int thread = (int)(intptr_t)argument;
-  unsigned long seen = start_generation[thread];
+  unsigned seen = start_generation[thread];
   for (;;) {
-    unsigned long generation;
+    unsigned generation;
     int spins = 0;
     while ((generation = atomic_load_explicit(&pool.generation, memory_order_acquire)) == seen) {
-      if (++spins < SPIN_ITERATIONS) {
+      if (++spins < WORKER_SPIN) {
         CPU_RELAX();
         continue;
       }
       pthread_mutex_lock(&pool.mutex);
-      pool.sleeping++;
+      pool.sleeping_workers++;
       while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.mutex);
-      pool.sleeping--;
+      pool.sleeping_workers--;
       pthread_mutex_unlock(&pool.mutex);
       spins = 0;
     }
     seen = generation;
-    if (thread > pool.job_workers) continue;
     run_tasks(thread);
-    if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
-      pthread_mutex_lock(&pool.mutex);
-      pthread_cond_signal(&pool.done);
-      pthread_mutex_unlock(&pool.mutex);
-    }
   }
   return NULL;
 }
@@ -133,7 +163,49 @@ static int ensure_workers(int wanted) {
     if (failed) break;
     pool.started_workers++;
   }
-  return pool.started_workers < wanted ? pool.started_workers : wanted;
+  return pool.started_workers;
+}
+
+static void wait_for_completion(size_t count) {
+  for (int spins = 0; atomic_load_explicit(&pool.completed, memory_order_acquire) < count;
+       spins++) {
+    if (spins < CALLER_SPIN) {
+      CPU_RELAX();
+      continue;
+    }
+    pthread_mutex_lock(&pool.mutex);
+    pool.caller_sleeping = true;
+    while (atomic_load(&pool.completed) < count) pthread_cond_wait(&pool.done, &pool.mutex);
+    pool.caller_sleeping = false;
+    pthread_mutex_unlock(&pool.mutex);
+  }
+}
+
+/* One job of at most MAX_TASKS tasks; the caller holds job_lock. */
+static void run_job(size_t count, pool_task task, void *context) {
+  pool.task = task;
+  pool.context = context;
+  atomic_store_explicit(&pool.completed, 0, memory_order_relaxed);
+  pool.job = (pool.job + 1) & ((1u << 24) - 1);
+  uint64_t word = (pool.job << (INDEX_BITS + COUNT_BITS)) | ((uint64_t)count << INDEX_BITS);
+  atomic_store_explicit(&pool.claim, word, memory_order_release);
+  atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+  pthread_mutex_lock(&pool.mutex);
+  if (pool.sleeping_workers) pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.mutex);
+  run_tasks(0);
+  wait_for_completion(count);
+}
+
+typedef struct {
+  pool_task task;
+  void *context;
+  size_t offset;
+} offset_context;
+
+static void offset_task(void *context, size_t index, int thread) {
+  const offset_context *shifted = context;
+  shifted->task(shifted->context, shifted->offset + index, thread);
 }
 
 void pool_run(size_t count, pool_task task, void *context) {
@@ -143,29 +215,14 @@ void pool_run(size_t count, pool_task task, void *context) {
     for (size_t index = 0; index < count; index++) task(context, index, 0);
     return;
   }
-  int workers = threads - 1;
-  if ((size_t)workers > count - 1) workers = (int)(count - 1);
-  workers = ensure_workers(workers);
-  pool.task = task;
-  pool.context = context;
-  pool.count = count;
-  pool.job_workers = workers;
-  atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
-  /* Every started worker wakes for the job; those above job_workers skip it. */
-  atomic_store_explicit(&pool.pending, workers, memory_order_relaxed);
-  pthread_mutex_lock(&pool.mutex);
-  atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
-  if (pool.sleeping) pthread_cond_broadcast(&pool.wake);
-  pthread_mutex_unlock(&pool.mutex);
-  run_tasks(0);
-  for (int spins = 0; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; spins++) {
-    if (spins < SPIN_ITERATIONS) {
-      CPU_RELAX();
-      continue;
+  ensure_workers(threads - 1);
+  if (count <= MAX_TASKS) {
+    run_job(count, task, context);
+  } else {
+    for (size_t first = 0; first < count; first += MAX_TASKS) {
+      offset_context shifted = {task, context, first};
+      run_job(count - first < MAX_TASKS ? count - first : MAX_TASKS, offset_task, &shifted);
     }
-    pthread_mutex_lock(&pool.mutex);
-    while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.mutex);
-    pthread_mutex_unlock(&pool.mutex);
   }
   pthread_mutex_unlock(&job_lock);
 }

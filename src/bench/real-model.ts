@@ -14,8 +14,17 @@ import type { BenchmarkResult } from './workloads.js';
  * size costs without downloading one.
  */
 export const smolLM2Shape: ModelConfigInput = {
-  architecture: 'llama', vocabSize: 49152, hiddenSize: 576, layers: 30, heads: 9, kvHeads: 3,
-  intermediateSize: 1536, maxPositions: 2048, ropeTheta: 100000, normEpsilon: 1e-5, tieEmbeddings: true,
+  architecture: 'llama',
+  vocabSize: 49152,
+  hiddenSize: 576,
+  layers: 30,
+  heads: 9,
+  kvHeads: 3,
+  intermediateSize: 1536,
+  maxPositions: 2048,
+  ropeTheta: 100000,
+  normEpsilon: 1e-5,
+  tieEmbeddings: true,
 };
 
 export interface RealModelBenchmarkOptions {
@@ -44,14 +53,26 @@ function randomIds(random: RandomGenerator, count: number): number[] {
 }
 
 /** Sampled tokens per second: `batch` prompts of 32 tokens, 32 new tokens each, KV cache. */
-function generationThroughput(model: TransformerLM, batch: number, options: Required<RealModelBenchmarkOptions>): BenchmarkResult {
+function generationThroughput(
+  model: TransformerLM,
+  batch: number,
+  options: Required<RealModelBenchmarkOptions>,
+): BenchmarkResult {
   const random = new RandomGenerator(`smollm2-generate-${batch}`);
   const prompts = Array.from({ length: batch }, () => randomIds(random, 32));
   const newTokens = 32;
-  const seconds = medianSeconds(() => {
-    generate(model, { prompts, maxNewTokens: newTokens, random, temperature: 1 });
-  }, options.warmup, options.repeats);
-  return { name: `smollm2-135m-shape-generate-batch${batch}`, value: (batch * newTokens) / seconds, unit: 'tokens/s' };
+  const seconds = medianSeconds(
+    () => {
+      generate(model, { prompts, maxNewTokens: newTokens, random, temperature: 1 });
+    },
+    options.warmup,
+    options.repeats,
+  );
+  return {
+    name: `smollm2-135m-shape-generate-batch${batch}`,
+    value: (batch * newTokens) / seconds,
+    unit: 'tokens/s',
+  };
 }
 
 /**
@@ -59,19 +80,41 @@ function generationThroughput(model: TransformerLM, batch: number, options: Requ
  * PEFT's default targets): forward, next-token cross-entropy, backward and AdamW on the
  * adapters, on 4 sequences of 128 tokens.
  */
-function loraStepThroughput(model: TransformerLM, options: Required<RealModelBenchmarkOptions>): BenchmarkResult {
+function loraStepThroughput(
+  model: TransformerLM,
+  options: Required<RealModelBenchmarkOptions>,
+): BenchmarkResult {
   const random = new RandomGenerator('smollm2-lora');
-  applyLora(model, { rank: 8, alpha: 16, targetModules: ['queryProjection', 'valueProjection'], random });
-  const optimizer = new AdamW(model.trainableParameters(), { learningRate: 1e-4, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 });
+  applyLora(model, {
+    rank: 8,
+    alpha: 16,
+    targetModules: ['queryProjection', 'valueProjection'],
+    random,
+  });
+  const optimizer = new AdamW(model.trainableParameters(), {
+    learningRate: 1e-4,
+    beta1: 0.9,
+    beta2: 0.999,
+    epsilon: 1e-8,
+    weightDecay: 0,
+  });
   const [batch, length] = [4, 128];
   const ids = Int32Array.from(randomIds(random, batch * length));
   const targets = Int32Array.from(randomIds(random, batch * length));
-  const seconds = medianSeconds(() => {
-    tidy(() => crossEntropy(model.forward({ ids, batch, length }), targets).backward());
-    optimizer.update();
-    optimizer.zeroGrad();
-  }, options.warmup, options.repeats);
-  return { name: 'smollm2-135m-shape-lora-train-step', value: (batch * length) / seconds, unit: 'tokens/s' };
+  const seconds = medianSeconds(
+    () => {
+      tidy(() => crossEntropy(model.forward({ ids, batch, length }), targets).backward());
+      optimizer.update();
+      optimizer.zeroGrad();
+    },
+    options.warmup,
+    options.repeats,
+  );
+  return {
+    name: 'smollm2-135m-shape-lora-train-step',
+    value: (batch * length) / seconds,
+    unit: 'tokens/s',
+  };
 }
 
 /** Generation (batch 1 and 8) and LoRA training throughput at SmolLM2-135M's shape. */

@@ -53,9 +53,15 @@ export const dashboardPage = `<!doctype html>
 `;
 
 export const assets: Readonly<Record<string, Asset>> = {
-  'uPlot.iife.min.js': { contentType: 'text/javascript; charset=utf-8', body: uplotFile('uPlot.iife.min.js') },
+  'uPlot.iife.min.js': {
+    contentType: 'text/javascript; charset=utf-8',
+    body: uplotFile('uPlot.iife.min.js'),
+  },
   'uPlot.min.css': { contentType: 'text/css; charset=utf-8', body: uplotFile('uPlot.min.css') },
-  'dashboard.js': { contentType: 'text/javascript; charset=utf-8', body: async () => dashboardScript },
+  'dashboard.js': {
+    contentType: 'text/javascript; charset=utf-8',
+    body: async () => dashboardScript,
+  },
   'dashboard.css': { contentType: 'text/css; charset=utf-8', body: async () => dashboardStyles },
 };
 

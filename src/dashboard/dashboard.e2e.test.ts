@@ -28,8 +28,14 @@ interface BrowserElement {
   getBoundingClientRect(): { width: number; height: number };
 }
 interface BrowserGlobals {
-  teamtrDashboard: { charts: Record<string, { series: unknown[]; data: Array<Array<number | null>> }>; state: { polls: number } };
-  document: BrowserElement & { getElementById(id: string): BrowserElement | null; documentElement: { scrollWidth: number } };
+  teamtrDashboard: {
+    charts: Record<string, { series: unknown[]; data: Array<Array<number | null>> }>;
+    state: { polls: number };
+  };
+  document: BrowserElement & {
+    getElementById(id: string): BrowserElement | null;
+    documentElement: { scrollWidth: number };
+  };
   innerWidth: number;
 }
 
@@ -40,7 +46,8 @@ function readRecords(directory: string): JsonRecord[] {
     .map((line) => JSON.parse(line) as JsonRecord);
 }
 
-const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+const isNumber = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value);
 
 /**
  * How many series each figure must draw, worked out from the raw records on their own: a run
@@ -51,26 +58,61 @@ function expectedSeries(runs: JsonRecord[][]): Record<string, number> {
   const stagesOf = (records: JsonRecord[]) => records.filter((record) => record.type === 'stage');
   const count = (predicate: (records: JsonRecord[]) => boolean) => runs.filter(predicate).length;
   const hasRankShift = (records: JsonRecord[], inRegion: boolean) =>
-    updatesOf(records).some((record) => record.inRegion === inRegion && (record.probabilityShiftByRank as Array<{ massShiftPerPosition: unknown }>).some((entry) => isNumber(entry.massShiftPerPosition)));
-  const deltas = new Set(runs.flatMap((records) => updatesOf(records).map((record) => record.delta)));
+    updatesOf(records).some(
+      (record) =>
+        record.inRegion === inRegion &&
+        (record.probabilityShiftByRank as Array<{ massShiftPerPosition: unknown }>).some((entry) =>
+          isNumber(entry.massShiftPerPosition),
+        ),
+    );
+  const deltas = new Set(
+    runs.flatMap((records) => updatesOf(records).map((record) => record.delta)),
+  );
   return {
-    reward: count((records) => updatesOf(records).some((record) => isNumber(record.batchRewardMean))),
+    reward: count((records) =>
+      updatesOf(records).some((record) => isNumber(record.batchRewardMean)),
+    ),
     accuracy: count((records) => records.some((record) => record.type === 'eval')),
-    kl: runs.reduce((total, records) => total + new Set(updatesOf(records).filter((record) => isNumber(record.kl)).map((record) => record.agent)).size, 0) + deltas.size,
-    certificate: 2 * count((records) => updatesOf(records).some((record) => isNumber(record.measuredImprovement))),
-    occupancy: count((records) => updatesOf(records).some((record) => isNumber(record.occupancyGap))),
-    'rank-shift': count((records) => hasRankShift(records, true)) + count((records) => hasRankShift(records, false)),
-    regressions: runs.reduce((total, records) => total + (stagesOf(records).length ? 2 : 0) + (stagesOf(records).some((record) => record.regression === true) ? 1 : 0), 0),
+    kl:
+      runs.reduce(
+        (total, records) =>
+          total +
+          new Set(
+            updatesOf(records)
+              .filter((record) => isNumber(record.kl))
+              .map((record) => record.agent),
+          ).size,
+        0,
+      ) + deltas.size,
+    certificate:
+      2 *
+      count((records) => updatesOf(records).some((record) => isNumber(record.measuredImprovement))),
+    occupancy: count((records) =>
+      updatesOf(records).some((record) => isNumber(record.occupancyGap)),
+    ),
+    'rank-shift':
+      count((records) => hasRankShift(records, true)) +
+      count((records) => hasRankShift(records, false)),
+    regressions: runs.reduce(
+      (total, records) =>
+        total +
+        (stagesOf(records).length ? 2 : 0) +
+        (stagesOf(records).some((record) => record.regression === true) ? 1 : 0),
+      0,
+    ),
   };
 }
 
 /** Sends `rawPath` as is (fetch and browsers would normalize "..") and returns the status. */
 function rawStatus(server: DashboardServer, rawPath: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = httpRequest({ host: '127.0.0.1', port: server.port, path: rawPath }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const request = httpRequest(
+      { host: '127.0.0.1', port: server.port, path: rawPath },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
     request.on('error', reject);
     request.end();
   });
@@ -84,21 +126,27 @@ interface ChartState {
 }
 
 async function chartStates(page: Page): Promise<Record<string, ChartState>> {
-  return page.evaluate((ids) => {
-    const browser = globalThis as unknown as BrowserGlobals;
-    const charts = browser.teamtrDashboard.charts;
-    const states: Record<string, { series: number; legend: number; canvasWidth: number; empty: boolean }> = {};
-    for (const id of ids) {
-      const panel = browser.document.getElementById(`figure-${id}`);
-      states[id] = {
-        series: charts[id] ? charts[id].series.length - 1 : 0,
-        legend: panel ? panel.querySelectorAll('.u-legend .u-series').length : -1,
-        canvasWidth: panel?.querySelector('canvas')?.width ?? 0,
-        empty: Boolean(panel?.querySelector('.empty')),
-      };
-    }
-    return states;
-  }, [...figureIds]);
+  return page.evaluate(
+    (ids) => {
+      const browser = globalThis as unknown as BrowserGlobals;
+      const charts = browser.teamtrDashboard.charts;
+      const states: Record<
+        string,
+        { series: number; legend: number; canvasWidth: number; empty: boolean }
+      > = {};
+      for (const id of ids) {
+        const panel = browser.document.getElementById(`figure-${id}`);
+        states[id] = {
+          series: charts[id] ? charts[id].series.length - 1 : 0,
+          legend: panel ? panel.querySelectorAll('.u-legend .u-series').length : -1,
+          canvasWidth: panel?.querySelector('canvas')?.width ?? 0,
+          empty: Boolean(panel?.querySelector('.empty')),
+        };
+      }
+      return states;
+    },
+    [...figureIds],
+  );
 }
 
 describe('dashboard in headless Chromium', { skip: browserSkipReason() ?? false }, () => {
@@ -116,7 +164,11 @@ describe('dashboard in headless Chromium', { skip: browserSkipReason() ?? false 
     realRun = (await tinyRun()).runDirectory;
     liveRun = path.join(scratch, 'stale-live');
     await writeSyntheticRun(liveRun, { schedule: 'sequential-stale', running: true, stages: 3 });
-    server = await startDashboard({ runDirectories: [realRun, liveRun], port: 0, pollIntervalMs: 200 });
+    server = await startDashboard({
+      runDirectories: [realRun, liveRun],
+      port: 0,
+      pollIntervalMs: 200,
+    });
     browser = await launchChromium();
     await browser.context.route('**/*', (route) => {
       const url = route.request().url();
@@ -146,10 +198,18 @@ describe('dashboard in headless Chromium', { skip: browserSkipReason() ?? false 
     for (const id of figureIds) {
       const state = states[id]!;
       if (expected[id]! > 0) {
-        assert.deepEqual({ series: state.series, legend: state.legend, empty: state.empty }, { series: expected[id], legend: expected[id], empty: false }, id);
+        assert.deepEqual(
+          { series: state.series, legend: state.legend, empty: state.empty },
+          { series: expected[id], legend: expected[id], empty: false },
+          id,
+        );
         assert.ok(state.canvasWidth > 200, `${id} has a canvas`);
       } else {
-        assert.deepEqual({ series: state.series, empty: state.empty }, { series: 0, empty: true }, `${id} says there is no data yet`);
+        assert.deepEqual(
+          { series: state.series, empty: state.empty },
+          { series: 0, empty: true },
+          `${id} says there is no data yet`,
+        );
       }
     }
     assert.equal(await page.locator('#runs .card').count(), 2);
@@ -163,30 +223,59 @@ describe('dashboard in headless Chromium', { skip: browserSkipReason() ?? false 
     const records = readRecords(realRun);
     const last = records[records.length - 1]!;
     const line = JSON.stringify({
-      type: 'eval', stage: Number(last.stage) + 1, generatedTokens: Number(last.generatedTokens) + 777, accuracy: 0.4321,
-      interval: [0.3, 0.55], count: 20, meanReward: 0.4321, agents: [],
+      type: 'eval',
+      stage: Number(last.stage) + 1,
+      generatedTokens: Number(last.generatedTokens) + 777,
+      accuracy: 0.4321,
+      interval: [0.3, 0.55],
+      count: 20,
+      meanReward: 0.4321,
+      agents: [],
     });
-    const polls = () => page.evaluate(() => (globalThis as unknown as BrowserGlobals).teamtrDashboard.state.polls);
-    const accuracyValues = () => page.evaluate(() => (globalThis as unknown as BrowserGlobals).teamtrDashboard.charts.accuracy!.data.slice(1).flat());
+    const polls = () =>
+      page.evaluate(() => (globalThis as unknown as BrowserGlobals).teamtrDashboard.state.polls);
+    const accuracyValues = () =>
+      page.evaluate(() =>
+        (globalThis as unknown as BrowserGlobals).teamtrDashboard.charts
+          .accuracy!.data.slice(1)
+          .flat(),
+      );
 
     appendFileSync(metrics, line.slice(0, 30));
     const pollsBefore = await polls();
-    await page.waitForFunction((count) => (globalThis as unknown as BrowserGlobals).teamtrDashboard.state.polls >= count + 3, pollsBefore, { timeout: 10_000 });
+    await page.waitForFunction(
+      (count) => (globalThis as unknown as BrowserGlobals).teamtrDashboard.state.polls >= count + 3,
+      pollsBefore,
+      { timeout: 10_000 },
+    );
     assert.ok(!(await accuracyValues()).includes(0.4321), 'half a line is not read');
-    assert.equal(await page.locator('#live.ok').count(), 1, 'the half-written line is not an error');
+    assert.equal(
+      await page.locator('#live.ok').count(),
+      1,
+      'the half-written line is not an error',
+    );
 
     appendFileSync(metrics, `${line.slice(30)}\n`);
     await page.waitForFunction(
-      () => (globalThis as unknown as BrowserGlobals).teamtrDashboard.charts.accuracy!.data.slice(1).flat().includes(0.4321),
+      () =>
+        (globalThis as unknown as BrowserGlobals).teamtrDashboard.charts
+          .accuracy!.data.slice(1)
+          .flat()
+          .includes(0.4321),
       undefined,
       { timeout: 10_000 },
     );
-    assert.match((await page.locator('#feed').textContent()) ?? '', /eval accuracy 43\.2% \(n=20\)/);
+    assert.match(
+      (await page.locator('#feed').textContent()) ?? '',
+      /eval accuracy 43\.2% \(n=20\)/,
+    );
     assert.deepEqual(pageErrors, []);
   });
 
   test('path traversal is refused, from the browser and from a raw request', async () => {
-    const fromBrowser = await page.evaluate(() => fetch('/api/runs/0/files/..%2f..%2fetc%2fpasswd').then((response) => response.status));
+    const fromBrowser = await page.evaluate(() =>
+      fetch('/api/runs/0/files/..%2f..%2fetc%2fpasswd').then((response) => response.status),
+    );
     assert.equal(fromBrowser, 403);
     assert.equal(await rawStatus(server, '/api/runs/0/files/../../../../etc/passwd'), 403);
     assert.equal(await rawStatus(server, '/api/runs/1/files/%2e%2e/%2e%2e/etc/passwd'), 403);
@@ -195,10 +284,16 @@ describe('dashboard in headless Chromium', { skip: browserSkipReason() ?? false 
 
   test('the page fits a narrow window: the grid becomes one column and charts shrink', async () => {
     await page.setViewportSize({ width: 480, height: 900 });
-    await page.waitForFunction(() => {
-      const canvas = (globalThis as unknown as BrowserGlobals).document.querySelector('#figure-reward canvas');
-      return canvas !== null && canvas.getBoundingClientRect().width <= 480;
-    }, undefined, { timeout: 10_000 });
+    await page.waitForFunction(
+      () => {
+        const canvas = (globalThis as unknown as BrowserGlobals).document.querySelector(
+          '#figure-reward canvas',
+        );
+        return canvas !== null && canvas.getBoundingClientRect().width <= 480;
+      },
+      undefined,
+      { timeout: 10_000 },
+    );
     const overflow = await page.evaluate(() => {
       const browser = globalThis as unknown as BrowserGlobals;
       return browser.document.documentElement.scrollWidth - browser.innerWidth;
@@ -208,17 +303,26 @@ describe('dashboard in headless Chromium', { skip: browserSkipReason() ?? false 
   });
 
   test('the report opens with no network and shows every figure', async () => {
-    const result = await writeReport({ runDirectories: [realRun, liveRun], outputDirectory: path.join(scratch, 'report') });
+    const result = await writeReport({
+      runDirectories: [realRun, liveRun],
+      outputDirectory: path.join(scratch, 'report'),
+    });
     const reportPage = await browser.context.newPage();
     const requests: string[] = [];
     reportPage.on('request', (request) => requests.push(request.url()));
     try {
       const url = pathToFileURL(result.htmlPath).href;
       await reportPage.goto(url);
-      const sizes = await reportPage.evaluate((ids) => ids.map((id) => {
-        const box = (globalThis as unknown as BrowserGlobals).document.querySelector(`#figure-${id} svg`)?.getBoundingClientRect();
-        return box ? box.width * box.height : 0;
-      }), [...figureIds]);
+      const sizes = await reportPage.evaluate(
+        (ids) =>
+          ids.map((id) => {
+            const box = (globalThis as unknown as BrowserGlobals).document
+              .querySelector(`#figure-${id} svg`)
+              ?.getBoundingClientRect();
+            return box ? box.width * box.height : 0;
+          }),
+        [...figureIds],
+      );
       sizes.forEach((area, index) => assert.ok(area > 10_000, `${figureIds[index]} is visible`));
       assert.deepEqual(requests, [url], 'nothing but the file itself is requested');
     } finally {

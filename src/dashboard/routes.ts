@@ -35,12 +35,24 @@ const securityHeaders = {
   'cache-control': 'no-store',
 };
 
-const pagePolicy = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+const pagePolicy =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
 /** Files from run directories are data: a served HTML file must not run scripts on our origin. */
 const filePolicy = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'";
 
-function send(response: ServerResponse, status: number, contentType: string, body: string | Buffer, extra: Record<string, string> = {}): void {
-  response.writeHead(status, { ...securityHeaders, 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)), ...extra });
+function send(
+  response: ServerResponse,
+  status: number,
+  contentType: string,
+  body: string | Buffer,
+  extra: Record<string, string> = {},
+): void {
+  response.writeHead(status, {
+    ...securityHeaders,
+    'content-type': contentType,
+    'content-length': String(Buffer.byteLength(body)),
+    ...extra,
+  });
   response.end(body);
 }
 
@@ -52,13 +64,30 @@ function sendError(response: ServerResponse, status: number, message: string): v
   sendJson(response, status, { error: message });
 }
 
-export async function handleRequest(request: IncomingMessage, response: ServerResponse, context: RouteContext): Promise<void> {
+export async function handleRequest(
+  request: IncomingMessage,
+  response: ServerResponse,
+  context: RouteContext,
+): Promise<void> {
   if (request.method !== 'GET') {
-    send(response, 405, 'application/json; charset=utf-8', JSON.stringify({ error: 'the dashboard is read-only: only GET is allowed' }), { allow: 'GET' });
+    send(
+      response,
+      405,
+      'application/json; charset=utf-8',
+      JSON.stringify({ error: 'the dashboard is read-only: only GET is allowed' }),
+      { allow: 'GET' },
+    );
     return;
   }
-  if (context.allowedHosts && !context.allowedHosts.has((request.headers.host ?? '').toLowerCase())) {
-    sendError(response, 421, 'unexpected Host header; open the dashboard through the URL it printed');
+  if (
+    context.allowedHosts &&
+    !context.allowedHosts.has((request.headers.host ?? '').toLowerCase())
+  ) {
+    sendError(
+      response,
+      421,
+      'unexpected Host header; open the dashboard through the URL it printed',
+    );
     return;
   }
   const url = request.url ?? '/';
@@ -72,10 +101,17 @@ export async function handleRequest(request: IncomingMessage, response: ServerRe
   await route(decoded.segments, query, response, context);
 }
 
-async function route(segments: string[], query: URLSearchParams, response: ServerResponse, context: RouteContext): Promise<void> {
+async function route(
+  segments: string[],
+  query: URLSearchParams,
+  response: ServerResponse,
+  context: RouteContext,
+): Promise<void> {
   const [first, second, id, resource, ...rest] = segments;
   if (segments.length === 0) {
-    send(response, 200, 'text/html; charset=utf-8', dashboardPage, { 'content-security-policy': pagePolicy });
+    send(response, 200, 'text/html; charset=utf-8', dashboardPage, {
+      'content-security-policy': pagePolicy,
+    });
     return;
   }
   if (first === 'assets' && second !== undefined && segments.length === 2) {
@@ -86,19 +122,38 @@ async function route(segments: string[], query: URLSearchParams, response: Serve
   }
   if (first !== 'api') return sendError(response, 404, 'not found; the API lives under /api');
   await context.store.refresh();
-  if (second === 'runs' && segments.length === 2) return sendJson(response, 200, context.store.runs.map(describeRun));
-  if (second === 'overview' && segments.length === 2) return sendJson(response, 200, overview(context));
-  if (second !== 'runs' || id === undefined || resource === undefined) return sendError(response, 404, 'not found; see GET /api/runs');
+  if (second === 'runs' && segments.length === 2)
+    return sendJson(response, 200, context.store.runs.map(describeRun));
+  if (second === 'overview' && segments.length === 2)
+    return sendJson(response, 200, overview(context));
+  if (second !== 'runs' || id === undefined || resource === undefined)
+    return sendError(response, 404, 'not found; see GET /api/runs');
   const run = context.store.run(id);
-  if (!run) return sendError(response, 404, `no run "${id}"; GET /api/runs lists the runs (ids 0 to ${context.store.runs.length - 1})`);
+  if (!run)
+    return sendError(
+      response,
+      404,
+      `no run "${id}"; GET /api/runs lists the runs (ids 0 to ${context.store.runs.length - 1})`,
+    );
   if (resource === 'metrics' && rest.length === 0) {
     const since = query.get('since') ?? '0';
-    if (!/^\d+$/.test(since)) return sendError(response, 400, 'since must be a byte offset (a non-negative integer) from a previous response');
+    if (!/^\d+$/.test(since))
+      return sendError(
+        response,
+        400,
+        'since must be a byte offset (a non-negative integer) from a previous response',
+      );
     return sendJson(response, 200, await context.store.readMetrics(id, Number(since)));
   }
   if (resource === 'config' && rest.length === 0) return sendJson(response, 200, run.config);
   if (resource === 'summary' && rest.length === 0) {
-    return run.summary ? sendJson(response, 200, run.summary) : sendError(response, 404, 'this run has no summary.json yet (it is written when the run ends)');
+    return run.summary
+      ? sendJson(response, 200, run.summary)
+      : sendError(
+          response,
+          404,
+          'this run has no summary.json yet (it is written when the run ends)',
+        );
   }
   if (resource === 'files' && rest.length > 0) return sendRunFile(id, rest, response, context);
   sendError(response, 404, 'not found; see GET /api/runs');
@@ -106,7 +161,9 @@ async function route(segments: string[], query: URLSearchParams, response: Serve
 
 function overview(context: RouteContext): unknown {
   const runs = context.store.runs;
-  const recent = runs.flatMap((run) => run.records.slice(-12).map((record) => ({ runId: run.id, run: run.label, record })));
+  const recent = runs.flatMap((run) =>
+    run.records.slice(-12).map((record) => ({ runId: run.id, run: run.label, record })),
+  );
   recent.sort((a, b) => a.record.generatedTokens - b.record.generatedTokens);
   return {
     runs: runs.map(describeRun),
@@ -119,11 +176,23 @@ function overview(context: RouteContext): unknown {
   };
 }
 
-async function sendRunFile(id: string, segments: string[], response: ServerResponse, context: RouteContext): Promise<void> {
+async function sendRunFile(
+  id: string,
+  segments: string[],
+  response: ServerResponse,
+  context: RouteContext,
+): Promise<void> {
   const file = await context.store.file(id, segments);
-  if (!file || file.kind === 'missing') return sendError(response, 404, `run ${id} has no file ${segments.join('/')}`);
-  if (file.kind === 'refused') return sendError(response, 403, `refused: ${segments.join('/')} is ${file.reason}`);
-  response.writeHead(200, { ...securityHeaders, 'content-type': contentTypeOf(file.path), 'content-length': String(file.size), 'content-security-policy': filePolicy });
+  if (!file || file.kind === 'missing')
+    return sendError(response, 404, `run ${id} has no file ${segments.join('/')}`);
+  if (file.kind === 'refused')
+    return sendError(response, 403, `refused: ${segments.join('/')} is ${file.reason}`);
+  response.writeHead(200, {
+    ...securityHeaders,
+    'content-type': contentTypeOf(file.path),
+    'content-length': String(file.size),
+    'content-security-policy': filePolicy,
+  });
   if (file.size === 0) {
     response.end();
     return;

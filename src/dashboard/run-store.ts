@@ -32,7 +32,14 @@ export class RunStore {
     const labels = runLabels(directories);
     const live = await Promise.all(
       directories.map(async (directory, index) => ({
-        view: { id: String(index), label: labels[index]!, directory, config: null, summary: null, records: [] },
+        view: {
+          id: String(index),
+          label: labels[index]!,
+          directory,
+          config: null,
+          summary: null,
+          records: [],
+        },
         root: await realpath(directory),
         metricsOffset: 0,
       })),
@@ -70,9 +77,16 @@ export class RunStore {
   }
 
   private async refreshRun(run: LiveRun): Promise<void> {
-    const chunk = await this.readMetrics(run.view.id, run.metricsOffset);
-    run.view.records = chunk.reset ? chunk.records : [...run.view.records, ...chunk.records];
-    run.metricsOffset = chunk.nextOffset;
+    // A refused metrics file (a link out of the run) shows as no records here; the metrics
+    // endpoint reports it as 403. One odd run must not take the others' view down.
+    const chunk = await this.readMetrics(run.view.id, run.metricsOffset).catch((error: unknown) => {
+      if (error instanceof RefusedFileError) return null;
+      throw error;
+    });
+    if (chunk) {
+      run.view.records = chunk.reset ? chunk.records : [...run.view.records, ...chunk.records];
+      run.metricsOffset = chunk.nextOffset;
+    }
     run.view.config ??= asObject(await this.readJson(run, runFiles.config));
     // summary.json appears when the run ends and is rewritten if it is resumed and ends again.
     run.view.summary = asObject(await this.readJson(run, runFiles.summary)) as TrainSummary | null;
@@ -87,15 +101,17 @@ export class RunStore {
   /** Records appended to run `id`'s metrics.jsonl since byte `since`. */
   async readMetrics(id: string, since: number): Promise<MetricsChunk> {
     const file = await this.file(id, [runFiles.metrics]);
-    if (!file || file.kind === 'missing') return { records: [], nextOffset: 0, reset: since > 0, skippedLines: 0 };
-    if (file.kind === 'refused') throw new RefusedFileError(`${runFiles.metrics} of run ${id} is ${file.reason}`);
+    if (!file || file.kind === 'missing')
+      return { records: [], nextOffset: 0, reset: since > 0, skippedLines: 0 };
+    if (file.kind === 'refused')
+      throw new RefusedFileError(`${runFiles.metrics} of run ${id} is ${file.reason}`);
     return readMetricsSince(file.path, since);
   }
 
+  /** A JSON file of the run; null while it does not exist, and for a link out of the run. */
   private async readJson(run: LiveRun, name: string): Promise<unknown> {
     const file = await resolveFileInside(run.root, [name]);
-    if (file.kind === 'missing') return null;
-    if (file.kind === 'refused') throw new RefusedFileError(`${name} of run ${run.view.id} is ${file.reason}`);
+    if (file.kind !== 'file') return null;
     try {
       return JSON.parse(await readFile(file.path, 'utf8'));
     } catch {

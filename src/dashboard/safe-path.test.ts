@@ -8,12 +8,23 @@ import { decodePathSegments, isInside, resolveFileInside } from './safe-path.js'
 
 describe('decodePathSegments', () => {
   test('decodes percent-encoded segments and drops a trailing slash', () => {
-    assert.deepEqual(decodePathSegments('/api/runs/0/files/a%20b.json/'), { ok: true, segments: ['api', 'runs', '0', 'files', 'a b.json'] });
+    assert.deepEqual(decodePathSegments('/api/runs/0/files/a%20b.json/'), {
+      ok: true,
+      segments: ['api', 'runs', '0', 'files', 'a b.json'],
+    });
     assert.deepEqual(decodePathSegments('/'), { ok: true, segments: [] });
   });
 
   test('refuses dot segments, encoded separators, NUL and empty segments', () => {
-    for (const raw of ['/files/../secret', '/files/./x', '/files/%2e%2e/x', '/files/..%2f..%2fetc%2fpasswd', '/files/a%5cb', '/files/a%00', '/files//x']) {
+    for (const raw of [
+      '/files/../secret',
+      '/files/./x',
+      '/files/%2e%2e/x',
+      '/files/..%2f..%2fetc%2fpasswd',
+      '/files/a%5cb',
+      '/files/a%00',
+      '/files//x',
+    ]) {
       assert.equal(decodePathSegments(raw).ok, false, raw);
     }
   });
@@ -46,7 +57,11 @@ describe('resolveFileInside', () => {
 
   test('serves regular files inside, through links that stay inside', async () => {
     const inside = await resolveFileInside(root, ['report', 'index.html']);
-    assert.deepEqual(inside, { kind: 'file', path: path.join(root, 'report', 'index.html'), size: 3 });
+    assert.deepEqual(inside, {
+      kind: 'file',
+      path: path.join(root, 'report', 'index.html'),
+      size: 3,
+    });
     const linked = await resolveFileInside(root, ['link-in.json']);
     assert.equal(linked.kind, 'file');
   });

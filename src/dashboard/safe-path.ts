@@ -25,8 +25,10 @@ export function decodePathSegments(rawPath: string): SegmentsResult {
     } catch {
       return { ok: false, reason: `malformed percent-encoding in "${part}"` };
     }
-    if (segment === '' || segment === '.' || segment === '..') return { ok: false, reason: `path segment "${segment}" is not allowed` };
-    if (/[/\\\0]/.test(segment)) return { ok: false, reason: `path segment "${part}" holds a separator or NUL` };
+    if (segment === '' || segment === '.' || segment === '..')
+      return { ok: false, reason: `path segment "${segment}" is not allowed` };
+    if (/[/\\\0]/.test(segment))
+      return { ok: false, reason: `path segment "${part}" holds a separator or NUL` };
     segments.push(segment);
   }
   return { ok: true, segments };
@@ -34,23 +36,38 @@ export function decodePathSegments(rawPath: string): SegmentsResult {
 
 export function isInside(rootReal: string, candidate: string): boolean {
   const relative = path.relative(rootReal, candidate);
-  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+  return (
+    relative === '' ||
+    (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+  );
 }
 
-export type ResolvedFile = { kind: 'file'; path: string; size: number } | { kind: 'missing' } | { kind: 'refused'; reason: string };
+export type ResolvedFile =
+  | { kind: 'file'; path: string; size: number }
+  | { kind: 'missing' }
+  | { kind: 'refused'; reason: string };
 
 /** The real path of `segments` under `rootReal` (itself a real path), if it is a regular file inside it. */
-export async function resolveFileInside(rootReal: string, segments: readonly string[]): Promise<ResolvedFile> {
+export async function resolveFileInside(
+  rootReal: string,
+  segments: readonly string[],
+): Promise<ResolvedFile> {
   const candidate = path.join(rootReal, ...segments);
-  if (!isInside(rootReal, candidate)) return { kind: 'refused', reason: 'outside the run directory' };
+  if (!isInside(rootReal, candidate))
+    return { kind: 'refused', reason: 'outside the run directory' };
   let real: string;
   try {
     real = await realpath(candidate);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return { kind: 'missing' };
+    if (
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ||
+      (error as NodeJS.ErrnoException).code === 'ENOTDIR'
+    )
+      return { kind: 'missing' };
     throw error;
   }
-  if (!isInside(rootReal, real)) return { kind: 'refused', reason: 'a link that leads outside the run directory' };
+  if (!isInside(rootReal, real))
+    return { kind: 'refused', reason: 'a link that leads outside the run directory' };
   const info = await stat(real);
   if (!info.isFile()) return { kind: 'refused', reason: 'not a regular file' };
   return { kind: 'file', path: real, size: info.size };

@@ -1,5 +1,15 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,15 +27,27 @@ interface Reply {
 }
 
 /** Sends `rawPath` exactly as given (no client-side normalization of "..", unlike fetch). */
-function send(server: DashboardServer, rawPath: string, options: { method?: string; host?: string } = {}): Promise<Reply> {
+function send(
+  server: DashboardServer,
+  rawPath: string,
+  options: { method?: string; host?: string } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(
-      { host: '127.0.0.1', port: server.port, path: rawPath, method: options.method ?? 'GET', headers: options.host ? { host: options.host } : {} },
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: rawPath,
+        method: options.method ?? 'GET',
+        headers: options.host ? { host: options.host } : {},
+      },
       (response) => {
         let body = '';
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => (body += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+        );
       },
     );
     request.on('error', reject);
@@ -68,11 +90,17 @@ describe('dashboard server', () => {
 
   test('listens on loopback and lists the runs by id, never by a path from the client', async () => {
     assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
-    const runs = await json<Array<{ id: string; label: string; status: string }>>(server, '/api/runs');
-    assert.deepEqual(runs.map((run) => [run.id, run.label, run.status]), [
-      ['0', 'teamtr-seed0', 'finished'],
-      ['1', 'teamtr-seed1', 'running'],
-    ]);
+    const runs = await json<Array<{ id: string; label: string; status: string }>>(
+      server,
+      '/api/runs',
+    );
+    assert.deepEqual(
+      runs.map((run) => [run.id, run.label, run.status]),
+      [
+        ['0', 'teamtr-seed0', 'finished'],
+        ['1', 'teamtr-seed1', 'running'],
+      ],
+    );
     assert.equal((await send(server, '/api/runs/2/config')).status, 404);
     assert.equal((await send(server, '/api/runs/first/config')).status, 404);
   });
@@ -86,13 +114,24 @@ describe('dashboard server', () => {
   });
 
   test('refuses path traversal, encoded or not, and links out of the run directory', async () => {
-    for (const rawPath of ['/api/runs/0/files/../../secret.txt', '/api/runs/0/files/..%2f..%2fsecret.txt', '/api/runs/0/files/%2e%2e/%2e%2e/secret.txt', '/assets/..%2F..%2Fpackage.json', '/api/runs/0/files/escape.txt', '/..']) {
+    for (const rawPath of [
+      '/api/runs/0/files/../../secret.txt',
+      '/api/runs/0/files/..%2f..%2fsecret.txt',
+      '/api/runs/0/files/%2e%2e/%2e%2e/secret.txt',
+      '/assets/..%2F..%2Fpackage.json',
+      '/api/runs/0/files/escape.txt',
+      '/..',
+    ]) {
       const reply = await send(server, rawPath);
       assert.equal(reply.status, 403, rawPath);
       assert.ok(!reply.body.includes('not for the dashboard'), rawPath);
     }
     assert.equal((await send(server, '/api/runs/0/files/nothing-here.json')).status, 404);
-    assert.equal((await send(server, '/api/runs/0/files/figures')).status, 403, 'a directory is not a file');
+    assert.equal(
+      (await send(server, '/api/runs/0/files/figures')).status,
+      403,
+      'a directory is not a file',
+    );
   });
 
   test('serves files inside a run, sandboxed', async () => {
@@ -104,7 +143,10 @@ describe('dashboard server', () => {
 
   test('refuses requests for another host name (DNS rebinding)', async () => {
     assert.equal((await send(server, '/api/runs', { host: 'attacker.example:80' })).status, 421);
-    assert.equal((await send(server, '/api/runs', { host: `localhost:${server.port}` })).status, 200);
+    assert.equal(
+      (await send(server, '/api/runs', { host: `localhost:${server.port}` })).status,
+      200,
+    );
   });
 
   test('metrics are incremental by byte offset; a half-written line waits for its newline', async () => {
@@ -115,19 +157,36 @@ describe('dashboard server', () => {
     const line = JSON.stringify({ ...syntheticRecords({ seed: 1 }).at(-1), stage: 99 });
     appendFileSync(metrics, line.slice(0, 25));
     const half = await json<MetricsReply>(server, `/api/runs/1/metrics?since=${all.nextOffset}`);
-    assert.deepEqual([half.records.length, half.nextOffset, half.reset], [0, all.nextOffset, false]);
+    assert.deepEqual(
+      [half.records.length, half.nextOffset, half.reset],
+      [0, all.nextOffset, false],
+    );
     appendFileSync(metrics, `${line.slice(25)}\n`);
     const whole = await json<MetricsReply>(server, `/api/runs/1/metrics?since=${half.nextOffset}`);
-    assert.deepEqual(whole.records.map((record) => record.stage), [99]);
+    assert.deepEqual(
+      whole.records.map((record) => record.stage),
+      [99],
+    );
     assert.equal((await send(server, '/api/runs/1/metrics?since=-1')).status, 400);
     truncateSync(metrics, all.nextOffset);
-    const afterTruncation = await json<MetricsReply>(server, `/api/runs/1/metrics?since=${whole.nextOffset}`);
+    const afterTruncation = await json<MetricsReply>(
+      server,
+      `/api/runs/1/metrics?since=${whole.nextOffset}`,
+    );
     assert.equal(afterTruncation.reset, true);
   });
 
   test('the overview carries every figure and follows a run as it ends', async () => {
-    const before = await json<{ runs: Array<{ status: string }>; figures: Array<{ id: string }>; offsets: Record<string, number>; pollIntervalMs: number }>(server, '/api/overview');
-    assert.deepEqual(before.figures.map((figure) => figure.id), [...figureIds]);
+    const before = await json<{
+      runs: Array<{ status: string }>;
+      figures: Array<{ id: string }>;
+      offsets: Record<string, number>;
+      pollIntervalMs: number;
+    }>(server, '/api/overview');
+    assert.deepEqual(
+      before.figures.map((figure) => figure.id),
+      [...figureIds],
+    );
     assert.equal(before.runs[1]!.status, 'running');
     assert.equal(before.offsets['0'], statSync(path.join(finished, 'metrics.jsonl')).size);
     assert.equal(before.pollIntervalMs, 250);
@@ -165,9 +224,42 @@ describe('startDashboard arguments', () => {
       return startDashboard({ runDirectories: [path.join(scratch, 'run')], port: 0 });
     })();
     try {
-      await assert.rejects(startDashboard({ runDirectories: [path.join(scratch, 'run')], port: first.port }), /port \d+ is in use; pick another with --port/);
+      await assert.rejects(
+        startDashboard({ runDirectories: [path.join(scratch, 'run')], port: first.port }),
+        /port \d+ is in use; pick another with --port/,
+      );
     } finally {
       await first.close();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a run whose files link out of it', () => {
+  test('is shown without those files, and they are refused when asked for', async () => {
+    const scratch = mkdtempSync(path.join(tmpdir(), 'teamtr-dashboard-links-'));
+    const good = path.join(scratch, 'runs', 'good');
+    const linked = path.join(scratch, 'runs', 'linked');
+    await writeSyntheticRun(good, { stages: 1 });
+    const { run } = await writeSyntheticRun(linked, { stages: 1 });
+    writeFileSync(path.join(scratch, 'elsewhere.jsonl'), readFileSync(run.metricsPath));
+    rmSync(run.metricsPath);
+    symlinkSync(path.join(scratch, 'elsewhere.jsonl'), run.metricsPath);
+    const server = await startDashboard({ runDirectories: [path.join(scratch, 'runs')], port: 0 });
+    try {
+      const runs = await json<Array<{ label: string; records: number }>>(server, '/api/runs');
+      assert.deepEqual(
+        runs.map((entry) => [entry.label, entry.records > 0]),
+        [
+          ['good', true],
+          ['linked', false],
+        ],
+      );
+      assert.equal((await send(server, '/api/runs/1/metrics?since=0')).status, 403);
+      assert.equal((await send(server, '/api/runs/1/files/metrics.jsonl')).status, 403);
+      assert.equal((await send(server, '/api/overview')).status, 200);
+    } finally {
+      await server.close();
       rmSync(scratch, { recursive: true, force: true });
     }
   });

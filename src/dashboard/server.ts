@@ -55,13 +55,22 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const host = options.host ?? '127.0.0.1';
   const runDirectories = await resolveRunDirectories(options.runDirectories);
   const store = await RunStore.open(runDirectories);
-  const context = { store, pollIntervalMs: options.pollIntervalMs ?? 1000, allowedHosts: null as Set<string> | null };
+  const context = {
+    store,
+    pollIntervalMs: options.pollIntervalMs ?? 1000,
+    allowedHosts: null as Set<string> | null,
+  };
   const server = createServer((request, response) => {
     handleRequest(request, response, context).catch((error: unknown) => {
       options.onError?.(error);
       if (!response.headersSent) {
-        const message = error instanceof TeamtrError ? error.message : 'internal error; see the terminal running `teamtr dashboard`';
-        response.writeHead(error instanceof TeamtrError ? 403 : 500, { 'content-type': 'application/json; charset=utf-8' });
+        const message =
+          error instanceof TeamtrError
+            ? error.message
+            : 'internal error; see the terminal running `teamtr dashboard`';
+        response.writeHead(error instanceof TeamtrError ? 403 : 500, {
+          'content-type': 'application/json; charset=utf-8',
+        });
         response.end(JSON.stringify({ error: message }));
       } else {
         response.destroy();
@@ -74,12 +83,25 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' && options.port === undefined) port = await listen(server, host, 0);
-    else if (code === 'EADDRINUSE') throw new TeamtrError(`port ${options.port} is in use; pick another with --port (0 = any free port)`);
-    else if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new TeamtrError(`cannot listen on ${host}: no such local address; use --host 127.0.0.1 or an address of this machine`);
+    else if (code === 'EADDRINUSE')
+      throw new TeamtrError(
+        `port ${options.port} is in use; pick another with --port (0 = any free port)`,
+      );
+    else if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+      throw new TeamtrError(
+        `cannot listen on ${host}: no such local address; use --host 127.0.0.1 or an address of this machine`,
+      );
     else throw error;
   }
-  const urlHost = isIP(host) === 6 ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  if (isLoopback(host)) context.allowedHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${urlHost}:${port}`]);
+  const urlHost =
+    isIP(host) === 6 ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  if (isLoopback(host))
+    context.allowedHosts = new Set([
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      `[::1]:${port}`,
+      `${urlHost}:${port}`,
+    ]);
   return {
     url: `http://${urlHost}:${port}/`,
     host,

@@ -47,7 +47,11 @@ function templateFor(source: string): Template {
 }
 
 /** Renders a Jinja chat template to text (the model's prompt string). */
-export function renderChatTemplate(source: string, messages: readonly ChatMessage[], variables: Record<string, unknown>): string {
+export function renderChatTemplate(
+  source: string,
+  messages: readonly ChatMessage[],
+  variables: Record<string, unknown>,
+): string {
   try {
     // The library itself provides raise_exception and strftime_now.
     return templateFor(source).render({ messages, ...variables });
@@ -62,7 +66,11 @@ export function hasChatTemplate(tokenizer: Tokenizer): tokenizer is HuggingFaceT
   return tokenizer instanceof HuggingFaceTokenizer && tokenizer.chatTemplate !== null;
 }
 
-export function chatPromptIds(tokenizer: Tokenizer, messages: readonly ChatMessage[], options: ChatPromptOptions = {}): number[] {
+export function chatPromptIds(
+  tokenizer: Tokenizer,
+  messages: readonly ChatMessage[],
+  options: ChatPromptOptions = {},
+): number[] {
   if (messages.length === 0) throw new TeamtrError('a chat prompt needs at least one message');
   if (options.plain || !hasChatTemplate(tokenizer)) {
     const ids = tokenizer.encode(messages.map((message) => message.content).join('\n'));
@@ -80,9 +88,14 @@ export function chatPromptIds(tokenizer: Tokenizer, messages: readonly ChatMessa
     const marker = placeholder(index);
     const at = rendered.indexOf(marker, cursor);
     if (at < 0 || rendered.indexOf(marker, at + marker.length) >= 0) {
-      throw new TeamtrError(`the chat template does not write message ${index}'s content exactly once and in order (it transforms contents), which teamtr does not support; use plain prompts instead`);
+      throw new TeamtrError(
+        `the chat template does not write message ${index}'s content exactly once and in order (it transforms contents), which teamtr does not support; use plain prompts instead`,
+      );
     }
-    ids.push(...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at)), ...tokenizer.encode(message.content));
+    ids.push(
+      ...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at)),
+      ...tokenizer.encode(message.content),
+    );
     cursor = at + marker.length;
   });
   ids.push(...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor)));

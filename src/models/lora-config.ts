@@ -28,15 +28,24 @@ export type LoraConfig = z.output<typeof loraConfigSchema>;
 export type LoraConfigInput = z.input<typeof loraConfigSchema>;
 
 /** Engine module names for the configured targets; unknown names list the valid ones. */
-export function resolveTargetModules(model: TransformerLM, targets: readonly string[], where = 'lora.targetModules'): string[] {
+export function resolveTargetModules(
+  model: TransformerLM,
+  targets: readonly string[],
+  where = 'lora.targetModules',
+): string[] {
   const mappings = linearModuleMappings(model.config);
-  const engineNames = new Set(mappings.flatMap((mapping) => mapping.ourModules.map((module) => module.split('.').at(-1)!)));
+  const engineNames = new Set(
+    mappings.flatMap((mapping) => mapping.ourModules.map((module) => module.split('.').at(-1)!)),
+  );
   const resolved = new Set<string>();
   targets.forEach((target, index) => {
     const names = engineNames.has(target) ? [target] : engineNamesFor(target, mappings);
     if (names.length === 0) {
       const hfNames = [...new Set(mappings.map((mapping) => mapping.typeName.split('.').at(-1)!))];
-      throw new ConfigError(`${where}[${index}]`, `"${target}" is not a linear layer of this ${model.config.architecture} model (valid: ${[...engineNames].sort().join(', ')}; or ${hfNames.sort().join(', ')})`);
+      throw new ConfigError(
+        `${where}[${index}]`,
+        `"${target}" is not a linear layer of this ${model.config.architecture} model (valid: ${[...engineNames].sort().join(', ')}; or ${hfNames.sort().join(', ')})`,
+      );
     }
     for (const name of names) resolved.add(name);
   });
@@ -47,7 +56,11 @@ export function resolveTargetModules(model: TransformerLM, targets: readonly str
  * Puts LoRA adapters on a loaded model per `config` (fresh, or from `config.adapter`) and
  * freezes everything else: `model.trainableParameters()` then lists only the adapters.
  */
-export async function attachLora(model: TransformerLM, config: LoraConfig, random: RandomGenerator): Promise<Map<string, LoraLinear>> {
+export async function attachLora(
+  model: TransformerLM,
+  config: LoraConfig,
+  random: RandomGenerator,
+): Promise<Map<string, LoraLinear>> {
   if (config.adapter !== undefined) return loadPeftAdapter(model, resolveModelSpec(config.adapter));
   return applyLora(model, {
     rank: config.rank,

@@ -37,10 +37,15 @@ export class LoraLinear extends Module implements LinearLayer {
   private isMerged = false;
 
   /** `random` draws A (uniform ±1/√in, as PEFT's default); B starts at zero. */
-  constructor(readonly base: Linear, settings: LoraLayerSettings, random: RandomGenerator) {
+  constructor(
+    readonly base: Linear,
+    settings: LoraLayerSettings,
+    random: RandomGenerator,
+  ) {
     super();
     const { rank, alpha } = settings;
-    if (!Number.isInteger(rank) || rank <= 0) throw new TeamtrError(`LoRA rank must be a positive integer, got ${rank}`);
+    if (!Number.isInteger(rank) || rank <= 0)
+      throw new TeamtrError(`LoRA rank must be a positive integer, got ${rank}`);
     if (!(alpha > 0)) throw new TeamtrError(`LoRA alpha must be positive, got ${alpha}`);
     this.inFeatures = base.inFeatures;
     this.outFeatures = base.outFeatures;
@@ -52,9 +57,13 @@ export class LoraLinear extends Module implements LinearLayer {
     if (base.bias) this.registerParameter('bias', base.bias);
     const bound = 1 / Math.sqrt(this.inFeatures);
     const initialA = new Float32Array(rank * this.inFeatures);
-    for (let index = 0; index < initialA.length; index++) initialA[index] = (2 * random.nextDouble() - 1) * bound;
+    for (let index = 0; index < initialA.length; index++)
+      initialA[index] = (2 * random.nextDouble() - 1) * bound;
     this.loraA = this.registerParameter('loraA', parameter(initialA, [rank, this.inFeatures]));
-    this.loraB = this.registerParameter('loraB', parameter(new Float32Array(this.outFeatures * rank), [this.outFeatures, rank]));
+    this.loraB = this.registerParameter(
+      'loraB',
+      parameter(new Float32Array(this.outFeatures * rank), [this.outFeatures, rank]),
+    );
   }
 
   get merged(): boolean {
@@ -82,7 +91,8 @@ export class LoraLinear extends Module implements LinearLayer {
         if (factor === 0) continue;
         const offset = inner * inFeatures;
         const target = row * inFeatures;
-        for (let column = 0; column < inFeatures; column++) result[target + column]! += factor * a[offset + column]!;
+        for (let column = 0; column < inFeatures; column++)
+          result[target + column]! += factor * a[offset + column]!;
       }
     }
     return result;
@@ -119,7 +129,8 @@ function linearSites(root: Module, prefix = ''): LinearSite[] {
   const sites: LinearSite[] = [];
   for (const { name, module } of root.childModules()) {
     const childPath = `${prefix}${name}`;
-    if (module instanceof Linear || module instanceof LoraLinear) sites.push({ path: childPath, parent: root, name, layer: module });
+    if (module instanceof Linear || module instanceof LoraLinear)
+      sites.push({ path: childPath, parent: root, name, layer: module });
     else sites.push(...linearSites(module, `${childPath}.`));
   }
   return sites;
@@ -134,7 +145,9 @@ function replaceLinear(site: LinearSite, layer: LinearLayer): void {
   const descriptor = Object.getOwnPropertyDescriptor(site.parent, site.name);
   if (descriptor && 'value' in descriptor) Reflect.set(site.parent, site.name, layer);
   if (Reflect.get(site.parent, site.name) !== layer) {
-    throw new Error(`cannot attach an adapter at ${site.path}: the parent's "${site.name}" field did not take the new layer`);
+    throw new Error(
+      `cannot attach an adapter at ${site.path}: the parent's "${site.name}" field did not take the new layer`,
+    );
   }
 }
 
@@ -154,14 +167,18 @@ export function applyLora(model: Module, options: ApplyLoraOptions): Map<string,
   const available = [...new Set(sites.map((site) => site.name))].sort();
   const unknown = options.targetModules.filter((name) => !available.includes(name));
   if (unknown.length > 0 || options.targetModules.length === 0) {
-    const what = unknown.length > 0 ? `unknown target module${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}` : 'no target modules';
+    const what =
+      unknown.length > 0
+        ? `unknown target module${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}`
+        : 'no target modules';
     throw new TeamtrError(`LoRA: ${what} (this model's linear layers: ${available.join(', ')})`);
   }
   model.setTrainable(false);
   const adapters = new Map<string, LoraLinear>();
   for (const site of sites) {
     if (!options.targetModules.includes(site.name)) continue;
-    if (site.layer instanceof LoraLinear) throw new TeamtrError(`LoRA: ${site.path} already has an adapter`);
+    if (site.layer instanceof LoraLinear)
+      throw new TeamtrError(`LoRA: ${site.path} already has an adapter`);
     const adapter = new LoraLinear(site.layer as Linear, options, options.random);
     replaceLinear(site, adapter);
     adapters.set(site.path, adapter);
@@ -170,10 +187,16 @@ export function applyLora(model: Module, options: ApplyLoraOptions): Map<string,
 }
 
 /** Puts an adapter at one module path (loading saved adapters of any rank per module). */
-export function attachLoraAt(model: Module, modulePath: string, settings: LoraLayerSettings, random: RandomGenerator): LoraLinear {
+export function attachLoraAt(
+  model: Module,
+  modulePath: string,
+  settings: LoraLayerSettings,
+  random: RandomGenerator,
+): LoraLinear {
   const site = linearSites(model).find((candidate) => candidate.path === modulePath);
   if (!site) throw new TeamtrError(`LoRA: the model has no linear layer at ${modulePath}`);
-  if (site.layer instanceof LoraLinear) throw new TeamtrError(`LoRA: ${modulePath} already has an adapter`);
+  if (site.layer instanceof LoraLinear)
+    throw new TeamtrError(`LoRA: ${modulePath} already has an adapter`);
   const adapter = new LoraLinear(site.layer as Linear, settings, random);
   for (const { tensor } of site.layer.namedParameters()) {
     tensor.requiresGrad = false;
@@ -185,7 +208,11 @@ export function attachLoraAt(model: Module, modulePath: string, settings: LoraLa
 
 /** The adapters of a model by module path, in model order. */
 export function loraLayers(model: Module): Map<string, LoraLinear> {
-  return new Map(linearSites(model).filter((site) => site.layer instanceof LoraLinear).map((site) => [site.path, site.layer as LoraLinear]));
+  return new Map(
+    linearSites(model)
+      .filter((site) => site.layer instanceof LoraLinear)
+      .map((site) => [site.path, site.layer as LoraLinear]),
+  );
 }
 
 export function mergeLora(model: Module): void {

@@ -37,7 +37,8 @@ export function flattenConfig(value: unknown, prefix = ''): Map<string, string> 
 export function configTable(configs: readonly unknown[]): ConfigRow[] {
   const flattened = configs.map((config) => flattenConfig(config ?? {}));
   const keys: string[] = [];
-  for (const leaves of flattened) for (const key of leaves.keys()) if (!keys.includes(key)) keys.push(key);
+  for (const leaves of flattened)
+    for (const key of leaves.keys()) if (!keys.includes(key)) keys.push(key);
   return keys.map((key) => {
     const values = flattened.map((leaves) => leaves.get(key) ?? null);
     return { key, values, differs: values.some((value) => value !== values[0]) };

@@ -15,7 +15,10 @@ export function runColors(runs: readonly RunView[]): Map<string, string> {
     if (!schedules.includes(schedule)) schedules.push(schedule);
     const within = seen.get(schedule) ?? 0;
     seen.set(schedule, within + 1);
-    colors.set(run.id, shade(paletteColor(schedules.indexOf(schedule)), Math.min(0.6, within * 0.28)));
+    colors.set(
+      run.id,
+      shade(paletteColor(schedules.indexOf(schedule)), Math.min(0.6, within * 0.28)),
+    );
   }
   return colors;
 }
@@ -36,7 +39,11 @@ export function finite(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value);
 }
 
-export function pointsOf<T>(items: readonly T[], x: (item: T) => unknown, y: (item: T) => unknown): FigurePoint[] {
+export function pointsOf<T>(
+  items: readonly T[],
+  x: (item: T) => unknown,
+  y: (item: T) => unknown,
+): FigurePoint[] {
   return items.flatMap((item) => {
     const xValue = x(item);
     const yValue = y(item);
@@ -53,3 +60,11 @@ export function colorOf(colors: Map<string, string>, run: RunView): string {
   return colors.get(run.id) ?? paletteColor(0);
 }
 
+/** Largest and smallest of many values (Math.max(...values) fails past ~100k arguments); null if none. */
+export function maximum(values: readonly number[]): number | null {
+  return values.length ? values.reduce((a, b) => (b > a ? b : a)) : null;
+}
+
+export function minimum(values: readonly number[]): number | null {
+  return values.length ? values.reduce((a, b) => (b < a ? b : a)) : null;
+}

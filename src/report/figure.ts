@@ -45,6 +45,9 @@ export interface Figure {
   notes: string[];
 }
 
+/** Whether there is anything to draw: at least one finite point. */
 export function figureHasData(figure: Figure): boolean {
-  return figure.series.some((series) => series.points.length > 0);
+  return figure.series.some((series) =>
+    series.points.some((point) => Number.isFinite(point.x) && Number.isFinite(point.y)),
+  );
 }

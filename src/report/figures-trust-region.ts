@@ -1,6 +1,6 @@
 import type { UpdateRecord } from '../trainer/records.js';
 import type { Figure, FigurePoint, FigureSeries } from './figure.js';
-import { colorOf, finite, pointsOf, updatesOf, withData } from './figure-data.js';
+import { colorOf, finite, maximum, minimum, pointsOf, updatesOf, withData } from './figure-data.js';
 import { paletteColor, referenceColor, shade } from './palette.js';
 import type { RunView } from './runs.js';
 import { formatPercent, formatValue } from './ticks.js';
@@ -17,27 +17,34 @@ export function klFigure(runs: readonly RunView[]): Figure {
         label: runs.length > 1 ? `${run.label} · ${agent}` : agent,
         color: paletteColor(series.length),
         style: 'points',
-        points: pointsOf(updates.filter((record) => record.agent === agent), (record) => record.globalUpdate, (record) => record.kl),
+        points: pointsOf(
+          updates.filter((record) => record.agent === agent),
+          (record) => record.globalUpdate,
+          (record) => record.kl,
+        ),
       });
     }
   }
   const all = runs.flatMap(updatesOf).filter((record) => finite(record.globalUpdate));
   const xs = all.map((record) => record.globalUpdate);
-  const deltas = [...new Set(all.map((record) => record.delta).filter(finite))].sort((a, b) => a - b);
+  const deltas = [...new Set(all.map((record) => record.delta).filter(finite))].sort(
+    (a, b) => a - b,
+  );
   const references: FigureSeries[] = deltas.map((delta) => ({
     label: `δ = ${formatValue(delta)}`,
     color: referenceColor,
     style: 'line',
     dashed: true,
     points: [
-      { x: Math.min(...xs), y: delta },
-      { x: Math.max(...xs), y: delta },
+      { x: minimum(xs)!, y: delta },
+      { x: maximum(xs)!, y: delta },
     ],
   }));
   return {
     id: 'kl',
     title: 'Per-agent KL per update, against δ',
-    description: 'Exact token-level KL(π_old ‖ π_new) that each update ended with; points above the dashed δ line are out of the trust region.',
+    description:
+      'Exact token-level KL(π_old ‖ π_new) that each update ended with; points above the dashed δ line are out of the trust region.',
     xLabel: 'update (since the run began)',
     yLabel: 'token-level KL',
     yMin: 0,
@@ -45,12 +52,14 @@ export function klFigure(runs: readonly RunView[]): Figure {
     notes: runs.map((run) => {
       const updates = updatesOf(run);
       const outside = updates.filter((record) => record.inRegion === false).length;
-      const meanKl = updates.length ? updates.reduce((total, record) => total + (finite(record.kl) ? record.kl : 0), 0) / updates.length : null;
+      const meanKl = updates.length
+        ? updates.reduce((total, record) => total + (finite(record.kl) ? record.kl : 0), 0) /
+          updates.length
+        : null;
       return `${run.label}: out of region ${outside}/${updates.length} updates (${formatPercent(updates.length ? outside / updates.length : null)}), mean KL ${formatValue(meanKl)}`;
     }),
   };
 }
-
 
 interface RankBucket {
   lowest: number;
@@ -65,7 +74,9 @@ function bucketKey(bucket: RankBucket): string {
 function rankBuckets(updates: readonly UpdateRecord[]): RankBucket[] {
   const buckets = new Map<string, RankBucket>();
   for (const record of updates) {
-    for (const entry of Array.isArray(record.probabilityShiftByRank) ? record.probabilityShiftByRank : []) {
+    for (const entry of Array.isArray(record.probabilityShiftByRank)
+      ? record.probabilityShiftByRank
+      : []) {
       if (!finite(entry.lowestRank) || !finite(entry.highestRank)) continue;
       const bucket = { lowest: entry.lowestRank, highest: entry.highestRank };
       buckets.set(bucketKey(bucket), bucket);
@@ -75,14 +86,24 @@ function rankBuckets(updates: readonly UpdateRecord[]): RankBucket[] {
 }
 
 /** Mean over `updates` of the mass each bucket gained per position. */
-function meanMassShift(updates: readonly UpdateRecord[], buckets: readonly RankBucket[]): FigurePoint[] {
+function meanMassShift(
+  updates: readonly UpdateRecord[],
+  buckets: readonly RankBucket[],
+): FigurePoint[] {
   return buckets.flatMap((bucket, index) => {
     const values = updates.flatMap((record) =>
       (Array.isArray(record.probabilityShiftByRank) ? record.probabilityShiftByRank : [])
-        .filter((entry) => entry.lowestRank === bucket.lowest && entry.highestRank === bucket.highest && finite(entry.massShiftPerPosition))
+        .filter(
+          (entry) =>
+            entry.lowestRank === bucket.lowest &&
+            entry.highestRank === bucket.highest &&
+            finite(entry.massShiftPerPosition),
+        )
         .map((entry) => entry.massShiftPerPosition),
     );
-    return values.length ? [{ x: index, y: values.reduce((a, b) => a + b, 0) / values.length }] : [];
+    return values.length
+      ? [{ x: index, y: values.reduce((a, b) => a + b, 0) / values.length }]
+      : [];
   });
 }
 
@@ -106,14 +127,21 @@ export function rankShiftFigure(runs: readonly RunView[], colors: Map<string, st
   return {
     id: 'rank-shift',
     title: 'Probability shift by pre-update token rank',
-    description: 'Probability mass each rank bucket gained per position (mean over updates), for updates that ended inside and outside the trust region. In-region updates nudge the top ranks; out-of-region ones tend to pile mass onto rank 1.',
+    description:
+      'Probability mass each rank bucket gained per position (mean over updates), for updates that ended inside and outside the trust region. In-region updates nudge the top ranks; out-of-region ones tend to pile mass onto rank 1.',
     xLabel: 'token rank under the old policy (1 = most likely)',
     yLabel: 'mass gained per position',
-    xCategories: buckets.map((bucket) => (bucket.lowest === bucket.highest ? `${bucket.lowest}` : `${bucket.lowest}–${bucket.highest}`)),
+    xCategories: buckets.map((bucket) =>
+      bucket.lowest === bucket.highest ? `${bucket.lowest}` : `${bucket.lowest}–${bucket.highest}`,
+    ),
     series: withData(series),
     notes: runs.map((run) => {
       const updates = updatesOf(run);
-      const top = (inRegion: boolean) => meanMassShift(updates.filter((record) => record.inRegion === inRegion), buckets.slice(0, 1))[0]?.y ?? null;
+      const top = (inRegion: boolean) =>
+        meanMassShift(
+          updates.filter((record) => record.inRegion === inRegion),
+          buckets.slice(0, 1),
+        )[0]?.y ?? null;
       return `${run.label}: rank-1 mass gained per position ${formatValue(top(true))} in region, ${formatValue(top(false))} out of region`;
     }),
   };

@@ -12,7 +12,15 @@ import type { RunView } from './runs.js';
  * measured improvement, the first update's occupancy gap) are left out, never drawn as zero.
  */
 
-export const figureIds = ['reward', 'accuracy', 'kl', 'certificate', 'occupancy', 'rank-shift', 'regressions'] as const;
+export const figureIds = [
+  'reward',
+  'accuracy',
+  'kl',
+  'certificate',
+  'occupancy',
+  'rank-shift',
+  'regressions',
+] as const;
 
 export function buildFigures(runs: readonly RunView[]): Figure[] {
   const colors = runColors(runs);

@@ -41,7 +41,21 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 `;
 
 function runsTable(runs: readonly RunOverview[]): string {
-  const header = ['run', 'schedule', 'seed', 'status', 'stages', 'updates', 'generated tokens', 'eval accuracy', 'last reward', 'mean KL', 'out of region', 'ρ cumulative', 'regressions'];
+  const header = [
+    'run',
+    'schedule',
+    'seed',
+    'status',
+    'stages',
+    'updates',
+    'generated tokens',
+    'eval accuracy',
+    'last reward',
+    'mean KL',
+    'out of region',
+    'ρ cumulative',
+    'regressions',
+  ];
   const rows = runs.map((run) => {
     const cells = [
       `<td><strong>${escapeHtml(run.label)}</strong><br><code>${escapeHtml(run.directory)}</code></td>`,
@@ -72,7 +86,10 @@ ${svg}<figcaption><strong>${escapeHtml(figure.title)}.</strong> ${escapeHtml(fig
 
 function configSection(runs: readonly RunOverview[], rows: readonly ConfigRow[]): string {
   const header = `<tr><th>setting</th>${runs.map((run) => `<th>${escapeHtml(run.label)}</th>`).join('')}</tr>`;
-  const body = rows.map((row) => `<tr${row.differs ? ' class="differs"' : ''}><td><code>${escapeHtml(row.key)}</code></td>${row.values.map((value) => `<td><code>${value === null ? '—' : escapeHtml(value)}</code></td>`).join('')}</tr>`);
+  const body = rows.map(
+    (row) =>
+      `<tr${row.differs ? ' class="differs"' : ''}><td><code>${escapeHtml(row.key)}</code></td>${row.values.map((value) => `<td><code>${value === null ? '—' : escapeHtml(value)}</code></td>`).join('')}</tr>`,
+  );
   const legend = runs.length > 1 ? '<p>Highlighted rows differ between runs.</p>' : '';
   return `${legend}<div class="scroll"><table><thead>${header}</thead><tbody>${body.join('\n')}</tbody></table></div>`;
 }

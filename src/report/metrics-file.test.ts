@@ -9,7 +9,9 @@ import { syntheticRecords } from './test-support/synthetic-run.js';
 const scratch = mkdtempSync(path.join(tmpdir(), 'teamtr-metrics-file-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-const [first, second, third] = syntheticRecords({ stages: 1 }).map((record) => JSON.stringify(record));
+const [first, second, third] = syntheticRecords({ stages: 1 }).map((record) =>
+  JSON.stringify(record),
+);
 
 test('a trailing line without its newline is left for the next read', () => {
   const bytes = Buffer.from(`${first}\n${second}\n${third!.slice(0, 40)}`);
@@ -20,8 +22,13 @@ test('a trailing line without its newline is left for the next read', () => {
 });
 
 test('complete lines that are not records are counted and skipped, unknown types ignored', () => {
-  const parsed = parseMetricsLines(Buffer.from(`${first}\nnot json\n[1,2]\n{"type":"future-kind"}\n\n${second}\n`));
-  assert.deepEqual(parsed.records.map((record) => record.type), [JSON.parse(first!).type, JSON.parse(second!).type]);
+  const parsed = parseMetricsLines(
+    Buffer.from(`${first}\nnot json\n[1,2]\n{"type":"future-kind"}\n\n${second}\n`),
+  );
+  assert.deepEqual(
+    parsed.records.map((record) => record.type),
+    [JSON.parse(first!).type, JSON.parse(second!).type],
+  );
   assert.equal(parsed.skippedLines, 3);
 });
 
@@ -35,7 +42,10 @@ test('readMetricsSince follows a file being appended to, across a line split mid
   const tricky = JSON.stringify({ ...JSON.parse(second!), agent: 'δ-agent' });
   appendFileSync(file, tricky.slice(0, tricky.indexOf('δ') + 1));
   const half = await readMetricsSince(file, start.nextOffset);
-  assert.deepEqual({ records: half.records, nextOffset: half.nextOffset, reset: half.reset }, { records: [], nextOffset: start.nextOffset, reset: false });
+  assert.deepEqual(
+    { records: half.records, nextOffset: half.nextOffset, reset: half.reset },
+    { records: [], nextOffset: start.nextOffset, reset: false },
+  );
   appendFileSync(file, `${tricky.slice(tricky.indexOf('δ') + 1)}\n`);
   const whole = await readMetricsSince(file, half.nextOffset);
   assert.equal(whole.records.length, 1);
@@ -55,5 +65,10 @@ test('a file shorter than the offset (truncated by a resume) restarts from the b
 });
 
 test('a missing file has no records yet', async () => {
-  assert.deepEqual(await readMetricsSince(path.join(scratch, 'absent.jsonl'), 0), { records: [], nextOffset: 0, reset: false, skippedLines: 0 });
+  assert.deepEqual(await readMetricsSince(path.join(scratch, 'absent.jsonl'), 0), {
+    records: [],
+    nextOffset: 0,
+    reset: false,
+    skippedLines: 0,
+  });
 });

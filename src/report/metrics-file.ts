@@ -20,7 +20,11 @@ export interface MetricsChunk {
 }
 
 /** Parses the complete lines of `bytes`; a trailing line without its newline is not consumed. */
-export function parseMetricsLines(bytes: Uint8Array): { records: MetricsRecord[]; consumedBytes: number; skippedLines: number } {
+export function parseMetricsLines(bytes: Uint8Array): {
+  records: MetricsRecord[];
+  consumedBytes: number;
+  skippedLines: number;
+} {
   const lastNewline = bytes.lastIndexOf(0x0a);
   const consumedBytes = lastNewline + 1;
   const records: MetricsRecord[] = [];
@@ -52,7 +56,8 @@ export async function readMetricsSince(filePath: string, offset: number): Promis
   try {
     handle = await open(filePath, 'r');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], nextOffset: 0, reset: offset > 0, skippedLines: 0 };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { records: [], nextOffset: 0, reset: offset > 0, skippedLines: 0 };
     throw error;
   }
   try {
@@ -67,7 +72,12 @@ export async function readMetricsSince(filePath: string, offset: number): Promis
       filled += bytesRead;
     }
     const parsed = parseMetricsLines(bytes.subarray(0, filled));
-    return { records: parsed.records, nextOffset: start + parsed.consumedBytes, reset, skippedLines: parsed.skippedLines };
+    return {
+      records: parsed.records,
+      nextOffset: start + parsed.consumedBytes,
+      reset,
+      skippedLines: parsed.skippedLines,
+    };
   } finally {
     await handle.close();
   }

@@ -21,7 +21,9 @@ export const referenceColor = '#6b7280';
 export const alertColor = '#c0392b';
 
 export function paletteColor(index: number): string {
-  return seriesPalette[((index % seriesPalette.length) + seriesPalette.length) % seriesPalette.length]!;
+  return seriesPalette[
+    ((index % seriesPalette.length) + seriesPalette.length) % seriesPalette.length
+  ]!;
 }
 
 /** Mixes a hex color with white (amount > 0) or black (amount < 0); amount in [−1, 1]. */

@@ -1,5 +1,5 @@
 import { certificateStatistics } from '../trainer/summary.js';
-import { evaluationsOf, stagesOf, updatesOf } from './figure-data.js';
+import { evaluationsOf, maximum, stagesOf, updatesOf } from './figure-data.js';
 import { runSchedule, runSeed, type RunView } from './runs.js';
 
 /** One row of the runs table: where a run stands, at a glance. */
@@ -31,7 +31,9 @@ export interface RunOverview {
 function taskName(config: Record<string, unknown> | null): string {
   const task = config?.task as { name?: unknown; difficulty?: unknown } | undefined;
   if (!task || typeof task.name !== 'string') return 'unknown';
-  return typeof task.difficulty === 'number' ? `${task.name} (difficulty ${task.difficulty})` : task.name;
+  return typeof task.difficulty === 'number'
+    ? `${task.name} (difficulty ${task.difficulty})`
+    : task.name;
 }
 
 export function describeRun(run: RunView): RunOverview {
@@ -39,7 +41,9 @@ export function describeRun(run: RunView): RunOverview {
   const stages = stagesOf(run);
   const evaluations = evaluationsOf(run);
   const statistics = certificateStatistics(run.records);
-  const tokens = run.records.map((record) => record.generatedTokens).filter((value) => Number.isFinite(value));
+  const tokens = run.records
+    .map((record) => record.generatedTokens)
+    .filter((value) => Number.isFinite(value));
   const budget = (run.config?.budget as { generatedTokens?: unknown } | undefined)?.generatedTokens;
   return {
     id: run.id,
@@ -49,9 +53,9 @@ export function describeRun(run: RunView): RunOverview {
     seed: runSeed(run),
     task: taskName(run.config),
     status: run.summary ? (run.summary.interrupted ? 'interrupted' : 'finished') : 'running',
-    stages: stages.length ? Math.max(...stages.map((record) => record.stage)) : 0,
+    stages: maximum(stages.map((record) => record.stage)) ?? 0,
     updates: updates.length,
-    generatedTokens: tokens.length ? Math.max(...tokens) : 0,
+    generatedTokens: maximum(tokens) ?? 0,
     budget: typeof budget === 'number' ? budget : null,
     accuracyBefore: evaluations[0]?.accuracy ?? null,
     accuracyLast: evaluations.at(-1)?.accuracy ?? null,

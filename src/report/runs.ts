@@ -25,22 +25,34 @@ export interface RunView {
  * runs (what `teamtr compare --out` makes) stands for those runs, in name order.
  */
 export async function resolveRunDirectories(paths: readonly string[]): Promise<string[]> {
-  if (paths.length === 0) throw new TeamtrError('no run directory given; pass one or more directories `teamtr train` or `teamtr compare` wrote');
+  if (paths.length === 0)
+    throw new TeamtrError(
+      'no run directory given; pass one or more directories `teamtr train` or `teamtr compare` wrote',
+    );
   const resolved: string[] = [];
   for (const given of paths) {
-    if (!existsSync(given)) throw new TeamtrError(`run directory ${given} does not exist; pass a directory \`teamtr train\` or \`teamtr compare\` wrote`);
-    if (!statSync(given).isDirectory()) throw new TeamtrError(`${given} is not a directory; pass a run directory`);
+    if (!existsSync(given))
+      throw new TeamtrError(
+        `run directory ${given} does not exist; pass a directory \`teamtr train\` or \`teamtr compare\` wrote`,
+      );
+    if (!statSync(given).isDirectory())
+      throw new TeamtrError(`${given} is not a directory; pass a run directory`);
     if (existsSync(path.join(given, runFiles.marker))) {
       await RunDirectory.open(given);
       resolved.push(path.resolve(given));
       continue;
     }
     const children = readdirSync(given, { withFileTypes: true })
-      .filter((entry) => entry.isDirectory() && existsSync(path.join(given, entry.name, runFiles.marker)))
+      .filter(
+        (entry) => entry.isDirectory() && existsSync(path.join(given, entry.name, runFiles.marker)),
+      )
       .map((entry) => entry.name)
       .sort();
     if (children.length === 0) {
-      throw new FileFormatError(given, `not a teamtr run directory (no ${runFiles.marker}) and holds none; pass a directory \`teamtr train\` or \`teamtr compare\` wrote`);
+      throw new FileFormatError(
+        given,
+        `not a teamtr run directory (no ${runFiles.marker}) and holds none; pass a directory \`teamtr train\` or \`teamtr compare\` wrote`,
+      );
     }
     for (const child of children) {
       await RunDirectory.open(path.join(given, child));
@@ -58,11 +70,15 @@ export async function resolveRunDirectories(paths: readonly string[]): Promise<s
 
 /** Legend names: each directory's name, prefixed by as many parents as it takes to be unique. */
 export function runLabels(directories: readonly string[]): string[] {
-  const parts = directories.map((directory) => path.resolve(directory).split(path.sep).filter(Boolean));
+  const parts = directories.map((directory) =>
+    path.resolve(directory).split(path.sep).filter(Boolean),
+  );
   return parts.map((segments, index) => {
     for (let depth = 1; depth <= segments.length; depth++) {
       const label = segments.slice(-depth).join('/');
-      const clashes = parts.some((other, otherIndex) => otherIndex !== index && other.slice(-depth).join('/') === label);
+      const clashes = parts.some(
+        (other, otherIndex) => otherIndex !== index && other.slice(-depth).join('/') === label,
+      );
       if (!clashes) return label;
     }
     return `${segments.join('/')} #${index + 1}`;
@@ -76,7 +92,9 @@ export async function readOptionalJson(filePath: string): Promise<unknown> {
 }
 
 export function asObject(value: unknown): Record<string, unknown> | null {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
 }
 
 /** Reads every run once (for a report). */
@@ -88,7 +106,9 @@ export async function loadRuns(directories: readonly string[]): Promise<RunView[
       label: labels[index]!,
       directory,
       config: asObject(await readOptionalJson(path.join(directory, runFiles.config))),
-      summary: asObject(await readOptionalJson(path.join(directory, runFiles.summary))) as TrainSummary | null,
+      summary: asObject(
+        await readOptionalJson(path.join(directory, runFiles.summary)),
+      ) as TrainSummary | null,
       records: (await readMetricsSince(path.join(directory, runFiles.metrics), 0)).records,
     })),
   );

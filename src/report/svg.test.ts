@@ -4,7 +4,16 @@ import type { Figure, FigureSeries } from './figure.js';
 import { escapeXml, renderSvgChart } from './svg.js';
 
 function figure(series: FigureSeries[], extra: Partial<Figure> = {}): Figure {
-  return { id: 'test', title: 'A test figure', description: '', xLabel: 'x label', yLabel: 'y label', series, notes: [], ...extra };
+  return {
+    id: 'test',
+    title: 'A test figure',
+    description: '',
+    xLabel: 'x label',
+    yLabel: 'y label',
+    series,
+    notes: [],
+    ...extra,
+  };
 }
 
 /** Tags open and close in order (a small well-formedness check; no XML parser is installed). */
@@ -20,17 +29,29 @@ function assertBalanced(svg: string): void {
 }
 
 function numbersOf(svg: string, element: string, attribute: string): number[] {
-  return [...svg.matchAll(new RegExp(`<${element} [^>]*?${attribute}="([-0-9.]+)"`, 'g'))].map((match) => Number(match[1]));
+  return [...svg.matchAll(new RegExp(`<${element} [^>]*?${attribute}="([-0-9.]+)"`, 'g'))].map(
+    (match) => Number(match[1]),
+  );
 }
 
-const line: FigureSeries = { label: 'line', color: '#0072b2', style: 'line', points: [{ x: 0, y: 1 }, { x: 5, y: 3 }, { x: 10, y: 2 }] };
+const line: FigureSeries = {
+  label: 'line',
+  color: '#0072b2',
+  style: 'line',
+  points: [
+    { x: 0, y: 1 },
+    { x: 5, y: 3 },
+    { x: 10, y: 2 },
+  ],
+};
 
 describe('renderSvgChart', () => {
   test('writes a standalone, balanced SVG document with title, axis labels and legend', () => {
     const svg = renderSvgChart(figure([line]));
     assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg" width="720" height="420"/);
     assertBalanced(svg);
-    for (const text of ['A test figure', 'x label', 'y label', '>line<']) assert.ok(svg.includes(text), text);
+    for (const text of ['A test figure', 'x label', 'y label', '>line<'])
+      assert.ok(svg.includes(text), text);
     assert.ok(!svg.includes('NaN') && !svg.includes('undefined'));
   });
 
@@ -38,9 +59,14 @@ describe('renderSvgChart', () => {
     const svg = renderSvgChart(figure([line]), { width: 600, height: 400 });
     const paths = [...svg.matchAll(/<path d="([^"]+)"/g)].map((match) => match[1]!);
     assert.equal(paths.length, 1);
-    const coordinates = [...paths[0]!.matchAll(/[ML]([-0-9.]+),([-0-9.]+)/g)].map((match) => ({ x: Number(match[1]), y: Number(match[2]) }));
+    const coordinates = [...paths[0]!.matchAll(/[ML]([-0-9.]+),([-0-9.]+)/g)].map((match) => ({
+      x: Number(match[1]),
+      y: Number(match[2]),
+    }));
     assert.equal(coordinates.length, 3);
-    const frame = svg.match(/<rect x="([0-9.]+)" y="([0-9.]+)" width="([0-9.]+)" height="([0-9.]+)" fill="none"/)!;
+    const frame = svg.match(
+      /<rect x="([0-9.]+)" y="([0-9.]+)" width="([0-9.]+)" height="([0-9.]+)" fill="none"/,
+    )!;
     const [left, top, width, height] = frame.slice(1).map(Number);
     for (const point of coordinates) {
       assert.ok(point.x >= left! && point.x <= left! + width!, `x ${point.x}`);
@@ -50,28 +76,67 @@ describe('renderSvgChart', () => {
   });
 
   test('points and markers are circles; non-finite points are skipped', () => {
-    const points: FigureSeries = { label: 'p', color: '#e69f00', style: 'points', points: [{ x: 1, y: 1 }, { x: 2, y: Number.NaN }, { x: 3, y: 2 }] };
+    const points: FigureSeries = {
+      label: 'p',
+      color: '#e69f00',
+      style: 'points',
+      points: [
+        { x: 1, y: 1 },
+        { x: 2, y: Number.NaN },
+        { x: 3, y: 2 },
+      ],
+    };
     const svg = renderSvgChart(figure([points, { ...line, markers: true }]));
-    assert.equal(numbersOf(svg, 'circle', 'cx').length, 2 + 3 + 1, 'two points, three markers, one legend dot');
+    assert.equal(
+      numbersOf(svg, 'circle', 'cx').length,
+      2 + 3 + 1,
+      'two points, three markers, one legend dot',
+    );
     assert.ok(!svg.includes('NaN'));
   });
 
   test('grouped bars sit side by side per category and hang below zero for negative values', () => {
-    const bars = (label: string, color: string, values: number[]): FigureSeries => ({ label, color, style: 'bars', points: values.map((y, x) => ({ x, y })) });
-    const svg = renderSvgChart(figure([bars('in', '#111111', [0.5, -0.2, 0.1]), bars('out', '#222222', [0.3, -0.4, 0])], { xCategories: ['1', '2', '3–5'] }));
+    const bars = (label: string, color: string, values: number[]): FigureSeries => ({
+      label,
+      color,
+      style: 'bars',
+      points: values.map((y, x) => ({ x, y })),
+    });
+    const svg = renderSvgChart(
+      figure([bars('in', '#111111', [0.5, -0.2, 0.1]), bars('out', '#222222', [0.3, -0.4, 0])], {
+        xCategories: ['1', '2', '3–5'],
+      }),
+    );
     const plotted = svg.slice(svg.indexOf('<g clip-path'), svg.indexOf('</g>'));
-    const rects = [...plotted.matchAll(/<rect x="([-0-9.]+)" y="([-0-9.]+)" width="([0-9.]+)" height="([0-9.]+)" fill="(#111111|#222222)"\/>/g)].map((match) => ({
-      x: Number(match[1]), top: Number(match[2]), bottom: Number(match[2]) + Number(match[4]), color: match[5],
+    const rects = [
+      ...plotted.matchAll(
+        /<rect x="([-0-9.]+)" y="([-0-9.]+)" width="([0-9.]+)" height="([0-9.]+)" fill="(#111111|#222222)"\/>/g,
+      ),
+    ].map((match) => ({
+      x: Number(match[1]),
+      top: Number(match[2]),
+      bottom: Number(match[2]) + Number(match[4]),
+      color: match[5],
     }));
     assert.equal(rects.length, 6);
     const first = rects.filter((rect) => rect.color === '#111111');
     const second = rects.filter((rect) => rect.color === '#222222');
-    first.forEach((rect, index) => assert.ok(second[index]!.x > rect.x, 'the second series is right of the first in each category'));
-    const zeroLine = svg.match(/<line x1="[0-9.]+" x2="[0-9.]+" y1="([0-9.]+)" y2="[0-9.]+" stroke="#9ca3af"/);
+    first.forEach((rect, index) =>
+      assert.ok(
+        second[index]!.x > rect.x,
+        'the second series is right of the first in each category',
+      ),
+    );
+    const zeroLine = svg.match(
+      /<line x1="[0-9.]+" x2="[0-9.]+" y1="([0-9.]+)" y2="[0-9.]+" stroke="#9ca3af"/,
+    );
     assert.ok(zeroLine, 'the zero grid line is drawn darker');
     const zero = Number(zeroLine[1]);
     assert.ok(Math.abs(first[0]!.bottom - zero) < 0.02, 'a positive bar stands on zero');
-    assert.ok(Math.abs(first[1]!.top - zero) < 0.02 && first[1]!.bottom > zero, 'a negative bar hangs from zero');
+    assert.ok(
+      Math.abs(first[1]!.top - zero) < 0.02 && first[1]!.bottom > zero,
+      'a negative bar hangs from zero',
+    );
     assert.ok(svg.includes('>3–5<'));
   });
 
@@ -83,14 +148,25 @@ describe('renderSvgChart', () => {
   });
 
   test('a constant series still gets a sensible axis', () => {
-    const flat: FigureSeries = { label: 'zeros', color: '#0072b2', style: 'line', points: [{ x: 0, y: 0 }, { x: 1, y: 0 }, { x: 2, y: 0 }] };
+    const flat: FigureSeries = {
+      label: 'zeros',
+      color: '#0072b2',
+      style: 'line',
+      points: [
+        { x: 0, y: 0 },
+        { x: 1, y: 0 },
+        { x: 2, y: 0 },
+      ],
+    };
     const svg = renderSvgChart(figure([flat]));
     assert.ok(!svg.includes('NaN') && !svg.includes('Infinity'));
     assert.ok(svg.includes('>0<'));
   });
 
   test('labels are escaped and clip paths are unique per figure', () => {
-    const svg = renderSvgChart(figure([{ ...line, label: 'a<b & "c"' }], { id: 'weird id/1', title: '<script>' }));
+    const svg = renderSvgChart(
+      figure([{ ...line, label: 'a<b & "c"' }], { id: 'weird id/1', title: '<script>' }),
+    );
     assert.ok(svg.includes('a&lt;b &amp; &quot;c&quot;'));
     assert.ok(!svg.includes('<script>'));
     assert.ok(svg.includes('id="clip-weird-id-1"'));
@@ -98,9 +174,14 @@ describe('renderSvgChart', () => {
   });
 
   test('a long legend wraps into rows without leaving the chart', () => {
-    const many = Array.from({ length: 12 }, (_value, index): FigureSeries => ({ ...line, label: `a fairly long series label ${index}` }));
+    const many = Array.from({ length: 12 }, (_value, index): FigureSeries => ({
+      ...line,
+      label: `a fairly long series label ${index}`,
+    }));
     const svg = renderSvgChart(figure(many), { width: 500, height: 600 });
-    const legendX = [...svg.matchAll(/<text x="([0-9.]+)" y="[0-9.]+" fill="#1f2937">a fairly long/g)].map((match) => Number(match[1]));
+    const legendX = [
+      ...svg.matchAll(/<text x="([0-9.]+)" y="[0-9.]+" fill="#1f2937">a fairly long/g),
+    ].map((match) => Number(match[1]));
     assert.equal(legendX.length, 12);
     assert.ok(legendX.every((x) => x + 'a fairly long series label 10'.length * 6.3 <= 500 + 1));
   });

@@ -47,7 +47,12 @@ const glyphWidth = 6.3;
 const legendRowHeight = 18;
 
 export function escapeXml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 /** A number for an SVG attribute: two decimals are sub-pixel accurate and keep files small. */
@@ -67,7 +72,9 @@ export function renderSvgChart(figure: Figure, options: SvgChartOptions = {}): s
   const titleHeight = includeTitle ? 30 : 0;
   const legend = layoutLegend(figure.series, width - 24);
   const axes = figureHasData(figure) ? scalesFor(figure) : null;
-  const yTickWidth = axes ? Math.max(...formatTicks(axes.y.ticks, axes.y.step).map((label) => label.length)) * glyphWidth : 12;
+  const yTickWidth = axes
+    ? Math.max(...formatTicks(axes.y.ticks, axes.y.step).map((label) => label.length)) * glyphWidth
+    : 12;
   const plot: Box = {
     left: Math.round(34 + yTickWidth),
     top: titleHeight + 12,
@@ -83,7 +90,9 @@ export function renderSvgChart(figure: Figure, options: SvgChartOptions = {}): s
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
   );
   if (includeTitle) {
-    parts.push(`<text x="${px(plot.left)}" y="22" font-size="15" font-weight="600" fill="${textColor}">${escapeXml(figure.title)}</text>`);
+    parts.push(
+      `<text x="${px(plot.left)}" y="22" font-size="15" font-weight="600" fill="${textColor}">${escapeXml(figure.title)}</text>`,
+    );
   }
   if (axes) {
     const placed = placeAxes(axes.x, axes.y, plot);
@@ -102,19 +111,31 @@ export function renderSvgChart(figure: Figure, options: SvgChartOptions = {}): s
 }
 
 function scalesFor(figure: Figure): { x: NiceScale; y: NiceScale } {
-  const points = figure.series.flatMap((series) => series.points).filter((point) => Number.isFinite(point.x) && Number.isFinite(point.y));
-  const ys = points.map((point) => point.y);
+  const points = figure.series
+    .flatMap((series) => series.points)
+    .filter((point) => Number.isFinite(point.x) && Number.isFinite(point.y));
   const hasBars = figure.series.some((series) => series.style === 'bars');
-  const yLow = Math.min(...ys, figure.yMin ?? Infinity, hasBars ? 0 : Infinity);
-  const yHigh = Math.max(...ys, figure.yMax ?? -Infinity, hasBars ? 0 : -Infinity);
+  // Loops, not Math.min(...values): a long run has more points than a call takes arguments.
+  let yLow = Math.min(figure.yMin ?? Infinity, hasBars ? 0 : Infinity);
+  let yHigh = Math.max(figure.yMax ?? -Infinity, hasBars ? 0 : -Infinity);
+  let xLow = Infinity;
+  let xHigh = -Infinity;
+  for (const point of points) {
+    yLow = Math.min(yLow, point.y);
+    yHigh = Math.max(yHigh, point.y);
+    xLow = Math.min(xLow, point.x);
+    xHigh = Math.max(xHigh, point.x);
+  }
   const y = niceScale({ min: yLow, max: yHigh, targetTicks: 5 });
   if (figure.xCategories) {
     const count = Math.max(1, figure.xCategories.length);
     const ticks = figure.xCategories.map((_label, index) => index);
     return { x: { min: -0.5, max: count - 0.5, step: 1, ticks }, y };
   }
-  const xs = points.map((point) => point.x);
-  return { x: padded(linearXScale(Math.min(...xs), Math.max(...xs), figure.xIntegers ?? false)), y };
+  return {
+    x: padded(linearXScale(xLow, xHigh, figure.xIntegers ?? false)),
+    y,
+  };
 }
 
 /**
@@ -132,7 +153,12 @@ function linearXScale(low: number, high: number, integers: boolean): NiceScale {
   }
   const nice = niceScale({ min, max, targetTicks: 6 });
   const tolerance = 1e-9 * (max - min);
-  return { min, max, step: nice.step, ticks: nice.ticks.filter((tick) => tick >= min - tolerance && tick <= max + tolerance) };
+  return {
+    min,
+    max,
+    step: nice.step,
+    ticks: nice.ticks.filter((tick) => tick >= min - tolerance && tick <= max + tolerance),
+  };
 }
 
 /** A little room on both sides so markers at the ends are not cut in half. */
@@ -143,7 +169,8 @@ function padded(scale: NiceScale): NiceScale {
 
 function placeAxes(x: NiceScale, y: NiceScale, plot: Box): Axes {
   const toX = (value: number) => plot.left + ((value - x.min) / (x.max - x.min)) * plot.width;
-  const toY = (value: number) => plot.top + plot.height - ((value - y.min) / (y.max - y.min)) * plot.height;
+  const toY = (value: number) =>
+    plot.top + plot.height - ((value - y.min) / (y.max - y.min)) * plot.height;
   return { x, y, toX, toY };
 }
 
@@ -158,7 +185,9 @@ function drawGrid(figure: Figure, axes: Axes, plot: Box): string[] {
       `<text x="${px(plot.left - 6)}" y="${px(y + 4)}" text-anchor="end" fill="${mutedColor}">${escapeXml(yLabels[index]!)}</text>`,
     );
   });
-  const xLabels = figure.xCategories ? axes.x.ticks.map((tick) => figure.xCategories![tick] ?? '') : formatTicks(axes.x.ticks, axes.x.step);
+  const xLabels = figure.xCategories
+    ? axes.x.ticks.map((tick) => figure.xCategories![tick] ?? '')
+    : formatTicks(axes.x.ticks, axes.x.step);
   axes.x.ticks.forEach((tick, index) => {
     const x = axes.toX(tick);
     parts.push(
@@ -166,7 +195,9 @@ function drawGrid(figure: Figure, axes: Axes, plot: Box): string[] {
       `<text x="${px(x)}" y="${px(bottom + 17)}" text-anchor="middle" fill="${mutedColor}">${escapeXml(xLabels[index]!)}</text>`,
     );
   });
-  parts.push(`<rect x="${px(plot.left)}" y="${px(plot.top)}" width="${px(plot.width)}" height="${px(plot.height)}" fill="none" stroke="${axisColor}"/>`);
+  parts.push(
+    `<rect x="${px(plot.left)}" y="${px(plot.top)}" width="${px(plot.width)}" height="${px(plot.height)}" fill="none" stroke="${axisColor}"/>`,
+  );
   return parts;
 }
 
@@ -177,19 +208,34 @@ function drawSeries(figure: Figure, axes: Axes, plot: Box): string[] {
     `<g clip-path="url(#${clipId})">`,
   ];
   const barSeries = figure.series.filter((series) => series.style === 'bars');
-  barSeries.forEach((series, index) => parts.push(...drawBars(series, index, barSeries.length, axes)));
+  barSeries.forEach((series, index) =>
+    parts.push(...drawBars(series, index, barSeries.length, axes)),
+  );
   for (const series of figure.series) {
-    const points = series.points.filter((point) => Number.isFinite(point.x) && Number.isFinite(point.y));
+    const points = series.points.filter(
+      (point) => Number.isFinite(point.x) && Number.isFinite(point.y),
+    );
     if (series.style === 'line' && points.length > 1) {
-      const path = points.map((point, index) => `${index === 0 ? 'M' : 'L'}${px(axes.toX(point.x))},${px(axes.toY(point.y))}`).join('');
+      const path = points
+        .map(
+          (point, index) =>
+            `${index === 0 ? 'M' : 'L'}${px(axes.toX(point.x))},${px(axes.toY(point.y))}`,
+        )
+        .join('');
       const dash = series.dashed ? ' stroke-dasharray="6 4"' : '';
-      parts.push(`<path d="${path}" fill="none" stroke="${series.color}" stroke-width="2" stroke-linejoin="round"${dash}/>`);
+      parts.push(
+        `<path d="${path}" fill="none" stroke="${series.color}" stroke-width="2" stroke-linejoin="round"${dash}/>`,
+      );
     }
-    const showMarkers = series.style === 'points' || (series.style === 'line' && (series.markers || points.length === 1));
+    const showMarkers =
+      series.style === 'points' ||
+      (series.style === 'line' && (series.markers || points.length === 1));
     if (showMarkers) {
       const radius = series.style === 'points' ? 3.5 : 3;
       for (const point of points) {
-        parts.push(`<circle cx="${px(axes.toX(point.x))}" cy="${px(axes.toY(point.y))}" r="${radius}" fill="${series.color}" stroke="#ffffff" stroke-width="0.8"/>`);
+        parts.push(
+          `<circle cx="${px(axes.toX(point.x))}" cy="${px(axes.toY(point.y))}" r="${radius}" fill="${series.color}" stroke="#ffffff" stroke-width="0.8"/>`,
+        );
       }
     }
   }
@@ -223,7 +269,10 @@ function drawAxisLabels(figure: Figure, plot: Box): string[] {
 }
 
 /** Legend entries flow left to right and wrap into rows that fit the chart's width. */
-function layoutLegend(series: readonly FigureSeries[], availableWidth: number): { items: LegendItem[]; height: number } {
+function layoutLegend(
+  series: readonly FigureSeries[],
+  availableWidth: number,
+): { items: LegendItem[]; height: number } {
   const items: LegendItem[] = [];
   let x = 0;
   let row = 0;
@@ -248,6 +297,9 @@ function drawLegend(items: readonly LegendItem[], top: number): string[] {
         : series.style === 'points'
           ? `<circle cx="${px(x + 12)}" cy="${px(middle)}" r="4" fill="${series.color}"/>`
           : `<line x1="${px(x)}" x2="${px(x + 24)}" y1="${px(middle)}" y2="${px(middle)}" stroke="${series.color}" stroke-width="2"${series.dashed ? ' stroke-dasharray="6 4"' : ''}/>`;
-    return [swatch, `<text x="${px(x + 30)}" y="${px(middle + 4)}" fill="${textColor}">${escapeXml(series.label)}</text>`];
+    return [
+      swatch,
+      `<text x="${px(x + 30)}" y="${px(middle + 4)}" fill="${textColor}">${escapeXml(series.label)}</text>`,
+    ];
   });
 }

@@ -16,7 +16,8 @@ export function niceStep(span: number, targetCount: number): number {
   const raw = span / Math.max(1, targetCount);
   const magnitude = 10 ** Math.floor(Math.log10(raw));
   const residual = raw / magnitude;
-  const factor = residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 2.5 ? 2.5 : residual <= 5 ? 5 : 10;
+  const factor =
+    residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 2.5 ? 2.5 : residual <= 5 ? 5 : 10;
   return factor * magnitude;
 }
 
@@ -34,7 +35,15 @@ export function decimalsFor(step: number): number {
  * A scale covering [min, max] with about targetTicks ticks. An empty or degenerate range is
  * widened (a constant series still gets an axis), non-finite bounds give 0..1.
  */
-export function niceScale({ min, max, targetTicks = 5 }: { min: number; max: number; targetTicks?: number }): NiceScale {
+export function niceScale({
+  min,
+  max,
+  targetTicks = 5,
+}: {
+  min: number;
+  max: number;
+  targetTicks?: number;
+}): NiceScale {
   let low = Math.min(min, max);
   let high = Math.max(min, max);
   if (!Number.isFinite(low) || !Number.isFinite(high)) {
@@ -74,18 +83,23 @@ const suffixes = [
 
 /**
  * Labels of an axis's ticks, exact for multiples of `step`. One style per axis: thousands or
- * millions get a k/M/G suffix chosen by the largest tick, tiny steps use exponents.
+ * millions get a k/M/G suffix chosen by the largest tick, steps below 1e-4 use exponents.
  */
 export function formatTicks(ticks: readonly number[], step: number): string[] {
   const largest = Math.max(0, ...ticks.map((tick) => Math.abs(tick)));
-  const unit = suffixes.find(({ scale }) => largest >= 10 * scale || (largest >= scale && step >= scale));
+  const unit = suffixes.find(
+    ({ scale }) => largest >= 10 * scale || (largest >= scale && step >= scale),
+  );
   const stepExponent = Math.floor(Math.log10(step));
   // Significant digits down to the step's last digit: 2.5e-7 steps need one more than 2e-7.
   const stepDigits = decimalsFor(step / 10 ** stepExponent);
   return ticks.map((value) => {
     if (value === 0) return '0';
-    if (unit) return typographicMinus(`${trimZeros((value / unit.scale).toFixed(decimalsFor(step / unit.scale)))}${unit.suffix}`);
-    if (step < 1e-3) {
+    if (unit)
+      return typographicMinus(
+        `${trimZeros((value / unit.scale).toFixed(decimalsFor(step / unit.scale)))}${unit.suffix}`,
+      );
+    if (step < 1e-4) {
       const digits = Math.floor(Math.log10(Math.abs(value))) - stepExponent + stepDigits;
       return typographicMinus(value.toExponential(Math.min(Math.max(digits, 0), 15)));
     }

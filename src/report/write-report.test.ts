@@ -14,7 +14,10 @@ describe('writeReport', () => {
 
   before(async () => {
     await writeSyntheticRun(path.join(compare, 'teamtr-seed0'), { seed: 0 });
-    await writeSyntheticRun(path.join(compare, 'sequential-stale-seed0'), { schedule: 'sequential-stale', running: true });
+    await writeSyntheticRun(path.join(compare, 'sequential-stale-seed0'), {
+      schedule: 'sequential-stale',
+      running: true,
+    });
   });
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -22,7 +25,10 @@ describe('writeReport', () => {
     const output = path.join(scratch, 'out');
     const result = await writeReport({ runDirectories: [compare], outputDirectory: output });
     assert.equal(result.htmlPath, path.join(output, 'index.html'));
-    assert.deepEqual(result.figures.map((figure) => figure.id), [...figureIds]);
+    assert.deepEqual(
+      result.figures.map((figure) => figure.id),
+      [...figureIds],
+    );
     const html = readFileSync(result.htmlPath, 'utf8');
     for (const figure of result.figures) {
       const svg = readFileSync(figure.path, 'utf8');
@@ -31,7 +37,11 @@ describe('writeReport', () => {
       assert.ok(figure.hasData, `${figure.id} has data in this run`);
     }
     assert.deepEqual(externalReferences(html), []);
-    assert.ok(html.includes('sequential-stale-seed0') && html.includes('>running<') && html.includes('>finished<'));
+    assert.ok(
+      html.includes('sequential-stale-seed0') &&
+        html.includes('>running<') &&
+        html.includes('>finished<'),
+    );
     assert.ok(html.includes('class="differs"'), 'differing settings are marked');
   });
 
@@ -46,8 +56,14 @@ describe('writeReport', () => {
   });
 
   test('is deterministic: the same runs give the same bytes', async () => {
-    const first = await writeReport({ runDirectories: [compare], outputDirectory: path.join(scratch, 'a') });
-    const second = await writeReport({ runDirectories: [compare], outputDirectory: path.join(scratch, 'b') });
+    const first = await writeReport({
+      runDirectories: [compare],
+      outputDirectory: path.join(scratch, 'a'),
+    });
+    const second = await writeReport({
+      runDirectories: [compare],
+      outputDirectory: path.join(scratch, 'b'),
+    });
     assert.equal(readFileSync(first.htmlPath, 'utf8'), readFileSync(second.htmlPath, 'utf8'));
     assert.ok(existsSync(path.join(scratch, 'a', 'figures', 'kl.svg')));
   });

@@ -25,16 +25,27 @@ export interface WriteReportResult {
 export async function writeReport(options: WriteReportOptions): Promise<WriteReportResult> {
   const directories = await resolveRunDirectories(options.runDirectories);
   const runs = await loadRuns(directories);
-  const outputDirectory = path.resolve(options.outputDirectory ?? path.join(directories[0]!, 'report'));
+  const outputDirectory = path.resolve(
+    options.outputDirectory ?? path.join(directories[0]!, 'report'),
+  );
   const figures = buildFigures(runs).map((figure) => ({ figure, svg: renderSvgChart(figure) }));
   const written: WriteReportResult['figures'] = [];
   for (const { figure, svg } of figures) {
     const figurePath = path.join(outputDirectory, 'figures', `${figure.id}.svg`);
     await writeFileAtomic(figurePath, svg);
-    written.push({ id: figure.id, title: figure.title, path: figurePath, hasData: figure.series.length > 0 });
+    written.push({
+      id: figure.id,
+      title: figure.title,
+      path: figurePath,
+      hasData: figure.series.length > 0,
+    });
   }
   const htmlPath = path.join(outputDirectory, 'index.html');
-  const html = renderReportHtml({ runs: runs.map(describeRun), figures, config: configTable(runs.map((run) => run.config)) });
+  const html = renderReportHtml({
+    runs: runs.map(describeRun),
+    figures,
+    config: configTable(runs.map((run) => run.config)),
+  });
   await writeFileAtomic(htmlPath, html);
   return { htmlPath, figures: written, runs: directories };
 }

@@ -15,7 +15,10 @@ import { RequestError, type NormalizedRequest, type ServedResult } from './proto
  */
 export interface ServedModel {
   readonly id: string;
-  complete(request: NormalizedRequest, events: { onDelta: (text: string) => void; signal: AbortSignal }): Promise<ServedResult>;
+  complete(
+    request: NormalizedRequest,
+    events: { onDelta: (text: string) => void; signal: AbortSignal },
+  ): Promise<ServedResult>;
 }
 
 /** Seeded when the client sends a seed (reproducible), otherwise fresh. */
@@ -39,26 +42,53 @@ export interface ModelEndpointOptions {
 
 export function modelEndpoint(options: ModelEndpointOptions): ServedModel {
   const { model, tokenizer, generation } = options;
-  const stopTokenIds = [...new Set([...(tokenizer.eosId !== undefined ? [tokenizer.eosId] : []), ...(generation?.stopTokenIds ?? [])])];
+  const stopTokenIds = [
+    ...new Set([
+      ...(tokenizer.eosId !== undefined ? [tokenizer.eosId] : []),
+      ...(generation?.stopTokenIds ?? []),
+    ]),
+  ];
   return {
     id: options.id,
     async complete(request, events) {
-      const promptIds = request.kind === 'chat'
-        ? chatPromptIds(tokenizer, request.messages, { plain: options.promptFormat === 'plain' })
-        : [...(tokenizer.bosId !== undefined ? [tokenizer.bosId] : []), ...tokenizer.encode(request.prompt)];
+      const promptIds =
+        request.kind === 'chat'
+          ? chatPromptIds(tokenizer, request.messages, { plain: options.promptFormat === 'plain' })
+          : [
+              ...(tokenizer.bosId !== undefined ? [tokenizer.bosId] : []),
+              ...tokenizer.encode(request.prompt),
+            ];
       if (promptIds.length >= model.config.maxPositions) {
-        throw new RequestError(400, `the prompt has ${promptIds.length} tokens; this model's context is ${model.config.maxPositions}`, request.kind === 'chat' ? 'messages' : 'prompt', 'context_length_exceeded');
+        throw new RequestError(
+          400,
+          `the prompt has ${promptIds.length} tokens; this model's context is ${model.config.maxPositions}`,
+          request.kind === 'chat' ? 'messages' : 'prompt',
+          'context_length_exceeded',
+        );
       }
-      const result = await generateText(model, tokenizer, promptIds, {
-        maxNewTokens: request.maxTokens ?? generation?.maxNewTokens ?? options.defaultMaxTokens ?? 256,
-        temperature: request.temperature ?? generation?.temperature ?? 1,
-        topP: request.topP ?? generation?.topP ?? 1,
-        topK: request.topK ?? generation?.topK ?? 0,
-        stopTokenIds, stopStrings: request.stop, random: generatorFor(request), topLogprobs: request.topLogprobs,
-      }, events);
+      const result = await generateText(
+        model,
+        tokenizer,
+        promptIds,
+        {
+          maxNewTokens:
+            request.maxTokens ?? generation?.maxNewTokens ?? options.defaultMaxTokens ?? 256,
+          temperature: request.temperature ?? generation?.temperature ?? 1,
+          topP: request.topP ?? generation?.topP ?? 1,
+          topK: request.topK ?? generation?.topK ?? 0,
+          stopTokenIds,
+          stopStrings: request.stop,
+          random: generatorFor(request),
+          topLogprobs: request.topLogprobs,
+        },
+        events,
+      );
       return {
-        text: result.text, finishReason: result.finishReason, promptTokens: promptIds.length,
-        completionTokens: result.tokens.length, logprobs: result.logprobs,
+        text: result.text,
+        finishReason: result.finishReason,
+        promptTokens: promptIds.length,
+        completionTokens: result.tokens.length,
+        logprobs: result.logprobs,
       };
     },
   };
@@ -74,7 +104,11 @@ export interface TeamTurn {
  * agent reading the shared context rendered as in training. Returns the turns and the
  * answer turn's text.
  */
-export async function runTeamPipeline(team: Team, prompt: string, options: { temperature: number; random: RandomGenerator; signal?: AbortSignal }): Promise<{ turns: TeamTurn[]; answer: string; generatedTokens: number }> {
+export async function runTeamPipeline(
+  team: Team,
+  prompt: string,
+  options: { temperature: number; random: RandomGenerator; signal?: AbortSignal },
+): Promise<{ turns: TeamTurn[]; answer: string; generatedTokens: number }> {
   const shared: SharedTurn[] = [];
   const turns: TeamTurn[] = [];
   let generatedTokens = 0;
@@ -82,7 +116,12 @@ export async function runTeamPipeline(team: Team, prompt: string, options: { tem
     if (options.signal?.aborted) throw new RequestError(499, 'the client went away');
     const agent = team.agents[agentIndex]!;
     const [completion] = await agent.policy.complete(
-      [{ input: renderAgentInput(agent, prompt, shared), random: options.random.split(`turn-${turns.length}`) }],
+      [
+        {
+          input: renderAgentInput(agent, prompt, shared),
+          random: options.random.split(`turn-${turns.length}`),
+        },
+      ],
       { maxNewTokens: team.protocol.maxTurnTokens, temperature: options.temperature },
     );
     shared.push({ speakerTag: agent.speakerTag, text: completion!.text });
@@ -100,15 +139,26 @@ export function teamEndpoint(id: string, team: Team): ServedModel {
   return {
     id,
     async complete(request, events) {
-      const prompt = request.kind === 'chat'
-        ? ([...request.messages].reverse().find((message) => message.role === 'user')?.content ?? '')
-        : request.prompt;
-      if (prompt.length === 0) throw new RequestError(400, 'the team needs a user message with the problem', 'messages');
-      const episode = await runTeamPipeline(team, prompt, { temperature: request.temperature ?? 0, random: generatorFor(request), signal: events.signal });
+      const prompt =
+        request.kind === 'chat'
+          ? ([...request.messages].reverse().find((message) => message.role === 'user')?.content ??
+            '')
+          : request.prompt;
+      if (prompt.length === 0)
+        throw new RequestError(400, 'the team needs a user message with the problem', 'messages');
+      const episode = await runTeamPipeline(team, prompt, {
+        temperature: request.temperature ?? 0,
+        random: generatorFor(request),
+        signal: events.signal,
+      });
       events.onDelta(episode.answer);
       return {
-        text: episode.answer, finishReason: 'stop', promptTokens: 0, completionTokens: episode.generatedTokens,
-        logprobs: null, extra: { teamtr: { turns: episode.turns } },
+        text: episode.answer,
+        finishReason: 'stop',
+        promptTokens: 0,
+        completionTokens: episode.generatedTokens,
+        logprobs: null,
+        extra: { teamtr: { turns: episode.turns } },
       };
     },
   };

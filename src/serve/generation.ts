@@ -43,13 +43,19 @@ export interface GenerationResult {
 }
 
 /** Log-probabilities of the `count` most likely ids (in float64). */
-function topAlternatives(logits: Float32Array, vocab: number, count: number): Array<{ token: number; logprob: number }> {
+function topAlternatives(
+  logits: Float32Array,
+  vocab: number,
+  count: number,
+): Array<{ token: number; logprob: number }> {
   let maximum = -Infinity;
   for (let id = 0; id < vocab; id++) maximum = Math.max(maximum, logits[id]!);
   let total = 0;
   for (let id = 0; id < vocab; id++) total += Math.exp(logits[id]! - maximum);
   const normalizer = maximum + Math.log(total);
-  const order = Array.from({ length: vocab }, (_value, id) => id).sort((left, right) => logits[right]! - logits[left]! || left - right);
+  const order = Array.from({ length: vocab }, (_value, id) => id).sort(
+    (left, right) => logits[right]! - logits[left]! || left - right,
+  );
   return order.slice(0, count).map((token) => ({ token, logprob: logits[token]! - normalizer }));
 }
 
@@ -81,12 +87,81 @@ function firstStop(text: string, stopStrings: readonly string[]): number {
  * Logits of the next token for one sequence: the prompt on the first call, one token after.
  * Ids the tokenizer cannot decode (padding rows of a larger embedding) get −∞.
  */
-function nextLogits(model: TransformerLM, cache: KeyValueCache, ids: readonly number[], usable: number): Float32Array {
-  return noGrad(() => tidy(() => {
-    const logits = model.forward({ ids: Int32Array.from(ids), batch: 1, length: ids.length, cache, rows: Int32Array.of(ids.length - 1) }).data.slice();
-    logits.fill(-Infinity, usable);
-    return logits;
-  }));
+function nextLogits(
+  model: TransformerLM,
+  cache: KeyValueCache,
+  ids: readonly number[],
+  usable: number,
+): Float32Array {
+  return noGrad(() =>
+    tidy(() => {
+      const logits = model
+        .forward({
+          ids: Int32Array.from(ids),
+          batch: 1,
+          length: ids.length,
+          cache,
+          rows: Int32Array.of(ids.length - 1),
+        })
+        .data.slice();
+      logits.fill(-Infinity, usable);
+      return logits;
+    }),
+  );
+}
+
+/**
+ * The completion's text as tokens arrive: cut at the first stop string, and emitted in deltas
+ * that stop short of a partial character or a possible stop string.
+ */
+export class CompletionText {
+  text = '';
+  private readonly content: number[] = [];
+  private emitted = 0;
+
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    private readonly stopStrings: readonly string[],
+    private readonly onDelta: ((text: string) => void) | undefined,
+  ) {}
+
+  /** Adds a content token; returns true when a stop string ended the text. */
+  push(token: number): boolean {
+    this.content.push(token);
+    const text = this.tokenizer.decode(this.content);
+    const stopAt = firstStop(text, this.stopStrings);
+    this.text = stopAt >= 0 ? text.slice(0, stopAt) : text;
+    if (stopAt >= 0) return true;
+    const safe = safeLength(text, this.stopStrings);
+    if (safe > this.emitted) {
+      this.onDelta?.(text.slice(this.emitted, safe));
+      this.emitted = safe;
+    }
+    return false;
+  }
+
+  /** Emits whatever was held back. */
+  flush(): void {
+    if (this.text.length > this.emitted) this.onDelta?.(this.text.slice(this.emitted));
+    this.emitted = this.text.length;
+  }
+}
+
+function tokenLogprob(
+  tokenizer: Tokenizer,
+  logits: Float32Array,
+  usable: number,
+  token: number,
+  logprob: number,
+  topCount: number,
+): TokenLogprob {
+  const top = topCount > 0 ? topAlternatives(logits, usable, topCount) : [];
+  return {
+    token,
+    text: tokenizer.decode([token]),
+    logprob,
+    top: top.map((entry) => ({ ...entry, text: tokenizer.decode([entry.token]) })),
+  };
 }
 
 export async function generateText(
@@ -96,16 +171,19 @@ export async function generateText(
   settings: GenerationSettings,
   events: { onDelta?: (text: string) => void; signal?: AbortSignal } = {},
 ): Promise<GenerationResult> {
-  if (promptIds.length === 0) throw new TeamtrError('the prompt is empty (and the tokenizer has no BOS token to start from)');
+  if (promptIds.length === 0)
+    throw new TeamtrError('the prompt is empty (and the tokenizer has no BOS token to start from)');
   const room = model.config.maxPositions - promptIds.length;
-  if (room <= 0) throw new TeamtrError(`the prompt has ${promptIds.length} tokens; the model's context is ${model.config.maxPositions}`);
+  if (room <= 0)
+    throw new TeamtrError(
+      `the prompt has ${promptIds.length} tokens; the model's context is ${model.config.maxPositions}`,
+    );
   const maxNewTokens = Math.min(settings.maxNewTokens, room);
   const usable = Math.min(tokenizer.vocabSize, model.config.vocabSize);
   const stopIds = new Set(settings.stopTokenIds);
   const cache = new KeyValueCache(model.config, 1, promptIds.length + maxNewTokens);
+  const completion = new CompletionText(tokenizer, settings.stopStrings, events.onDelta);
   const result: GenerationResult = { text: '', finishReason: 'length', tokens: [], logprobs: [] };
-  const content: number[] = [];
-  let emitted = 0;
   try {
     let input: readonly number[] = promptIds;
     for (let step = 0; step < maxNewTokens; step++) {
@@ -113,25 +191,12 @@ export async function generateText(
       const logits = nextLogits(model, cache, input, usable);
       const { token, logProb } = sampleToken(logits, 0, usable, settings, settings.random);
       result.tokens.push(token);
-      const top = settings.topLogprobs > 0 ? topAlternatives(logits, usable, settings.topLogprobs) : [];
-      result.logprobs.push({ token, text: tokenizer.decode([token]), logprob: logProb, top: top.map((entry) => ({ ...entry, text: tokenizer.decode([entry.token]) })) });
-      if (stopIds.has(token)) {
+      result.logprobs.push(
+        tokenLogprob(tokenizer, logits, usable, token, logProb, settings.topLogprobs),
+      );
+      if (stopIds.has(token) || completion.push(token)) {
         result.finishReason = 'stop';
         break;
-      }
-      content.push(token);
-      const text = tokenizer.decode(content);
-      const stopAt = firstStop(text, settings.stopStrings);
-      if (stopAt >= 0) {
-        result.text = text.slice(0, stopAt);
-        result.finishReason = 'stop';
-        break;
-      }
-      result.text = text;
-      const safe = safeLength(text, settings.stopStrings);
-      if (safe > emitted) {
-        events.onDelta?.(text.slice(emitted, safe));
-        emitted = safe;
       }
       input = [token];
       await new Promise((resolve) => setImmediate(resolve));
@@ -139,6 +204,7 @@ export async function generateText(
   } finally {
     cache.destroy();
   }
-  if (result.text.length > emitted) events.onDelta?.(result.text.slice(emitted));
+  completion.flush();
+  result.text = completion.text;
   return result;
 }

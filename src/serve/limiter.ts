@@ -7,9 +7,14 @@ export class ConcurrencyLimiter {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(readonly maxActive: number, readonly maxQueued: number) {
-    if (!Number.isInteger(maxActive) || maxActive < 1) throw new RangeError(`maxActive must be a positive integer, got ${maxActive}`);
-    if (!Number.isInteger(maxQueued) || maxQueued < 0) throw new RangeError(`maxQueued must be a non-negative integer, got ${maxQueued}`);
+  constructor(
+    readonly maxActive: number,
+    readonly maxQueued: number,
+  ) {
+    if (!Number.isInteger(maxActive) || maxActive < 1)
+      throw new RangeError(`maxActive must be a positive integer, got ${maxActive}`);
+    if (!Number.isInteger(maxQueued) || maxQueued < 0)
+      throw new RangeError(`maxQueued must be a non-negative integer, got ${maxQueued}`);
   }
 
   get activeCount(): number {
@@ -38,7 +43,8 @@ export class ConcurrencyLimiter {
       if (released) return;
       released = true;
       const next = this.waiting.shift();
-      if (next) next(); // the slot passes straight to the next waiter
+      if (next)
+        next(); // the slot passes straight to the next waiter
       else this.active--;
     };
   }

@@ -14,13 +14,21 @@ import type { TokenLogprob } from './generation.js';
 
 /** A request the client got wrong: HTTP 4xx with an OpenAI-style error body. */
 export class RequestError extends TeamtrError {
-  constructor(readonly status: number, message: string, readonly param: string | null = null, readonly code: string | null = null) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
     super(message);
   }
 }
 
 const optionalNumber = z.number().nullable().optional();
-const stopSchema = z.union([z.string(), z.array(z.string().min(1)).max(8)]).nullable().optional();
+const stopSchema = z
+  .union([z.string(), z.array(z.string().min(1)).max(8)])
+  .nullable()
+  .optional();
 const sharedFields = {
   model: z.string().min(1),
   temperature: z.number().min(0).max(2).nullable().optional(),
@@ -35,10 +43,9 @@ const sharedFields = {
   presence_penalty: optionalNumber,
 };
 
-const contentSchema = z.union([
-  z.string(),
-  z.array(z.looseObject({ type: z.literal('text'), text: z.string() })),
-]).nullable();
+const contentSchema = z
+  .union([z.string(), z.array(z.looseObject({ type: z.literal('text'), text: z.string() }))])
+  .nullable();
 
 export const chatRequestSchema = z.looseObject({
   ...sharedFields,
@@ -81,11 +88,19 @@ function describeIssues(error: z.ZodError): { message: string; param: string | n
   return { message: `${param ?? 'request'}: ${issue.message}`, param };
 }
 
-function refuseUnsupported(body: z.output<typeof chatRequestSchema> | z.output<typeof completionRequestSchema>): void {
-  if (body.n !== undefined && body.n !== null && body.n !== 1) throw new RequestError(400, 'n: only n = 1 is supported', 'n');
+function refuseUnsupported(
+  body: z.output<typeof chatRequestSchema> | z.output<typeof completionRequestSchema>,
+): void {
+  if (body.n !== undefined && body.n !== null && body.n !== 1)
+    throw new RequestError(400, 'n: only n = 1 is supported', 'n');
   for (const key of ['frequency_penalty', 'presence_penalty'] as const) {
     const value = body[key];
-    if (value !== undefined && value !== null && value !== 0) throw new RequestError(400, `${key}: penalties are not supported (send 0 or leave it out)`, key);
+    if (value !== undefined && value !== null && value !== 0)
+      throw new RequestError(
+        400,
+        `${key}: penalties are not supported (send 0 or leave it out)`,
+        key,
+      );
   }
 }
 
@@ -98,29 +113,54 @@ export function normalizeRequest(kind: 'chat' | 'completion', raw: unknown): Nor
   }
   const body = parsed.data;
   refuseUnsupported(body);
-  const stop = body.stop === undefined || body.stop === null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  const stop =
+    body.stop === undefined || body.stop === null
+      ? []
+      : typeof body.stop === 'string'
+        ? [body.stop]
+        : body.stop;
   const shared = {
-    model: body.model, temperature: body.temperature ?? null, topP: body.top_p ?? null,
+    model: body.model,
+    temperature: body.temperature ?? null,
+    topP: body.top_p ?? null,
     topK: body.top_k === undefined || body.top_k === null || body.top_k < 0 ? null : body.top_k,
-    stop, stream: body.stream ?? false, includeUsage: body.stream_options?.include_usage ?? false, seed: body.seed ?? null,
+    stop,
+    stream: body.stream ?? false,
+    includeUsage: body.stream_options?.include_usage ?? false,
+    seed: body.seed ?? null,
   };
   if (kind === 'chat') {
     const chat = body as z.output<typeof chatRequestSchema>;
     const messages = chat.messages.map((message) => ({
       role: message.role,
-      content: message.content === null ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join(''),
+      content:
+        message.content === null
+          ? ''
+          : typeof message.content === 'string'
+            ? message.content
+            : message.content.map((part) => part.text).join(''),
     }));
     return {
-      ...shared, kind, messages, prompt: '', maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? null,
-      logprobs: chat.logprobs ?? false, topLogprobs: chat.logprobs ? (chat.top_logprobs ?? 0) : 0,
+      ...shared,
+      kind,
+      messages,
+      prompt: '',
+      maxTokens: chat.max_completion_tokens ?? chat.max_tokens ?? null,
+      logprobs: chat.logprobs ?? false,
+      topLogprobs: chat.logprobs ? (chat.top_logprobs ?? 0) : 0,
     };
   }
   const completion = body as z.output<typeof completionRequestSchema>;
   if (completion.echo) throw new RequestError(400, 'echo: not supported', 'echo');
   const prompt = typeof completion.prompt === 'string' ? completion.prompt : completion.prompt[0]!;
   return {
-    ...shared, kind, messages: [], prompt, maxTokens: completion.max_tokens ?? 16,
-    logprobs: completion.logprobs !== undefined && completion.logprobs !== null, topLogprobs: completion.logprobs ?? 0,
+    ...shared,
+    kind,
+    messages: [],
+    prompt,
+    maxTokens: completion.max_tokens ?? 16,
+    logprobs: completion.logprobs !== undefined && completion.logprobs !== null,
+    topLogprobs: completion.logprobs ?? 0,
   };
 }
 
@@ -138,14 +178,24 @@ export function completionId(kind: 'chat' | 'completion'): string {
   return `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
 }
 
-const usageOf = (result: ServedResult) => ({ prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, total_tokens: result.promptTokens + result.completionTokens });
+const usageOf = (result: ServedResult) => ({
+  prompt_tokens: result.promptTokens,
+  completion_tokens: result.completionTokens,
+  total_tokens: result.promptTokens + result.completionTokens,
+});
 
 function chatLogprobs(logprobs: TokenLogprob[]): unknown {
   const bytes = (text: string) => [...Buffer.from(text, 'utf8')];
   return {
     content: logprobs.map((entry) => ({
-      token: entry.text, logprob: entry.logprob, bytes: bytes(entry.text),
-      top_logprobs: entry.top.map((alternative) => ({ token: alternative.text, logprob: alternative.logprob, bytes: bytes(alternative.text) })),
+      token: entry.text,
+      logprob: entry.logprob,
+      bytes: bytes(entry.text),
+      top_logprobs: entry.top.map((alternative) => ({
+        token: alternative.text,
+        logprob: alternative.logprob,
+        bytes: bytes(alternative.text),
+      })),
     })),
   };
 }
@@ -155,7 +205,9 @@ function legacyLogprobs(logprobs: TokenLogprob[]): unknown {
   return {
     tokens: logprobs.map((entry) => entry.text),
     token_logprobs: logprobs.map((entry) => entry.logprob),
-    top_logprobs: logprobs.map((entry) => Object.fromEntries(entry.top.map((alternative) => [alternative.text, alternative.logprob]))),
+    top_logprobs: logprobs.map((entry) =>
+      Object.fromEntries(entry.top.map((alternative) => [alternative.text, alternative.logprob])),
+    ),
     text_offset: logprobs.map((entry) => {
       const at = offset;
       offset += entry.text.length;
@@ -165,31 +217,90 @@ function legacyLogprobs(logprobs: TokenLogprob[]): unknown {
 }
 
 /** The non-streamed response body. */
-export function responseBody(request: NormalizedRequest, id: string, created: number, result: ServedResult): unknown {
-  const logprobs = request.logprobs && result.logprobs ? (request.kind === 'chat' ? chatLogprobs(result.logprobs) : legacyLogprobs(result.logprobs)) : null;
-  const choice = request.kind === 'chat'
-    ? { index: 0, message: { role: 'assistant', content: result.text }, logprobs, finish_reason: result.finishReason }
-    : { index: 0, text: result.text, logprobs, finish_reason: result.finishReason };
+export function responseBody(
+  request: NormalizedRequest,
+  id: string,
+  created: number,
+  result: ServedResult,
+): unknown {
+  const logprobs =
+    request.logprobs && result.logprobs
+      ? request.kind === 'chat'
+        ? chatLogprobs(result.logprobs)
+        : legacyLogprobs(result.logprobs)
+      : null;
+  const choice =
+    request.kind === 'chat'
+      ? {
+          index: 0,
+          message: { role: 'assistant', content: result.text },
+          logprobs,
+          finish_reason: result.finishReason,
+        }
+      : { index: 0, text: result.text, logprobs, finish_reason: result.finishReason };
   return {
-    id, object: request.kind === 'chat' ? 'chat.completion' : 'text_completion', created, model: request.model,
-    choices: [choice], usage: usageOf(result), ...result.extra,
+    id,
+    object: request.kind === 'chat' ? 'chat.completion' : 'text_completion',
+    created,
+    model: request.model,
+    choices: [choice],
+    usage: usageOf(result),
+    ...result.extra,
   };
 }
 
 /** One streamed chunk: a text delta, or the final chunk with the finish reason. */
-export function chunkBody(request: NormalizedRequest, id: string, created: number, delta: { text?: string; role?: boolean; finishReason?: 'stop' | 'length' }): unknown {
+export function chunkBody(
+  request: NormalizedRequest,
+  id: string,
+  created: number,
+  delta: { text?: string; role?: boolean; finishReason?: 'stop' | 'length' },
+): unknown {
   const finish = delta.finishReason ?? null;
-  const choice = request.kind === 'chat'
-    ? { index: 0, delta: { ...(delta.role ? { role: 'assistant' } : {}), ...(delta.text !== undefined ? { content: delta.text } : {}) }, logprobs: null, finish_reason: finish }
-    : { index: 0, text: delta.text ?? '', logprobs: null, finish_reason: finish };
-  return { id, object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created, model: request.model, choices: [choice] };
+  const choice =
+    request.kind === 'chat'
+      ? {
+          index: 0,
+          delta: {
+            ...(delta.role ? { role: 'assistant' } : {}),
+            ...(delta.text !== undefined ? { content: delta.text } : {}),
+          },
+          logprobs: null,
+          finish_reason: finish,
+        }
+      : { index: 0, text: delta.text ?? '', logprobs: null, finish_reason: finish };
+  return {
+    id,
+    object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created,
+    model: request.model,
+    choices: [choice],
+  };
 }
 
 /** The usage chunk sent last when `stream_options.include_usage` is set. */
-export function usageChunkBody(request: NormalizedRequest, id: string, created: number, result: ServedResult): unknown {
-  return { id, object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created, model: request.model, choices: [], usage: usageOf(result), ...result.extra };
+export function usageChunkBody(
+  request: NormalizedRequest,
+  id: string,
+  created: number,
+  result: ServedResult,
+): unknown {
+  return {
+    id,
+    object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created,
+    model: request.model,
+    choices: [],
+    usage: usageOf(result),
+    ...result.extra,
+  };
 }
 
-export function errorBody(message: string, type: string, param: string | null = null, code: string | null = null): unknown {
+export function errorBody(
+  message: string,
+  type: string,
+  param: string | null = null,
+  code: string | null = null,
+): unknown {
   return { error: { message, type, param, code } };
 }

@@ -16,31 +16,66 @@ import { startServer, type RunningServer } from './server.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-serve-'));
 const char = new CharTokenizer();
-const charModel = (seed: number) => new TransformerLM({ architecture: 'llama', vocabSize: char.vocabSize, hiddenSize: 16, layers: 1, heads: 2, intermediateSize: 24, maxPositions: 96 }, new RandomGenerator(seed));
+const charModel = (seed: number) =>
+  new TransformerLM(
+    {
+      architecture: 'llama',
+      vocabSize: char.vocabSize,
+      hiddenSize: 16,
+      layers: 1,
+      heads: 2,
+      intermediateSize: 24,
+      maxPositions: 96,
+    },
+    new RandomGenerator(seed),
+  );
 
 let qwen: LoadedModel;
 let server: RunningServer;
 let release: (() => void) | null = null;
 const plain = charModel(1);
 const team: Team = {
-  agents: [0, 1].map((index) => ({ name: `agent-${index}`, rolePrompt: index === 0 ? 'Solve. ' : 'Check. ', speakerTag: `${'AB'[index]}:`, policy: new LocalPolicy(charModel(10 + index), char), trainable: true, delta: 0.01 })),
+  agents: [0, 1].map((index) => ({
+    name: `agent-${index}`,
+    rolePrompt: index === 0 ? 'Solve. ' : 'Check. ',
+    speakerTag: `${'AB'[index]}:`,
+    policy: new LocalPolicy(charModel(10 + index), char),
+    trainable: true,
+    delta: 0.01,
+  })),
   protocol: { turnOrder: [0, 1], answerTurn: 1, permutePerEpisode: false, maxTurnTokens: 8 },
 };
 /** Holds its slot until the test releases it: makes "the server is busy" deterministic. */
 const blocking: ServedModel = {
   id: 'blocking',
-  complete: () => new Promise((resolve) => {
-    release = () => resolve({ text: 'done', finishReason: 'stop', promptTokens: 1, completionTokens: 1, logprobs: null });
-  }),
+  complete: () =>
+    new Promise((resolve) => {
+      release = () =>
+        resolve({
+          text: 'done',
+          finishReason: 'stop',
+          promptTokens: 1,
+          completionTokens: 1,
+          logprobs: null,
+        });
+    }),
 };
 
 before(async () => {
   writeHuggingFaceFixture(path.join(root, 'qwen'), { modelType: 'qwen2' });
   qwen = await loadModel(path.join(root, 'qwen'));
   server = await startServer({
-    port: 0, maxBodyBytes: 4096, maxConcurrent: 1, maxQueued: 0,
+    port: 0,
+    maxBodyBytes: 4096,
+    maxConcurrent: 1,
+    maxQueued: 0,
     endpoints: [
-      modelEndpoint({ id: 'qwen', model: qwen.model, tokenizer: qwen.tokenizer, generation: qwen.generation }),
+      modelEndpoint({
+        id: 'qwen',
+        model: qwen.model,
+        tokenizer: qwen.tokenizer,
+        generation: qwen.generation,
+      }),
       modelEndpoint({ id: 'plain', model: plain, tokenizer: char, promptFormat: 'plain' }),
       teamEndpoint('team', team),
       blocking,
@@ -56,8 +91,15 @@ after(async () => {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-async function post(route: string, body: unknown): Promise<{ status: number; json: Json; text: string }> {
-  const response = await fetch(`${server.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+async function post(
+  route: string,
+  body: unknown,
+): Promise<{ status: number; json: Json; text: string }> {
+  const response = await fetch(`${server.url}${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await response.text();
   let json: unknown = null;
   try {
@@ -68,14 +110,23 @@ async function post(route: string, body: unknown): Promise<{ status: number; jso
   return { status: response.status, json, text };
 }
 
-const chat = (extra: Record<string, unknown> = {}) => ({ model: 'qwen', messages: [{ role: 'user', content: 'the sum of 12 and 3?' }], max_tokens: 12, seed: 7, ...extra });
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: 'qwen',
+  messages: [{ role: 'user', content: 'the sum of 12 and 3?' }],
+  max_tokens: 12,
+  seed: 7,
+  ...extra,
+});
 
 describe('teamtr serve: OpenAI-compatible HTTP', () => {
   test('binds 127.0.0.1 and lists the served models', async () => {
     assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
     const response = await fetch(`${server.url}/v1/models`);
-    const body = await response.json() as { data: Array<{ id: string }> };
-    assert.deepEqual(body.data.map((entry) => entry.id), ['qwen', 'plain', 'team', 'blocking']);
+    const body = (await response.json()) as { data: Array<{ id: string }> };
+    assert.deepEqual(
+      body.data.map((entry) => entry.id),
+      ['qwen', 'plain', 'team', 'blocking'],
+    );
   });
 
   test('chat completions: seeded and reproducible; streaming delivers the same text', async () => {
@@ -88,35 +139,68 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
     assert.deepEqual((await post('/v1/chat/completions', chat())).json.choices[0].message, message);
     assert.ok(first.json.usage.prompt_tokens > 5 && first.json.usage.completion_tokens <= 12);
 
-    const streamed = await post('/v1/chat/completions', chat({ stream: true, stream_options: { include_usage: true } }));
-    const events = streamed.text.split('\n\n').filter(Boolean).map((event) => event.replace(/^data: /, ''));
+    const streamed = await post(
+      '/v1/chat/completions',
+      chat({ stream: true, stream_options: { include_usage: true } }),
+    );
+    const events = streamed.text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((event) => event.replace(/^data: /, ''));
     assert.equal(events.at(-1), '[DONE]');
     const chunks = events.slice(0, -1).map((event) => JSON.parse(event));
     assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
-    const content = chunks.filter((chunk) => chunk.choices.length > 0).map((chunk) => chunk.choices[0].delta.content ?? '').join('');
+    const content = chunks
+      .filter((chunk) => chunk.choices.length > 0)
+      .map((chunk) => chunk.choices[0].delta.content ?? '')
+      .join('');
     assert.equal(content, message.content);
     assert.equal(chunks.at(-2).choices[0].finish_reason, finishReason);
     assert.deepEqual(chunks.at(-1).usage, first.json.usage);
   });
 
   test('stop strings cut the text; max_tokens ends with "length"', async () => {
-    const full = await post('/v1/completions', { model: 'plain', prompt: 'Q: 1+2?\nA:', max_tokens: 30, temperature: 0 });
+    const full = await post('/v1/completions', {
+      model: 'plain',
+      prompt: 'Q: 1+2?\nA:',
+      max_tokens: 30,
+      temperature: 0,
+    });
     const text: string = full.json.choices[0].text;
     assert.equal(full.json.choices[0].finish_reason, 'length');
     assert.equal(full.json.usage.completion_tokens, 30);
     const stop = text.slice(5, 7);
-    const cut = await post('/v1/completions', { model: 'plain', prompt: 'Q: 1+2?\nA:', max_tokens: 30, temperature: 0, stop: [stop] });
+    const cut = await post('/v1/completions', {
+      model: 'plain',
+      prompt: 'Q: 1+2?\nA:',
+      max_tokens: 30,
+      temperature: 0,
+      stop: [stop],
+    });
     assert.equal(cut.json.choices[0].text, text.slice(0, text.indexOf(stop)));
     assert.equal(cut.json.choices[0].finish_reason, 'stop');
   });
 
-  test('logprobs are the model\'s own log-probabilities of the sampled tokens', async () => {
+  test("logprobs are the model's own log-probabilities of the sampled tokens", async () => {
     const prompt = 'Q: 3+4?\nA:';
-    const response = await post('/v1/chat/completions', { model: 'plain', messages: [{ role: 'user', content: prompt }], max_tokens: 6, seed: 3, logprobs: true, top_logprobs: 2 });
-    const entries = response.json.choices[0].logprobs.content as Array<{ token: string; logprob: number; top_logprobs: Array<{ logprob: number }> }>;
+    const response = await post('/v1/chat/completions', {
+      model: 'plain',
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: 6,
+      seed: 3,
+      logprobs: true,
+      top_logprobs: 2,
+    });
+    const entries = response.json.choices[0].logprobs.content as Array<{
+      token: string;
+      logprob: number;
+      top_logprobs: Array<{ logprob: number }>;
+    }>;
     assert.equal(entries.length, 6);
     const tokens = entries.map((entry) => char.tokenToId(entry.token)!);
-    const [scored] = scoreToArrays(plain, [{ context: [char.bosId, ...char.encode(prompt)], completion: tokens }]);
+    const [scored] = scoreToArrays(plain, [
+      { context: [char.bosId, ...char.encode(prompt)], completion: tokens },
+    ]);
     entries.forEach((entry, index) => {
       assert.ok(Math.abs(entry.logprob - scored!.logProbs[index]!) < 1e-4);
       assert.equal(entry.top_logprobs.length, 2);
@@ -125,23 +209,48 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
   });
 
   test('the team answers as a pipeline, with every turn reported', async () => {
-    const response = await post('/v1/chat/completions', { model: 'team', messages: [{ role: 'user', content: 'Q: 2+2?' }], seed: 1 });
+    const response = await post('/v1/chat/completions', {
+      model: 'team',
+      messages: [{ role: 'user', content: 'Q: 2+2?' }],
+      seed: 1,
+    });
     assert.equal(response.status, 200);
-    const direct = await runTeamPipeline(team, 'Q: 2+2?', { temperature: 0, random: new RandomGenerator(1) });
+    const direct = await runTeamPipeline(team, 'Q: 2+2?', {
+      temperature: 0,
+      random: new RandomGenerator(1),
+    });
     assert.deepEqual(response.json.teamtr.turns, direct.turns);
     assert.equal(response.json.choices[0].message.content, direct.answer);
-    assert.deepEqual(direct.turns.map((turn) => turn.agent), ['agent-0', 'agent-1']);
+    assert.deepEqual(
+      direct.turns.map((turn) => turn.agent),
+      ['agent-0', 'agent-1'],
+    );
   });
 
   test('bad requests get OpenAI-style errors', async () => {
     const cases: Array<[string, unknown, number, RegExp]> = [
       ['/v1/chat/completions', '{"model": ', 400, /not valid JSON/],
-      ['/v1/chat/completions', { ...chat(), model: 'nope' }, 404, /model "nope" not found \(available: qwen, plain, team, blocking\)/],
+      [
+        '/v1/chat/completions',
+        { ...chat(), model: 'nope' },
+        404,
+        /model "nope" not found \(available: qwen, plain, team, blocking\)/,
+      ],
       ['/v1/chat/completions', { model: 'qwen' }, 400, /messages/],
       ['/v1/chat/completions', chat({ n: 2 }), 400, /only n = 1/],
       ['/v1/chat/completions', chat({ temperature: 5 }), 400, /temperature/],
-      ['/v1/chat/completions', chat({ messages: [{ role: 'user', content: 'x'.repeat(5000) }] }), 413, /limit is 4096|exceeds the limit/],
-      ['/v1/completions', { model: 'plain', prompt: 'x'.repeat(200) }, 400, /the prompt has 201 tokens; this model's context is 96/],
+      [
+        '/v1/chat/completions',
+        chat({ messages: [{ role: 'user', content: 'x'.repeat(5000) }] }),
+        413,
+        /limit is 4096|exceeds the limit/,
+      ],
+      [
+        '/v1/completions',
+        { model: 'plain', prompt: 'x'.repeat(200) },
+        400,
+        /the prompt has 201 tokens; this model's context is 96/,
+      ],
       ['/v1/embeddings', {}, 404, /no route POST \/v1\/embeddings/],
     ];
     for (const [route, body, status, pattern] of cases) {
@@ -152,9 +261,15 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
   });
 
   test('beyond the concurrency limit requests get 429 with Retry-After', async () => {
-    const busy = post('/v1/chat/completions', { model: 'blocking', messages: [{ role: 'user', content: 'hi' }] });
+    const busy = post('/v1/chat/completions', {
+      model: 'blocking',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     while (!release) await new Promise((resolve) => setTimeout(resolve, 5));
-    const refused = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat()) });
+    const refused = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chat()),
+    });
     assert.equal(refused.status, 429);
     assert.equal(refused.headers.get('retry-after'), '1');
     release!();

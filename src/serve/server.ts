@@ -4,7 +4,13 @@ import { TeamtrError } from '../util/errors.js';
 import type { ServedModel } from './endpoints.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import {
-  chunkBody, completionId, errorBody, normalizeRequest, RequestError, responseBody, usageChunkBody,
+  chunkBody,
+  completionId,
+  errorBody,
+  normalizeRequest,
+  RequestError,
+  responseBody,
+  usageChunkBody,
   type NormalizedRequest,
 } from './protocol.js';
 
@@ -35,15 +41,27 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   response.end(text);
 }
 
 function readBody(request: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(request.headers['content-length'] ?? 0);
-  if (declared > limit) return Promise.reject(new RequestError(413, `the request body is ${declared} bytes; the limit is ${limit}`));
+  if (declared > limit)
+    return Promise.reject(
+      new RequestError(413, `the request body is ${declared} bytes; the limit is ${limit}`),
+    );
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -72,10 +90,27 @@ class Router {
     const route = `${request.method} ${(request.url ?? '').split('?')[0]}`;
     if (route === 'GET /health') return sendJson(response, 200, { status: 'ok' });
     if (route === 'GET /v1/models') {
-      return sendJson(response, 200, { object: 'list', data: [...this.byId.keys()].map((id) => ({ id, object: 'model', created: 0, owned_by: 'teamtr' })) });
+      return sendJson(response, 200, {
+        object: 'list',
+        data: [...this.byId.keys()].map((id) => ({
+          id,
+          object: 'model',
+          created: 0,
+          owned_by: 'teamtr',
+        })),
+      });
     }
-    const kind = route === 'POST /v1/chat/completions' ? 'chat' : route === 'POST /v1/completions' ? 'completion' : null;
-    if (!kind) throw new RequestError(404, `no route ${route} (routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /health)`);
+    const kind =
+      route === 'POST /v1/chat/completions'
+        ? 'chat'
+        : route === 'POST /v1/completions'
+          ? 'completion'
+          : null;
+    if (!kind)
+      throw new RequestError(
+        404,
+        `no route ${route} (routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /health)`,
+      );
     const text = await readBody(request, this.options.maxBodyBytes ?? 1024 * 1024);
     let raw: unknown;
     try {
@@ -85,9 +120,19 @@ class Router {
     }
     const normalized = normalizeRequest(kind, raw);
     const endpoint = this.byId.get(normalized.model);
-    if (!endpoint) throw new RequestError(404, `model "${normalized.model}" not found (available: ${[...this.byId.keys()].join(', ')})`, 'model', 'model_not_found');
+    if (!endpoint)
+      throw new RequestError(
+        404,
+        `model "${normalized.model}" not found (available: ${[...this.byId.keys()].join(', ')})`,
+        'model',
+        'model_not_found',
+      );
     const release = await this.limiter.tryAcquire();
-    if (!release) throw new RequestError(429, `the server is busy (${this.limiter.activeCount} running, ${this.limiter.queuedCount} queued); retry later`);
+    if (!release)
+      throw new RequestError(
+        429,
+        `the server is busy (${this.limiter.activeCount} running, ${this.limiter.queuedCount} queued); retry later`,
+      );
     try {
       await this.complete(endpoint, normalized, response);
     } finally {
@@ -95,27 +140,44 @@ class Router {
     }
   }
 
-  private async complete(endpoint: ServedModel, request: NormalizedRequest, response: ServerResponse): Promise<void> {
+  private async complete(
+    endpoint: ServedModel,
+    request: NormalizedRequest,
+    response: ServerResponse,
+  ): Promise<void> {
     const aborter = new AbortController();
     response.on('close', () => aborter.abort());
     const id = completionId(request.kind);
     const created = Math.floor(Date.now() / 1000);
     if (!request.stream) {
-      const result = await endpoint.complete(request, { onDelta: () => undefined, signal: aborter.signal });
+      const result = await endpoint.complete(request, {
+        onDelta: () => undefined,
+        signal: aborter.signal,
+      });
       return sendJson(response, 200, responseBody(request, id, created, result));
     }
     const send = (body: unknown) => response.write(`data: ${JSON.stringify(body)}\n\n`);
-    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    response.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     if (request.kind === 'chat') send(chunkBody(request, id, created, { role: true, text: '' }));
     try {
-      const result = await endpoint.complete(request, { onDelta: (text) => send(chunkBody(request, id, created, { text })), signal: aborter.signal });
+      const result = await endpoint.complete(request, {
+        onDelta: (text) => send(chunkBody(request, id, created, { text })),
+        signal: aborter.signal,
+      });
       send(chunkBody(request, id, created, { finishReason: result.finishReason }));
       if (request.includeUsage) send(usageChunkBody(request, id, created, result));
     } catch (error) {
       // Headers are gone: report the failure in the stream itself.
       const message = error instanceof TeamtrError ? error.message : 'internal error';
-      send(errorBody(message, error instanceof TeamtrError ? 'invalid_request_error' : 'server_error'));
-      if (!(error instanceof TeamtrError)) process.stderr.write(`teamtr serve: ${(error as Error).stack ?? String(error)}\n`);
+      send(
+        errorBody(message, error instanceof TeamtrError ? 'invalid_request_error' : 'server_error'),
+      );
+      if (!(error instanceof TeamtrError))
+        process.stderr.write(`teamtr serve: ${(error as Error).stack ?? String(error)}\n`);
     }
     response.end('data: [DONE]\n\n');
   }
@@ -127,8 +189,18 @@ function reportFailure(response: ServerResponse, error: unknown): void {
     return;
   }
   if (error instanceof RequestError) {
-    const type = error.status === 429 ? 'rate_limit_error' : error.status === 404 ? 'not_found_error' : 'invalid_request_error';
-    sendJson(response, error.status, errorBody(error.message, type, error.param, error.code), error.status === 429 ? { 'retry-after': '1' } : {});
+    const type =
+      error.status === 429
+        ? 'rate_limit_error'
+        : error.status === 404
+          ? 'not_found_error'
+          : 'invalid_request_error';
+    sendJson(
+      response,
+      error.status,
+      errorBody(error.message, type, error.param, error.code),
+      error.status === 429 ? { 'retry-after': '1' } : {},
+    );
   } else if (error instanceof TeamtrError) {
     sendJson(response, 400, errorBody(error.message, 'invalid_request_error'));
   } else {
@@ -156,9 +228,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return {
     url: `http://${shownHost}:${port}`,
     port,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -8,7 +8,11 @@ import { TeamtrError } from '../util/errors.js';
 
 /** A remote model endpoint failed, refused or answered something unusable. */
 export class RemoteAgentError extends TeamtrError {
-  constructor(readonly url: string, detail: string, readonly status: number | null = null) {
+  constructor(
+    readonly url: string,
+    detail: string,
+    readonly status: number | null = null,
+  ) {
     super(`${url}: ${detail}`);
   }
 }
@@ -55,41 +59,78 @@ async function attempt(url: string, body: unknown, settings: HttpSettings): Prom
   let response: Response;
   let text: string;
   try {
-    response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(settings.timeoutMs) });
+    response = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(settings.timeoutMs),
+    });
     text = await response.text();
   } catch (error) {
     const name = (error as Error).name;
-    if (name === 'TimeoutError' || name === 'AbortError') return { retry: { reason: `no response within ${settings.timeoutMs / 1000} s`, afterMs: null } };
+    if (name === 'TimeoutError' || name === 'AbortError')
+      return {
+        retry: { reason: `no response within ${settings.timeoutMs / 1000} s`, afterMs: null },
+      };
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const detail = cause?.code === 'ECONNREFUSED' ? 'connection refused (is the server running?)' : (cause?.message ?? (error as Error).message);
+    const detail =
+      cause?.code === 'ECONNREFUSED'
+        ? 'connection refused (is the server running?)'
+        : (cause?.message ?? (error as Error).message);
     return { retry: { reason: detail, afterMs: null } };
   }
   if (response.status === 429 || response.status >= 500) {
     const after = Number(response.headers.get('retry-after'));
-    return { retry: { reason: `HTTP ${response.status}: ${serverMessage(text)}`, afterMs: Number.isFinite(after) && after > 0 ? Math.min(after, 60) * 1000 : null } };
+    return {
+      retry: {
+        reason: `HTTP ${response.status}: ${serverMessage(text)}`,
+        afterMs: Number.isFinite(after) && after > 0 ? Math.min(after, 60) * 1000 : null,
+      },
+    };
   }
   if (response.status >= 400) {
-    const hint = (response.status === 401 || response.status === 403) ? (settings.apiKeyEnv ? ` (check the API key in $${settings.apiKeyEnv})` : ' (the server wants an API key: set apiKeyEnv)') : '';
-    throw new RemoteAgentError(url, `refused the request with HTTP ${response.status}: ${serverMessage(text)}${hint}`, response.status);
+    const hint =
+      response.status === 401 || response.status === 403
+        ? settings.apiKeyEnv
+          ? ` (check the API key in $${settings.apiKeyEnv})`
+          : ' (the server wants an API key: set apiKeyEnv)'
+        : '';
+    throw new RemoteAgentError(
+      url,
+      `refused the request with HTTP ${response.status}: ${serverMessage(text)}${hint}`,
+      response.status,
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new RemoteAgentError(url, `malformed response: not JSON (HTTP ${response.status}, body starts ${JSON.stringify(text.slice(0, 200))})`, response.status);
+    throw new RemoteAgentError(
+      url,
+      `malformed response: not JSON (HTTP ${response.status}, body starts ${JSON.stringify(text.slice(0, 200))})`,
+      response.status,
+    );
   }
   return { response: { status: response.status, text, json } };
 }
 
 /** POSTs `body` as JSON and returns the parsed JSON answer, retrying transient failures. */
-export async function postJson(url: string, body: unknown, settings: HttpSettings): Promise<JsonResponse> {
+export async function postJson(
+  url: string,
+  body: unknown,
+  settings: HttpSettings,
+): Promise<JsonResponse> {
   let lastReason = '';
   for (let attemptIndex = 0; attemptIndex <= settings.retries; attemptIndex++) {
     const result = await attempt(url, body, settings);
     if (result.response) return result.response;
     lastReason = result.retry!.reason;
-    if (attemptIndex < settings.retries) await sleep(result.retry!.afterMs ?? settings.retryDelayMs * 2 ** attemptIndex);
+    if (attemptIndex < settings.retries)
+      await sleep(result.retry!.afterMs ?? settings.retryDelayMs * 2 ** attemptIndex);
   }
   const attempts = settings.retries + 1;
-  throw new RemoteAgentError(url, `${lastReason} (after ${attempts} attempt${attempts > 1 ? 's' : ''})`);
+  throw new RemoteAgentError(
+    url,
+    `${lastReason} (after ${attempts} attempt${attempts > 1 ? 's' : ''})`,
+  );
 }

@@ -1,10 +1,16 @@
 import { z } from 'zod';
 import { CharTokenizer } from '../tokenizer/char.js';
 import type { Tokenizer } from '../tokenizer/types.js';
-import { ConfigError, TeamtrError } from '../util/errors.js';
+import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import { postJson, RemoteAgentError, type HttpSettings } from './openai-client.js';
-import { turnTerminator, type AgentPolicy, type Completion, type CompletionRequest, type CompletionSettings } from './policy.js';
+import {
+  turnTerminator,
+  type AgentPolicy,
+  type Completion,
+  type CompletionRequest,
+  type CompletionSettings,
+} from './policy.js';
 import { singleLine } from './render.js';
 
 export { RemoteAgentError } from './openai-client.js';
@@ -44,17 +50,27 @@ export type RemoteEndpointConfig = z.output<typeof remoteEndpointSchema>;
 export type RemoteEndpointInput = z.input<typeof remoteEndpointSchema>;
 
 const chatResponseSchema = z.looseObject({
-  choices: z.array(z.looseObject({
-    message: z.looseObject({ content: z.string().nullable() }),
-    finish_reason: z.string().nullable().optional(),
-  })).min(1),
+  choices: z
+    .array(
+      z.looseObject({
+        message: z.looseObject({ content: z.string().nullable() }),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
 });
 const completionResponseSchema = z.looseObject({
-  choices: z.array(z.looseObject({ text: z.string(), finish_reason: z.string().nullable().optional() })).min(1),
+  choices: z
+    .array(z.looseObject({ text: z.string(), finish_reason: z.string().nullable().optional() }))
+    .min(1),
 });
 
 /** Runs at most `limit` tasks at once, in submission order. */
-async function mapWithConcurrency<Input, Output>(items: readonly Input[], limit: number, task: (item: Input) => Promise<Output>): Promise<Output[]> {
+async function mapWithConcurrency<Input, Output>(
+  items: readonly Input[],
+  limit: number,
+  task: (item: Input) => Promise<Output>,
+): Promise<Output[]> {
   const results: Output[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
@@ -86,11 +102,18 @@ export class RemotePolicy implements AgentPolicy {
     let apiKey: string | null = null;
     if (this.config.apiKeyEnv !== undefined) {
       apiKey = (options.environment ?? process.env)[this.config.apiKeyEnv] ?? null;
-      if (!apiKey) throw new ConfigError(`${source}.apiKeyEnv`, `the environment variable ${this.config.apiKeyEnv} is not set; export it with the API key`);
+      if (!apiKey)
+        throw new ConfigError(
+          `${source}.apiKeyEnv`,
+          `the environment variable ${this.config.apiKeyEnv} is not set; export it with the API key`,
+        );
     }
     this.http = {
-      apiKey, apiKeyEnv: this.config.apiKeyEnv ?? null, timeoutMs: this.config.timeoutSeconds * 1000,
-      retries: this.config.retries, retryDelayMs: this.config.retryDelaySeconds * 1000,
+      apiKey,
+      apiKeyEnv: this.config.apiKeyEnv ?? null,
+      timeoutMs: this.config.timeoutSeconds * 1000,
+      retries: this.config.retries,
+      retryDelayMs: this.config.retryDelaySeconds * 1000,
     };
   }
 
@@ -99,35 +122,53 @@ export class RemotePolicy implements AgentPolicy {
     return this.tokenizer.bosId !== undefined ? [this.tokenizer.bosId, ...ids] : ids;
   }
 
-  async complete(requests: readonly CompletionRequest[], settings: CompletionSettings): Promise<Completion[]> {
-    return mapWithConcurrency(requests, this.config.concurrency, (request) => this.completeOne(request, settings));
+  async complete(
+    requests: readonly CompletionRequest[],
+    settings: CompletionSettings,
+  ): Promise<Completion[]> {
+    return mapWithConcurrency(requests, this.config.concurrency, (request) =>
+      this.completeOne(request, settings),
+    );
   }
 
-  private async completeOne(request: CompletionRequest, settings: CompletionSettings): Promise<Completion> {
+  private async completeOne(
+    request: CompletionRequest,
+    settings: CompletionSettings,
+  ): Promise<Completion> {
     const { api, model, baseURL } = this.config;
     const common = {
-      model, max_tokens: this.config.maxTokens ?? settings.maxNewTokens, temperature: settings.temperature ?? 1,
-      stop: [turnTerminator], seed: request.random.nextUint32() & 0x7fffffff, stream: false,
+      model,
+      max_tokens: this.config.maxTokens ?? settings.maxNewTokens,
+      temperature: settings.temperature ?? 1,
+      stop: [turnTerminator],
+      seed: request.random.nextUint32() & 0x7fffffff,
+      stream: false,
     };
     const url = `${baseURL.replace(/\/+$/, '')}/${api === 'chat' ? 'chat/completions' : 'completions'}`;
-    const body = api === 'chat' ? { ...common, messages: [{ role: 'user', content: request.input }] } : { ...common, prompt: request.input };
+    const body =
+      api === 'chat'
+        ? { ...common, messages: [{ role: 'user', content: request.input }] }
+        : { ...common, prompt: request.input };
     const response = await postJson(url, body, this.http);
-    const parsed = (api === 'chat' ? chatResponseSchema : completionResponseSchema).safeParse(response.json);
+    const parsed = (api === 'chat' ? chatResponseSchema : completionResponseSchema).safeParse(
+      response.json,
+    );
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new RemoteAgentError(url, `malformed response: ${issue.path.join('.') || 'body'}: ${issue.message} (body starts ${JSON.stringify(response.text.slice(0, 200))})`);
+      throw new RemoteAgentError(
+        url,
+        `malformed response: ${issue.path.join('.') || 'body'}: ${issue.message} (body starts ${JSON.stringify(response.text.slice(0, 200))})`,
+      );
     }
     const choice = parsed.data.choices[0]!;
-    const raw = 'message' in choice ? (choice as { message: { content: string | null } }).message.content ?? '' : (choice as { text: string }).text;
+    const raw =
+      'message' in choice
+        ? ((choice as { message: { content: string | null } }).message.content ?? '')
+        : (choice as { text: string }).text;
     // A turn is one line: keep what precedes the first newline, even if the server ignored `stop`.
     const newline = raw.indexOf(turnTerminator);
     const text = singleLine(newline >= 0 ? raw.slice(0, newline) : raw);
     const finishReason = newline >= 0 || choice.finish_reason === 'stop' ? 'stop' : 'length';
     return { inputIds: [], tokens: [], logProbs: [], text, finishReason };
   }
-}
-
-/** Refuses a remote agent marked trainable (it has no local weights to train). */
-export function assertFrozen(trainable: boolean, where: string): void {
-  if (trainable) throw new TeamtrError(`${where}: a remote agent cannot be trained; set "trainable": false`);
 }

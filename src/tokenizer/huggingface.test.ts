@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ConfigError, FileFormatError, TeamtrError } from '../util/errors.js';
-import { HuggingFaceTokenizer, loadHuggingFaceTokenizer } from './huggingface.js';
+import { HuggingFaceTokenizer } from './huggingface.js';
+import { loadHuggingFaceTokenizer } from './huggingface-files.js';
 import { loadTokenizer, tokenizerFromJSON } from './load.js';
 import { byteLevelBpeFixture, chatMlTemplate } from './test-support/byte-level-bpe.js';
 import { describeTokenizerContract } from './test-support/tokenizer-contract.js';
@@ -13,22 +14,74 @@ const fixture = byteLevelBpeFixture();
 const byteLevel = () => new HuggingFaceTokenizer(fixture.tokenizer, fixture.config);
 
 function wordPieceTokenizer(): HuggingFaceTokenizer {
-  const words = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'hello', 'world', 'the', 'sum', '##s', 'is', '12', '3', '?', 'of'];
+  const words = [
+    '[PAD]',
+    '[UNK]',
+    '[CLS]',
+    '[SEP]',
+    'hello',
+    'world',
+    'the',
+    'sum',
+    '##s',
+    'is',
+    '12',
+    '3',
+    '?',
+    'of',
+  ];
   const json = {
-    added_tokens: ['[PAD]', '[UNK]', '[CLS]', '[SEP]'].map((content, id) => ({ id, content, special: true })),
-    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    added_tokens: ['[PAD]', '[UNK]', '[CLS]', '[SEP]'].map((content, id) => ({
+      id,
+      content,
+      special: true,
+    })),
+    normalizer: {
+      type: 'BertNormalizer',
+      clean_text: true,
+      handle_chinese_chars: true,
+      strip_accents: null,
+      lowercase: true,
+    },
     pre_tokenizer: { type: 'BertPreTokenizer' },
     decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab: Object.fromEntries(words.map((word, id) => [word, id])) },
+    model: {
+      type: 'WordPiece',
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+      max_input_chars_per_word: 100,
+      vocab: Object.fromEntries(words.map((word, id) => [word, id])),
+    },
   };
-  return new HuggingFaceTokenizer(json, { unk_token: '[UNK]', pad_token: '[PAD]', sep_token: '[SEP]' });
+  return new HuggingFaceTokenizer(json, {
+    unk_token: '[UNK]',
+    pad_token: '[PAD]',
+    sep_token: '[SEP]',
+  });
 }
 
 function unigramTokenizer(): HuggingFaceTokenizer {
-  const pieces: Array<[string, number]> = [['<unk>', 0], ['</s>', 0], ['▁', -2], ['▁hello', -3], ['▁world', -3], ['h', -5], ['e', -5], ['l', -5], ['o', -5], ['w', -5], ['r', -5], ['d', -5], ['▁he', -4]];
+  const pieces: Array<[string, number]> = [
+    ['<unk>', 0],
+    ['</s>', 0],
+    ['▁', -2],
+    ['▁hello', -3],
+    ['▁world', -3],
+    ['h', -5],
+    ['e', -5],
+    ['l', -5],
+    ['o', -5],
+    ['w', -5],
+    ['r', -5],
+    ['d', -5],
+    ['▁he', -4],
+  ];
   const metaspace = { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true };
   const json = {
-    added_tokens: [{ id: 0, content: '<unk>', special: true }, { id: 1, content: '</s>', special: true }],
+    added_tokens: [
+      { id: 0, content: '<unk>', special: true },
+      { id: 1, content: '</s>', special: true },
+    ],
     normalizer: null,
     pre_tokenizer: metaspace,
     decoder: metaspace,
@@ -37,8 +90,16 @@ function unigramTokenizer(): HuggingFaceTokenizer {
   return new HuggingFaceTokenizer(json, { eos_token: '</s>', unk_token: '<unk>' });
 }
 
-describeTokenizerContract('HuggingFaceTokenizer (byte-level BPE)', byteLevel, 'the sum of 12 and 3 is? héllo 😀 <|im_end|>\nbye');
-describeTokenizerContract('HuggingFaceTokenizer (WordPiece)', wordPieceTokenizer, 'hello world the sums');
+describeTokenizerContract(
+  'HuggingFaceTokenizer (byte-level BPE)',
+  byteLevel,
+  'the sum of 12 and 3 is? héllo 😀 <|im_end|>\nbye',
+);
+describeTokenizerContract(
+  'HuggingFaceTokenizer (WordPiece)',
+  wordPieceTokenizer,
+  'hello world the sums',
+);
 describeTokenizerContract('HuggingFaceTokenizer (Unigram)', unigramTokenizer, 'hello world held');
 
 describe('HuggingFaceTokenizer', () => {
@@ -48,14 +109,29 @@ describe('HuggingFaceTokenizer', () => {
     assert.equal(tokenizer.eosId, tokenizer.tokenToId('<|im_end|>'));
     assert.equal(tokenizer.padId, tokenizer.tokenToId('<|endoftext|>'));
     assert.equal(tokenizer.bosId, undefined);
-    const withBos = new HuggingFaceTokenizer(fixture.tokenizer, { ...fixture.config, bos_token: '<|im_start|>', add_bos_token: true });
+    const withBos = new HuggingFaceTokenizer(fixture.tokenizer, {
+      ...fixture.config,
+      bos_token: '<|im_start|>',
+      add_bos_token: true,
+    });
     assert.equal(withBos.bosId, withBos.tokenToId('<|im_start|>'));
     assert.equal(withBos.bosToken, '<|im_start|>');
     const template = {
       ...fixture.tokenizer,
-      post_processor: { type: 'TemplateProcessing', single: [{ SpecialToken: { id: '<|endoftext|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [], special_tokens: {} },
+      post_processor: {
+        type: 'TemplateProcessing',
+        single: [
+          { SpecialToken: { id: '<|endoftext|>', type_id: 0 } },
+          { Sequence: { id: 'A', type_id: 0 } },
+        ],
+        pair: [],
+        special_tokens: {},
+      },
     };
-    const viaTemplate = new HuggingFaceTokenizer(template, { ...fixture.config, bos_token: { content: '<|endoftext|>', lstrip: false } });
+    const viaTemplate = new HuggingFaceTokenizer(template, {
+      ...fixture.config,
+      bos_token: { content: '<|endoftext|>', lstrip: false },
+    });
     assert.equal(viaTemplate.bosId, viaTemplate.tokenToId('<|endoftext|>'));
   });
 
@@ -78,7 +154,11 @@ describe('HuggingFaceTokenizer', () => {
     const withAdded = byteLevelBpeFixture({ addedNonSpecial: '<tool>' });
     const tokenizer = new HuggingFaceTokenizer(withAdded.tokenizer, withAdded.config);
     const id = tokenizer.tokenToId('<tool>')!;
-    assert.deepEqual(tokenizer.encode('a<tool>b'), [tokenizer.tokenToId('a'), id, tokenizer.tokenToId('b')]);
+    assert.deepEqual(tokenizer.encode('a<tool>b'), [
+      tokenizer.tokenToId('a'),
+      id,
+      tokenizer.tokenToId('b'),
+    ]);
     assert.equal(tokenizer.specialIds.has(id), false);
   });
 
@@ -88,10 +168,16 @@ describe('HuggingFaceTokenizer', () => {
     try {
       const noTemplate = byteLevelBpeFixture({ chatTemplate: false });
       writeFileSync(path.join(directory, 'tokenizer.json'), JSON.stringify(noTemplate.tokenizer));
-      writeFileSync(path.join(directory, 'tokenizer_config.json'), JSON.stringify(noTemplate.config));
+      writeFileSync(
+        path.join(directory, 'tokenizer_config.json'),
+        JSON.stringify(noTemplate.config),
+      );
       assert.equal((await loadHuggingFaceTokenizer(directory)).chatTemplate, null);
       writeFileSync(path.join(directory, 'chat_template.jinja'), '{{ messages[0].content }}');
-      assert.equal((await loadHuggingFaceTokenizer(directory)).chatTemplate, '{{ messages[0].content }}');
+      assert.equal(
+        (await loadHuggingFaceTokenizer(directory)).chatTemplate,
+        '{{ messages[0].content }}',
+      );
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
@@ -107,20 +193,40 @@ describe('HuggingFaceTokenizer', () => {
   describe('malformed files get errors naming the file and the problem', () => {
     const directory = mkdtempSync(path.join(os.tmpdir(), 'teamtr-hf-tokenizer-bad-'));
     after(() => rmSync(directory, { recursive: true, force: true }));
-    const write = (name: string, value: unknown) => writeFileSync(path.join(directory, name), typeof value === 'string' ? value : JSON.stringify(value));
+    const write = (name: string, value: unknown) =>
+      writeFileSync(
+        path.join(directory, name),
+        typeof value === 'string' ? value : JSON.stringify(value),
+      );
 
     test('unsupported model type', async () => {
-      write('tokenizer.json', { ...fixture.tokenizer, model: { ...(fixture.tokenizer.model as object), type: 'WordLevel' } });
+      write('tokenizer.json', {
+        ...fixture.tokenizer,
+        model: { ...(fixture.tokenizer.model as object), type: 'WordLevel' },
+      });
       write('tokenizer_config.json', fixture.config);
-      await assert.rejects(loadHuggingFaceTokenizer(directory), (error: unknown) =>
-        error instanceof ConfigError && error.message.includes('tokenizer.json') && error.message.includes('model.type: got "WordLevel" (valid: "BPE", "WordPiece", "Unigram")'));
+      await assert.rejects(
+        loadHuggingFaceTokenizer(directory),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.message.includes('tokenizer.json') &&
+          error.message.includes(
+            'model.type: got "WordLevel" (valid: "BPE", "WordPiece", "Unigram")',
+          ),
+      );
     });
 
     test('a role token outside the vocabulary', async () => {
       write('tokenizer.json', fixture.tokenizer);
       write('tokenizer_config.json', { ...fixture.config, eos_token: '</s>' });
-      await assert.rejects(loadHuggingFaceTokenizer(directory), (error: unknown) =>
-        error instanceof FileFormatError && /eos_token "<\/s>" of tokenizer_config\.json is not in the vocabulary/.test(error.message));
+      await assert.rejects(
+        loadHuggingFaceTokenizer(directory),
+        (error: unknown) =>
+          error instanceof FileFormatError &&
+          /eos_token "<\/s>" of tokenizer_config\.json is not in the vocabulary/.test(
+            error.message,
+          ),
+      );
     });
 
     test('bad JSON, a missing vocabulary, a vocabulary with holes, no tokenizer.json', async () => {
@@ -128,18 +234,38 @@ describe('HuggingFaceTokenizer', () => {
       write('tokenizer.json', '{"model": ');
       await assert.rejects(loadHuggingFaceTokenizer(directory), /tokenizer\.json: not valid JSON/);
       write('tokenizer.json', { model: { type: 'BPE' }, added_tokens: [] });
-      await assert.rejects(loadHuggingFaceTokenizer(directory), (error: unknown) => error instanceof ConfigError && error.message.includes('model.vocab'));
-      write('tokenizer.json', { ...fixture.tokenizer, added_tokens: [{ id: 400, content: '<|x|>', special: true }] });
-      await assert.rejects(loadHuggingFaceTokenizer(directory), /has no token with id 289 \(ids must run from 0 without gaps\)/);
+      await assert.rejects(
+        loadHuggingFaceTokenizer(directory),
+        (error: unknown) => error instanceof ConfigError && error.message.includes('model.vocab'),
+      );
+      write('tokenizer.json', {
+        ...fixture.tokenizer,
+        added_tokens: [{ id: 400, content: '<|x|>', special: true }],
+      });
+      await assert.rejects(
+        loadHuggingFaceTokenizer(directory),
+        /has no token with id 289 \(ids must run from 0 without gaps\)/,
+      );
       rmSync(path.join(directory, 'tokenizer.json'));
       write('vocab.json', {});
-      await assert.rejects(loadHuggingFaceTokenizer(directory), (error: unknown) =>
-        error instanceof FileFormatError && /no tokenizer\.json \(only a slow tokenizer is present/.test(error.message));
-      await assert.rejects(loadTokenizer(path.join(directory, 'vocab.json')), /not a tokenizer file of a known format/);
+      await assert.rejects(
+        loadHuggingFaceTokenizer(directory),
+        (error: unknown) =>
+          error instanceof FileFormatError &&
+          /no tokenizer\.json \(only a slow tokenizer is present/.test(error.message),
+      );
+      await assert.rejects(
+        loadTokenizer(path.join(directory, 'vocab.json')),
+        /not a tokenizer file of a known format/,
+      );
     });
 
     test('decode refuses ids outside the vocabulary with the valid range', () => {
-      assert.throws(() => byteLevel().decode([289]), (error: unknown) => error instanceof TeamtrError && /valid ids: 0 to 288/.test(error.message));
+      assert.throws(
+        () => byteLevel().decode([289]),
+        (error: unknown) =>
+          error instanceof TeamtrError && /valid ids: 0 to 288/.test(error.message),
+      );
     });
   });
 });

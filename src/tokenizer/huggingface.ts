@@ -1,9 +1,6 @@
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Tokenizer as LibraryTokenizer } from '@huggingface/tokenizers';
 import { z } from 'zod';
-import { readJsonFile } from '../io/json-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { DecodeOptions, Tokenizer, TokenizerFormat } from './types.js';
@@ -23,7 +20,10 @@ import type { DecodeOptions, Tokenizer, TokenizerFormat } from './types.js';
  * `bosId` to every input; Qwen and GPT-2 tokenizers have a BOS string but do not add it.
  */
 
-const tokenContentSchema = z.union([z.string(), z.looseObject({ content: z.string() })]).nullable().optional();
+const tokenContentSchema = z
+  .union([z.string(), z.looseObject({ content: z.string() })])
+  .nullable()
+  .optional();
 type TokenContent = z.infer<typeof tokenContentSchema>;
 
 const addedTokenSchema = z.looseObject({
@@ -36,7 +36,10 @@ export const tokenizerJsonSchema = z.looseObject({
   model: z.looseObject({
     /** The model kinds @huggingface/tokenizers implements. */
     type: z.enum(['BPE', 'WordPiece', 'Unigram']).optional(),
-    vocab: z.union([z.record(z.string(), z.number().int().nonnegative()), z.array(z.tuple([z.string(), z.number()]))]),
+    vocab: z.union([
+      z.record(z.string(), z.number().int().nonnegative()),
+      z.array(z.tuple([z.string(), z.number()])),
+    ]),
     unk_token: z.string().nullable().optional(),
   }),
   added_tokens: z.array(addedTokenSchema).default([]),
@@ -47,11 +50,18 @@ export const tokenizerConfigSchema = z.looseObject({
   eos_token: tokenContentSchema,
   pad_token: tokenContentSchema,
   unk_token: tokenContentSchema,
-  additional_special_tokens: z.array(z.union([z.string(), z.looseObject({ content: z.string() })])).optional(),
-  added_tokens_decoder: z.record(z.string(), z.looseObject({ content: z.string(), special: z.boolean().default(false) })).optional(),
+  additional_special_tokens: z
+    .array(z.union([z.string(), z.looseObject({ content: z.string() })]))
+    .optional(),
+  added_tokens_decoder: z
+    .record(z.string(), z.looseObject({ content: z.string(), special: z.boolean().default(false) }))
+    .optional(),
   add_bos_token: z.boolean().optional(),
   clean_up_tokenization_spaces: z.boolean().optional(),
-  chat_template: z.union([z.string(), z.array(z.looseObject({ name: z.string(), template: z.string() }))]).nullable().optional(),
+  chat_template: z
+    .union([z.string(), z.array(z.looseObject({ name: z.string(), template: z.string() }))])
+    .nullable()
+    .optional(),
 });
 
 export type HuggingFaceTokenizerConfig = z.output<typeof tokenizerConfigSchema>;
@@ -94,7 +104,11 @@ export class HuggingFaceTokenizer implements Tokenizer {
     source = 'tokenizer.json',
   ) {
     const parsed = parseWithSchema(tokenizerJsonSchema, tokenizerJson, source);
-    const settings = parseWithSchema(tokenizerConfigSchema, config, path.join(path.dirname(source), 'tokenizer_config.json'));
+    const settings = parseWithSchema(
+      tokenizerConfigSchema,
+      config,
+      path.join(path.dirname(source), 'tokenizer_config.json'),
+    );
     const addedTokens = mergeAddedTokens(parsed.added_tokens, settings);
     const roles = {
       bos: contentOf(settings.bos_token),
@@ -102,13 +116,14 @@ export class HuggingFaceTokenizer implements Tokenizer {
       pad: contentOf(settings.pad_token),
       unk: contentOf(settings.unk_token) ?? parsed.model.unk_token ?? null,
     };
-    // The library reads role tokens from its config as plain strings.
-    const libraryConfig = { ...config, bos_token: roles.bos, eos_token: roles.eos, pad_token: roles.pad, unk_token: roles.unk };
-    const fullJson = { ...tokenizerJson, added_tokens: addedTokens };
-    const specialContents = new Set(addedTokens.filter((token) => token.special).map((token) => token.content));
-    const untrustedJson = { ...tokenizerJson, added_tokens: addedTokens.filter((token) => !token.special), model: withoutMatchableSpecials(parsed.model, specialContents) };
-    this.full = createLibraryTokenizer(fullJson, libraryConfig, source);
-    this.untrusted = createLibraryTokenizer(untrustedJson, libraryConfig, source);
+    [this.full, this.untrusted] = libraryTokenizers(
+      tokenizerJson,
+      config,
+      parsed.model,
+      addedTokens,
+      roles,
+      source,
+    );
     this.tokens = vocabularyList(this.full, source);
     this.tokens.forEach((token, id) => {
       if (!this.idsByToken.has(token)) this.idsByToken.set(token, id);
@@ -117,7 +132,11 @@ export class HuggingFaceTokenizer implements Tokenizer {
     const idOf = (role: string, token: string | null): number | undefined => {
       if (token === null) return undefined;
       const id = this.idsByToken.get(token);
-      if (id === undefined) throw new FileFormatError(source, `${role}_token ${JSON.stringify(token)} of tokenizer_config.json is not in the vocabulary`);
+      if (id === undefined)
+        throw new FileFormatError(
+          source,
+          `${role}_token ${JSON.stringify(token)} of tokenizer_config.json is not in the vocabulary`,
+        );
       return id;
     };
     this.eosId = idOf('eos', roles.eos);
@@ -128,12 +147,14 @@ export class HuggingFaceTokenizer implements Tokenizer {
     const bosId = idOf('bos', roles.bos);
     if (bosId !== undefined && prependsBos(settings, tokenizerJson, roles.bos!)) this.bosId = bosId;
     const additional = (settings.additional_special_tokens ?? []).map((token) => contentOf(token)!);
-    const specialIds = new Set<number>(addedTokens.filter((token) => token.special).map((token) => token.id));
-    for (const token of [roles.bos, roles.eos, roles.pad, roles.unk, ...additional]) {
-      const id = token === null ? undefined : this.idsByToken.get(token);
-      if (id !== undefined) specialIds.add(id);
-    }
-    this.specialIds = specialIds;
+    const roleAndAdditional = [roles.bos, roles.eos, roles.pad, roles.unk, ...additional];
+    this.specialIds = new Set<number>([
+      ...addedTokens.filter((token) => token.special).map((token) => token.id),
+      ...roleAndAdditional.flatMap((token) => {
+        const id = token === null ? undefined : this.idsByToken.get(token);
+        return id === undefined ? [] : [id];
+      }),
+    ]);
     this.cleanUpSpaces = settings.clean_up_tokenization_spaces ?? false;
     this.chatTemplate = selectChatTemplate(settings.chat_template);
   }
@@ -145,7 +166,9 @@ export class HuggingFaceTokenizer implements Tokenizer {
     // Unknown characters legitimately become the unk token; no other special may appear.
     const forged = ids.find((id) => this.specialIds.has(id) && id !== this.unkId);
     if (forged !== undefined) {
-      throw new TeamtrError(`tokenizer: the text produced special token ${JSON.stringify(this.tokens[forged])} (id ${forged}) though special tokens are not split from untrusted text; this tokenizer's model matches special tokens inside ordinary text, which teamtr does not support`);
+      throw new TeamtrError(
+        `tokenizer: the text produced special token ${JSON.stringify(this.tokens[forged])} (id ${forged}) though special tokens are not split from untrusted text; this tokenizer's model matches special tokens inside ordinary text, which teamtr does not support`,
+      );
     }
     return ids;
   }
@@ -159,12 +182,19 @@ export class HuggingFaceTokenizer implements Tokenizer {
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     for (const id of ids) {
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-        throw new TeamtrError(`tokenizer: cannot decode id ${id} (valid ids: 0 to ${this.vocabSize - 1})`);
+        throw new TeamtrError(
+          `tokenizer: cannot decode id ${id} (valid ids: 0 to ${this.vocabSize - 1})`,
+        );
       }
     }
-    const kept = options.skipSpecialTokens ? ids.filter((id) => !this.specialIds.has(id)) : [...ids];
+    const kept = options.skipSpecialTokens
+      ? ids.filter((id) => !this.specialIds.has(id))
+      : [...ids];
     if (kept.length === 0) return '';
-    return this.full.decode(kept, { skip_special_tokens: false, clean_up_tokenization_spaces: this.cleanUpSpaces });
+    return this.full.decode(kept, {
+      skip_special_tokens: false,
+      clean_up_tokenization_spaces: this.cleanUpSpaces,
+    });
   }
 
   tokenToId(token: string): number | undefined {
@@ -187,13 +217,25 @@ type AddedToken = z.output<typeof addedTokenSchema>;
  * the special pieces are renamed to strings of Unicode noncharacters (U+FFFF), which text does
  * not carry; `encode` still checks its output, so a forged special can never pass silently.
  */
-function withoutMatchableSpecials(model: z.output<typeof tokenizerJsonSchema>['model'], specials: ReadonlySet<string>): Record<string, unknown> {
+function withoutMatchableSpecials(
+  model: z.output<typeof tokenizerJsonSchema>['model'],
+  specials: ReadonlySet<string>,
+): Record<string, unknown> {
   if (!Array.isArray(model.vocab)) return model;
-  return { ...model, vocab: model.vocab.map(([piece, score], id) => [specials.has(piece) ? `\uffff${id}\uffff` : piece, score]) };
+  return {
+    ...model,
+    vocab: model.vocab.map(([piece, score], id) => [
+      specials.has(piece) ? `\uffff${id}\uffff` : piece,
+      score,
+    ]),
+  };
 }
 
 /** tokenizer.json's added tokens, plus any only tokenizer_config.json's added_tokens_decoder lists. */
-function mergeAddedTokens(fromTokenizer: AddedToken[], settings: HuggingFaceTokenizerConfig): AddedToken[] {
+function mergeAddedTokens(
+  fromTokenizer: AddedToken[],
+  settings: HuggingFaceTokenizerConfig,
+): AddedToken[] {
   const byId = new Map(fromTokenizer.map((token) => [token.id, token]));
   for (const [idText, token] of Object.entries(settings.added_tokens_decoder ?? {})) {
     const id = Number(idText);
@@ -202,13 +244,61 @@ function mergeAddedTokens(fromTokenizer: AddedToken[], settings: HuggingFaceToke
   return [...byId.values()].sort((left, right) => left.id - right.id);
 }
 
-function createLibraryTokenizer(json: Record<string, unknown>, config: Record<string, unknown>, source: string): LibraryTokenizer {
+interface RoleTokens {
+  bos: string | null;
+  eos: string | null;
+  pad: string | null;
+  unk: string | null;
+}
+
+/**
+ * Two library instances: `full` splits every added token out of text (for program-built text
+ * and for decoding); `untrusted` leaves special added tokens to the ordinary model.
+ */
+function libraryTokenizers(
+  tokenizerJson: Record<string, unknown>,
+  config: Record<string, unknown>,
+  model: z.output<typeof tokenizerJsonSchema>['model'],
+  addedTokens: AddedToken[],
+  roles: RoleTokens,
+  source: string,
+): [LibraryTokenizer, LibraryTokenizer] {
+  // The library reads role tokens from its config as plain strings.
+  const libraryConfig = {
+    ...config,
+    bos_token: roles.bos,
+    eos_token: roles.eos,
+    pad_token: roles.pad,
+    unk_token: roles.unk,
+  };
+  const specials = new Set(
+    addedTokens.filter((token) => token.special).map((token) => token.content),
+  );
+  const untrustedJson = {
+    ...tokenizerJson,
+    added_tokens: addedTokens.filter((token) => !token.special),
+    model: withoutMatchableSpecials(model, specials),
+  };
+  return [
+    createLibraryTokenizer({ ...tokenizerJson, added_tokens: addedTokens }, libraryConfig, source),
+    createLibraryTokenizer(untrustedJson, libraryConfig, source),
+  ];
+}
+
+function createLibraryTokenizer(
+  json: Record<string, unknown>,
+  config: Record<string, unknown>,
+  source: string,
+): LibraryTokenizer {
   try {
     // The library wants every pipeline stage present, null when unused.
     const stages = { normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null };
     return new LibraryTokenizer({ ...stages, ...json }, config);
   } catch (error) {
-    throw new FileFormatError(source, `the tokenizer library refused this tokenizer: ${(error as Error).message}`);
+    throw new FileFormatError(
+      source,
+      `the tokenizer library refused this tokenizer: ${(error as Error).message}`,
+    );
   }
 }
 
@@ -219,61 +309,42 @@ function vocabularyList(library: LibraryTokenizer, source: string): string[] {
   const tokens: string[] = new Array(size);
   for (const [token, id] of vocabulary) tokens[id] = token;
   for (let id = 0; id < size; id++) {
-    if (tokens[id] === undefined) throw new FileFormatError(source, `the vocabulary has no token with id ${id} (ids must run from 0 without gaps)`);
+    if (tokens[id] === undefined)
+      throw new FileFormatError(
+        source,
+        `the vocabulary has no token with id ${id} (ids must run from 0 without gaps)`,
+      );
   }
   if (size === 0) throw new FileFormatError(source, 'the vocabulary is empty');
   return tokens;
 }
 
-function prependsBos(settings: HuggingFaceTokenizerConfig, tokenizerJson: Record<string, unknown>, bos: string): boolean {
+function prependsBos(
+  settings: HuggingFaceTokenizerConfig,
+  tokenizerJson: Record<string, unknown>,
+  bos: string,
+): boolean {
   if (settings.add_bos_token !== undefined) return settings.add_bos_token;
-  const processor = tokenizerJson.post_processor as { type?: string; single?: Array<Record<string, { id?: string }>>; processors?: unknown[] } | null | undefined;
-  const candidates = processor?.type === 'Sequence' ? (processor.processors as typeof processor[]) ?? [] : [processor];
-  return candidates.some((candidate) => candidate?.type === 'TemplateProcessing' && candidate.single?.[0]?.SpecialToken?.id === bos);
+  const processor = tokenizerJson.post_processor as
+    | { type?: string; single?: Array<Record<string, { id?: string }>>; processors?: unknown[] }
+    | null
+    | undefined;
+  const candidates =
+    processor?.type === 'Sequence'
+      ? ((processor.processors as (typeof processor)[]) ?? [])
+      : [processor];
+  return candidates.some(
+    (candidate) =>
+      candidate?.type === 'TemplateProcessing' && candidate.single?.[0]?.SpecialToken?.id === bos,
+  );
 }
 
 function selectChatTemplate(template: HuggingFaceTokenizerConfig['chat_template']): string | null {
   if (template === null || template === undefined) return null;
   if (typeof template === 'string') return template;
-  return template.find((entry) => entry.name === 'default')?.template ?? template[0]?.template ?? null;
-}
-
-/** The files of a Hugging Face tokenizer inside a model directory. */
-export const huggingFaceTokenizerFiles = {
-  tokenizer: 'tokenizer.json',
-  config: 'tokenizer_config.json',
-  specialTokensMap: 'special_tokens_map.json',
-  chatTemplate: 'chat_template.jinja',
-} as const;
-
-/**
- * Loads the tokenizer of a Hugging Face model directory: tokenizer.json (required),
- * tokenizer_config.json, special_tokens_map.json (older repos keep role tokens there) and
- * chat_template.jinja (newer repos keep the template there).
- */
-export async function loadHuggingFaceTokenizer(directory: string): Promise<HuggingFaceTokenizer> {
-  const file = (name: string) => path.join(directory, name);
-  if (!existsSync(file(huggingFaceTokenizerFiles.tokenizer))) {
-    const slow = existsSync(file('vocab.json')) || existsSync(file('tokenizer.model'));
-    const hint = slow ? ' (only a slow tokenizer is present; save it once with transformers `AutoTokenizer.from_pretrained(...).save_pretrained(...)` to get tokenizer.json)' : '';
-    throw new FileFormatError(directory, `no ${huggingFaceTokenizerFiles.tokenizer}${hint}`);
-  }
-  const tokenizerJson = await readObject(file(huggingFaceTokenizerFiles.tokenizer));
-  const config = existsSync(file(huggingFaceTokenizerFiles.config)) ? await readObject(file(huggingFaceTokenizerFiles.config)) : {};
-  if (existsSync(file(huggingFaceTokenizerFiles.specialTokensMap))) {
-    const specials = await readObject(file(huggingFaceTokenizerFiles.specialTokensMap));
-    for (const [key, value] of Object.entries(specials)) if (config[key] === undefined) config[key] = value;
-  }
-  if (config.chat_template === undefined && existsSync(file(huggingFaceTokenizerFiles.chatTemplate))) {
-    config.chat_template = await readFile(file(huggingFaceTokenizerFiles.chatTemplate), 'utf8');
-  }
-  return new HuggingFaceTokenizer(tokenizerJson, config, file(huggingFaceTokenizerFiles.tokenizer));
-}
-
-async function readObject(filePath: string): Promise<Record<string, unknown>> {
-  const value = await readJsonFile(filePath);
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new FileFormatError(filePath, 'expected a JSON object');
-  return value as Record<string, unknown>;
+  return (
+    template.find((entry) => entry.name === 'default')?.template ?? template[0]?.template ?? null
+  );
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -286,12 +357,17 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export const huggingFaceTokenizerFormat: TokenizerFormat = {
   name: 'huggingface (tokenizer.json)',
-  matches: (json) => isObject(json) && (json.type === 'huggingface' || (isObject(json.model) && Array.isArray(json.added_tokens))),
+  matches: (json) =>
+    isObject(json) &&
+    (json.type === 'huggingface' || (isObject(json.model) && Array.isArray(json.added_tokens))),
   fromJSON(json, source) {
     const value = json as Record<string, unknown>;
     if (value.type !== 'huggingface') return new HuggingFaceTokenizer(value, {}, source);
     if (value.version !== 1 || !isObject(value.tokenizer) || !isObject(value.config)) {
-      throw new FileFormatError(source, 'a teamtr huggingface tokenizer needs version 1 and the objects "tokenizer" and "config"');
+      throw new FileFormatError(
+        source,
+        'a teamtr huggingface tokenizer needs version 1 and the objects "tokenizer" and "config"',
+      );
     }
     return new HuggingFaceTokenizer(value.tokenizer, value.config, source);
   },

@@ -152,17 +152,19 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
     if (examples.length === 0) {
       return { steps: losses.length, mode, note: `${note ? `${note}; ` : ''}the outgoing agent wrote no tokens in a team batch, alignment stopped`, losses, generatedTokens };
     }
-    const order = shuffler.shuffle(examples.map((_example, index) => index));
-    const size = Math.ceil(order.length / settings.minibatches);
-    for (let start = 0; start < order.length && losses.length < settings.steps; start += size) {
-      const minibatch = order.slice(start, start + size).map((index) => examples[index]!);
-      let loss = 0;
-      if (mode !== 'kl') loss += supervisedLossAndGradient(student, minibatch.map((example) => example.supervised), padId);
-      if (mode !== 'sft') loss += klLossAndGradient(student, teacher, minibatch);
-      const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
-      optimizer.update({ gradientScale: clipping.scale });
-      optimizer.zeroGrad();
-      losses.push(loss);
+    const size = Math.ceil(examples.length / settings.minibatches);
+    for (let epoch = 0; epoch < settings.epochs; epoch++) {
+      const order = shuffler.shuffle(examples.map((_example, index) => index));
+      for (let start = 0; start < order.length && losses.length < settings.steps; start += size) {
+        const minibatch = order.slice(start, start + size).map((index) => examples[index]!);
+        let loss = 0;
+        if (mode !== 'kl') loss += supervisedLossAndGradient(student, minibatch.map((example) => example.supervised), padId);
+        if (mode !== 'sft') loss += klLossAndGradient(student, teacher, minibatch);
+        const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
+        optimizer.update({ gradientScale: clipping.scale });
+        optimizer.zeroGrad();
+        losses.push(loss);
+      }
     }
   }
   return { steps: losses.length, mode, note, losses, generatedTokens };

@@ -42,8 +42,10 @@ export const alignmentConfigSchema = z.strictObject({
   steps: z.number().int().nonnegative().default(0),
   mode: z.enum(alignmentModes).default('sft'),
   learningRate: z.number().positive().default(1e-3),
-  /** Each fresh team batch is split into this many minibatches, one step each. */
+  /** Each fresh team batch is split into this many minibatches, one step each... */
   minibatches: z.number().int().positive().default(4),
+  /** ...and passed over this many times before the next batch is sampled. */
+  epochs: z.number().int().positive().default(1),
   /** @default rollout.problemsPerBatch */
   problemsPerBatch: z.number().int().positive().optional(),
   /** @default rollout.groupSize */

@@ -44,23 +44,27 @@ async function freshSequentialStage(runner: StageRunner): Promise<StageOutcome> 
 }
 
 /**
- * One batch sampled at the start of the stage, reused for every update: later agents learn
- * on contexts the updated earlier agents no longer produce (stale occupancy).
+ * One batch sampled at the start of the stage, reused for every update. Sequentially (as in
+ * HAPPO), each later agent weights the stale batch by the earlier agents' likelihood ratio, so
+ * it responds to their new policies but on contexts they no longer produce (stale occupancy).
+ * Jointly, every agent steps from the start-of-stage team at once (as in MAPPO).
  */
-async function staleBatchStage(runner: StageRunner): Promise<StageOutcome> {
-  const first = await runner.sample();
-  for (const unit of runner.orderedUnits()) runner.update(unit, first, { stale: true });
-  const last = await runner.sample();
-  return { first, last };
+function staleBatchStage(sequential: boolean) {
+  return async (runner: StageRunner): Promise<StageOutcome> => {
+    const first = await runner.sample();
+    for (const unit of runner.orderedUnits()) runner.update(unit, first, { stale: true, correctForEarlierAgents: sequential });
+    const last = await runner.sample();
+    return { first, last };
+  };
 }
 
 export const schedules: Record<ScheduleName, Schedule> = {
   teamtr: { name: 'teamtr', sharedModel: false, runStage: freshSequentialStage },
-  'sequential-stale': { name: 'sequential-stale', sharedModel: false, runStage: staleBatchStage },
+  'sequential-stale': { name: 'sequential-stale', sharedModel: false, runStage: staleBatchStage(true) },
   // Every agent's step is computed from the same start-of-stage batch; parameters are disjoint,
   // so applying them one after another equals applying them at once. The certificate counts the
   // agents stepped before each one, as for sequential-stale.
-  joint: { name: 'joint', sharedModel: false, runStage: staleBatchStage },
+  joint: { name: 'joint', sharedModel: false, runStage: staleBatchStage(false) },
   // One model plays every role: a single update unit, on a fresh batch.
   single: { name: 'single', sharedModel: true, runStage: freshSequentialStage },
 };

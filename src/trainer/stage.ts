@@ -85,7 +85,7 @@ export class StageRunner {
   }
 
   /** Per-trajectory loss advantages under the objective (GRPO, Dr. MAS, dynamic sampling). */
-  private advantages(batch: TeamBatch, unit: UpdateUnit): { advantages: Float64Array; trajectories: number[]; droppedGroups: number } {
+  private advantages(batch: TeamBatch, unit: UpdateUnit, correctForEarlierAgents: boolean): { advantages: Float64Array; trajectories: number[]; droppedGroups: number } {
     const { objective } = this.environment;
     const rewards = batch.trajectories.map((trajectory) => trajectory.reward);
     const groupIds = batch.trajectories.map((trajectory) => (objective.groupBaseline ? trajectory.problemIndex : 0));
@@ -93,6 +93,13 @@ export class StageRunner {
     if (objective.agentWiseNormalization) {
       const acts = batch.trajectories.map((trajectory) => (trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0));
       advantages = agentWiseNormalize({ values: advantages, agentIds: acts }).normalized;
+    }
+    if (correctForEarlierAgents && batch === this.startBatch && this.startLogRatio) {
+      // HAPPO-style sequential update on a stale batch: weight each trajectory by the likelihood
+      // ratio W_{<i} of the agents already updated this stage (clipped to [1/2, 2] for variance),
+      // so agent i optimizes against its predecessors' new policies — but on their old contexts.
+      const ratios = this.startLogRatio;
+      advantages = advantages.map((value, index) => value * Math.min(2, Math.max(0.5, Math.exp(ratios[index]!))));
     }
     let trajectories = batch.trajectories.map((_trajectory, index) => index);
     let droppedGroups = 0;
@@ -105,9 +112,13 @@ export class StageRunner {
   }
 
   /** Updates one unit on `batch` inside its trust region, certifies it, and records it. */
-  update(unit: UpdateUnit, batch: TeamBatch, options: { stale: boolean }): UpdateRecord {
+  /**
+   * `stale`: the batch predates earlier updates of this stage (the certificate then pays for
+   * their shift). `correctForEarlierAgents`: reweight the stale batch by their likelihood ratio.
+   */
+  update(unit: UpdateUnit, batch: TeamBatch, options: { stale: boolean; correctForEarlierAgents?: boolean }): UpdateRecord {
     const environment = this.environment;
-    const { advantages, trajectories, droppedGroups } = this.advantages(batch, unit);
+    const { advantages, trajectories, droppedGroups } = this.advantages(batch, unit, options.correctForEarlierAgents ?? false);
     const result = trustRegionUpdate({ unit, batch, advantages, trajectories, settings: environment.trustRegion, random: environment.random });
     const certified = certifyUpdate({
       batch, result, epsilon: environment.epsilon, confidence: environment.confidence,

@@ -177,7 +177,7 @@ export interface SwapRequest {
   rolePrompt?: string;
   learningRate?: number;
   measureProblems?: number;
-  alignment?: { steps?: number; mode?: string; learningRate?: number; minibatches?: number };
+  alignment?: { steps?: number; mode?: string; learningRate?: number; minibatches?: number; epochs?: number };
 }
 
 export interface ScheduledSwap {

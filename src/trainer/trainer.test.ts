@@ -73,19 +73,24 @@ describe('trainer', () => {
     cleanup.push(fixture.directory);
     for (const schedule of ['sequential-stale', 'joint', 'single'] as const) {
       const runDirectory = path.join(fixture.directory, schedule);
-      await train({ config: { ...fixture.config, schedule, budget: { generatedTokens: 100_000, maxStages: 2 } }, runDirectory });
+      await train({ config: { ...fixture.config, schedule, budget: { generatedTokens: 100_000, maxStages: 1 } }, runDirectory });
       const updates = records(runDirectory).filter((record) => record.type === 'update');
       if (schedule === 'single') {
-        assert.equal(updates.length, 2);
+        assert.equal(updates.length, 1);
         assert.ok(updates.every((update) => update.agent === 'agent0' && update.measuredImprovement !== null));
       } else {
-        assert.equal(updates.length, 6);
+        assert.equal(updates.length, 3);
         assert.ok(updates.every((update) => update.measuredImprovement === null && update.resampledFromTurn === 0));
         const stage = updates.filter((update) => update.stage === 1);
         assert.equal(stage[0]!.stalePenalty, 0);
         if (stage[2]!.kl > 0 || stage[1]!.kl > 0) assert.ok(stage[2]!.stalePenalty > 0, 'later stale updates pay for earlier agents\' shifts');
       }
     }
+    // One stage each: same batch, same first update; later agents differ only through the importance weights
+    // sequential-stale gives them for their predecessors' changes.
+    const weights = async (schedule: string, agent: string) => (await loadCheckpoint(path.join(fixture.directory, schedule, 'checkpoint', 'units', agent))).parameters.map((entry) => Array.from(entry.data));
+    assert.deepEqual(await weights('sequential-stale', 'agent2'), await weights('joint', 'agent2'));
+    assert.notDeepEqual(await weights('sequential-stale', 'agent0'), await weights('joint', 'agent0'));
   });
 
   test('bad run directories are refused without touching them', async () => {

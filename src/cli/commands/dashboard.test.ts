@@ -11,7 +11,8 @@ const scratch = mkdtempSync(path.join(tmpdir(), 'teamtr-dashboard-cli-'));
 const children: ChildProcess[] = [];
 
 after(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -21,11 +22,18 @@ test('teamtr dashboard --json prints its URL, serves the runs, and stops cleanly
   const cli = startCli(['dashboard', path.join(scratch, 'compare'), '--port', '0', '--json']);
   children.push(cli.child);
   const { child, output, exited } = cli;
-  const started = JSON.parse(await firstLine(cli, 30)) as { url: string; host: string; runs: string[] };
+  const started = JSON.parse(await firstLine(cli, 30)) as {
+    url: string;
+    host: string;
+    runs: string[];
+  };
   assert.equal(started.host, '127.0.0.1');
   assert.deepEqual(started.runs, [run]);
   const runs = (await (await fetch(`${started.url}api/runs`)).json()) as Array<{ label: string }>;
-  assert.deepEqual(runs.map((entry) => entry.label), ['teamtr-seed0']);
+  assert.deepEqual(
+    runs.map((entry) => entry.label),
+    ['teamtr-seed0'],
+  );
   child.kill('SIGINT');
   assert.equal(await exited, 0);
   assert.match(output.stderr, /stopped/);

@@ -8,28 +8,47 @@ import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
 
 /** The model to export: a run's agent (its latest weights) or a directory, plus an adapter. */
-async function source(runDirectory: string | undefined, flags: Record<string, unknown>): Promise<LoadedModel> {
-  if ((runDirectory === undefined) === (flags.model === undefined)) throw new TeamtrError('give a run directory (with --agent) or --model <dir>');
+async function source(
+  runDirectory: string | undefined,
+  flags: Record<string, unknown>,
+): Promise<LoadedModel> {
+  if ((runDirectory === undefined) === (flags.model === undefined))
+    throw new TeamtrError('give a run directory (with --agent) or --model <dir>');
   if (flags.model !== undefined) {
     const loaded = await loadModel(String(flags.model));
-    if (flags.adapter !== undefined) await loadPeftAdapter(loaded.model, path.resolve(String(flags.adapter)));
+    if (flags.adapter !== undefined)
+      await loadPeftAdapter(loaded.model, path.resolve(String(flags.adapter)));
     return loaded;
   }
-  if (flags.adapter !== undefined) throw new TeamtrError('--adapter goes with --model; a run\'s agents carry their own adapters');
+  if (flags.adapter !== undefined)
+    throw new TeamtrError("--adapter goes with --model; a run's agents carry their own adapters");
   const { built } = await openRun(runDirectory!);
   const names = built.team.agents.map((agent) => agent.name);
-  const index = flags.agent === undefined && names.length === 1 ? 0 : names.indexOf(String(flags.agent));
-  if (index < 0) throw new TeamtrError(`${flags.agent === undefined ? 'give --agent' : `no agent "${flags.agent}"`} (agents: ${names.join(', ')})`);
+  const index =
+    flags.agent === undefined && names.length === 1 ? 0 : names.indexOf(String(flags.agent));
+  if (index < 0)
+    throw new TeamtrError(
+      `${flags.agent === undefined ? 'give --agent' : `no agent "${flags.agent}"`} (agents: ${names.join(', ')})`,
+    );
   const agent = built.team.agents[index]!;
-  if (!agent.policy.model) throw new TeamtrError(`agent "${agent.name}" is a remote model; there are no local weights to export`);
+  if (!agent.policy.model)
+    throw new TeamtrError(
+      `agent "${agent.name}" is a remote model; there are no local weights to export`,
+    );
   const origin = built.models.find((model) => model.model === agent.policy.model);
-  return { ...(origin ?? { source: runDirectory!, optimizerState: null, extra: null }), model: agent.policy.model, tokenizer: agent.policy.tokenizer };
+  return {
+    ...(origin ?? { source: runDirectory!, optimizerState: null, extra: null }),
+    model: agent.policy.model,
+    tokenizer: agent.policy.tokenizer,
+  };
 }
 
 export function register(program: Command): void {
   program
     .command('export')
-    .description("write a model as a Hugging Face directory (config.json, model.safetensors, tokenizer files), LoRA adapters merged")
+    .description(
+      'write a model as a Hugging Face directory (config.json, model.safetensors, tokenizer files), LoRA adapters merged',
+    )
     .argument('[run-dir]', 'a run directory written by `teamtr train`')
     .option('--agent <name>', 'which agent of the run')
     .option('--model <dir>', 'export this model directory instead of a run agent')
@@ -39,17 +58,34 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object on stdout')
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
       const out = path.resolve(String(flags.out));
-      if (existsSync(out) && readdirSync(out).length > 0 && !existsSync(path.join(out, 'config.json'))) {
-        throw new TeamtrError(`${out} is a non-empty directory that is not a model directory; refusing to replace it (choose another --out)`);
+      if (
+        existsSync(out) &&
+        readdirSync(out).length > 0 &&
+        !existsSync(path.join(out, 'config.json'))
+      ) {
+        throw new TeamtrError(
+          `${out} is a non-empty directory that is not a model directory; refusing to replace it (choose another --out)`,
+        );
       }
       const shardMegabytes = Number(flags.shardSizeMb);
-      if (!(shardMegabytes > 0)) throw new TeamtrError(`--shard-size-mb must be positive, got ${JSON.stringify(flags.shardSizeMb)}`);
+      if (!(shardMegabytes > 0))
+        throw new TeamtrError(
+          `--shard-size-mb must be positive, got ${JSON.stringify(flags.shardSizeMb)}`,
+        );
       const loaded = await source(runDirectory, flags);
       await exportHuggingFaceModel(loaded.model, loaded.tokenizer, out, {
-        huggingFaceConfig: loaded.huggingFaceConfig, generation: loaded.generation, maxShardBytes: shardMegabytes * 1024 * 1024,
+        huggingFaceConfig: loaded.huggingFaceConfig,
+        generation: loaded.generation,
+        maxShardBytes: shardMegabytes * 1024 * 1024,
       });
       const files = readdirSync(out).sort();
-      if (flags.json) process.stdout.write(`${JSON.stringify({ out, files, parameters: loaded.model.parameterCount() })}\n`);
-      else process.stdout.write(`Exported ${loaded.model.parameterCount().toLocaleString('en-US')} parameters to ${out} (${files.join(', ')})\n`);
+      if (flags.json)
+        process.stdout.write(
+          `${JSON.stringify({ out, files, parameters: loaded.model.parameterCount() })}\n`,
+        );
+      else
+        process.stdout.write(
+          `Exported ${loaded.model.parameterCount().toLocaleString('en-US')} parameters to ${out} (${files.join(', ')})\n`,
+        );
     });
 }

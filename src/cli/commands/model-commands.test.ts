@@ -43,10 +43,22 @@ function runCliBatch(argvs: string[][]): Promise<CliRun[]> {
     }
     write.out(JSON.stringify(results));`;
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, TEAMTR_TEST_ARGVS: JSON.stringify(argvs), TEAMTR_QUIET_BACKEND: '1' }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`CLI batch failed: ${stderr}`));
-      else resolve(JSON.parse(stdout) as CliRun[]);
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        env: {
+          ...process.env,
+          TEAMTR_TEST_ARGVS: JSON.stringify(argvs),
+          TEAMTR_QUIET_BACKEND: '1',
+        },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`CLI batch failed: ${stderr}`));
+        else resolve(JSON.parse(stdout) as CliRun[]);
+      },
+    );
   });
 }
 
@@ -55,7 +67,19 @@ const modelDirectory = path.join(root, 'qwen');
 after(() => rmSync(root, { recursive: true, force: true }));
 
 const ids = [116, 257, 273, 270, 102, 32];
-const sampleArgv = ['sample', '--model', modelDirectory, '--prompt', 'the sum of 12 and 3?', '--chat', '--max-tokens', '8', '--seed', '4', '--json'];
+const sampleArgv = [
+  'sample',
+  '--model',
+  modelDirectory,
+  '--prompt',
+  'the sum of 12 and 3?',
+  '--chat',
+  '--max-tokens',
+  '8',
+  '--seed',
+  '4',
+  '--json',
+];
 let runs: CliRun[] = [];
 const adapterDirectory = path.join(root, 'adapter');
 const exportDirectory = path.join(root, 'exported');
@@ -63,15 +87,26 @@ let adapted: Float32Array;
 const probe = [287, 116, 257, 273, 270, 288];
 
 function logitsOf(model: TransformerLM): Float32Array {
-  return noGrad(() => tidy(() => model.forward({ ids: Int32Array.from(probe), batch: 1, length: probe.length }).data.slice()));
+  return noGrad(() =>
+    tidy(() =>
+      model.forward({ ids: Int32Array.from(probe), batch: 1, length: probe.length }).data.slice(),
+    ),
+  );
 }
 
 before(async () => {
   writeHuggingFaceFixture(modelDirectory, { modelType: 'qwen2' });
   const { model } = await loadModel(modelDirectory);
-  const adapters = await attachLora(model, loraConfigSchema.parse({ rank: 2, targetModules: ['q_proj', 'up_proj'] }), new RandomGenerator(1));
+  const adapters = await attachLora(
+    model,
+    loraConfigSchema.parse({ rank: 2, targetModules: ['q_proj', 'up_proj'] }),
+    new RandomGenerator(1),
+  );
   const random = new RandomGenerator(2);
-  for (const adapter of adapters.values()) adapter.loraB.data.forEach((_value, index, data) => { data[index] = random.normal() * 0.3; });
+  for (const adapter of adapters.values())
+    adapter.loraB.data.forEach((_value, index, data) => {
+      data[index] = random.normal() * 0.3;
+    });
   adapted = logitsOf(model);
   await savePeftAdapter(model, adapterDirectory);
   runs = await runCliBatch([
@@ -83,14 +118,33 @@ before(async () => {
     sampleArgv,
     sampleArgv,
     ['sample', '--model', path.join(root, 'absent'), '--prompt', 'x'],
-    ['sample', '--model', modelDirectory, '--prompt', 'the sum', '--max-tokens', '4', '--temperature', '0'],
-    ['export', '--model', modelDirectory, '--adapter', adapterDirectory, '--out', exportDirectory, '--json'],
+    [
+      'sample',
+      '--model',
+      modelDirectory,
+      '--prompt',
+      'the sum',
+      '--max-tokens',
+      '4',
+      '--temperature',
+      '0',
+    ],
+    [
+      'export',
+      '--model',
+      modelDirectory,
+      '--adapter',
+      adapterDirectory,
+      '--out',
+      exportDirectory,
+      '--json',
+    ],
     ['export', '--model', modelDirectory, '--out', root],
   ]);
 });
 
 describe('teamtr sample, score and export', () => {
-  test('score --ids --json: ids, tokens and each token\'s log-probability given the ones before', async () => {
+  test("score --ids --json: ids, tokens and each token's log-probability given the ones before", async () => {
     const { code, stdout, stderr } = runs[0]!;
     assert.equal(code, 0, stderr);
     const lines = stdout.trim().split('\n');
@@ -100,9 +154,15 @@ describe('teamtr sample, score and export', () => {
     assert.deepEqual(result.tokens, ['t', 'he', 'Ġsum', 'Ġo', 'f', 'Ġ']);
     assert.equal(result.logProbs[0], null);
     const { model } = await loadModel(modelDirectory);
-    const [expected] = scoreToArrays(model, [{ context: ids.slice(0, 1), completion: ids.slice(1) }]);
+    const [expected] = scoreToArrays(model, [
+      { context: ids.slice(0, 1), completion: ids.slice(1) },
+    ]);
     assert.equal(result.logProbs.length, ids.length);
-    result.logProbs.slice(1).forEach((value: number, index: number) => assert.ok(Math.abs(value - expected!.logProbs[index]!) < 1e-6));
+    result.logProbs
+      .slice(1)
+      .forEach((value: number, index: number) =>
+        assert.ok(Math.abs(value - expected!.logProbs[index]!) < 1e-6),
+      );
   });
 
   test('score --text tokenizes; bad input is a clear error', () => {
@@ -133,11 +193,20 @@ describe('teamtr sample, score and export', () => {
     const [exported, refused] = runs.slice(9);
     assert.equal(exported!.code, 0, exported!.stderr);
     const result = JSON.parse(exported!.stdout);
-    assert.deepEqual(result.files, ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    assert.deepEqual(result.files, [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     const reloaded = await loadModel(exportDirectory);
     const logits = logitsOf(reloaded.model);
     assert.ok(logits.every((value, index) => Math.abs(value - adapted[index]!) < 1e-5));
     assert.equal(refused!.code, 2);
-    assert.match(refused!.stderr, /is a non-empty directory that is not a model directory; refusing to replace it/);
+    assert.match(
+      refused!.stderr,
+      /is a non-empty directory that is not a model directory; refusing to replace it/,
+    );
   });
 });

@@ -8,40 +8,80 @@ import { TeamtrError } from '../../util/errors.js';
 
 function integerFlag(flag: string, value: unknown, minimum: number): number {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < minimum) throw new TeamtrError(`--${flag} must be an integer ≥ ${minimum}, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(parsed) || parsed < minimum)
+    throw new TeamtrError(
+      `--${flag} must be an integer ≥ ${minimum}, got ${JSON.stringify(value)}`,
+    );
   return parsed;
 }
 
 /** A run's agents (those with a local model) and the whole team; or one model directory. */
-async function endpointsFor(runDirectory: string | undefined, flags: Record<string, unknown>): Promise<ServedModel[]> {
-  if ((runDirectory === undefined) === (flags.model === undefined)) throw new TeamtrError('give a run directory or --model <dir> (one of them)');
+async function endpointsFor(
+  runDirectory: string | undefined,
+  flags: Record<string, unknown>,
+): Promise<ServedModel[]> {
+  if ((runDirectory === undefined) === (flags.model === undefined))
+    throw new TeamtrError('give a run directory or --model <dir> (one of them)');
   const promptFormat = flags.promptFormat as 'chat-template' | 'plain' | undefined;
   if (promptFormat !== undefined && !['chat-template', 'plain'].includes(promptFormat)) {
-    throw new TeamtrError(`--prompt-format must be chat-template or plain, got ${JSON.stringify(promptFormat)}`);
+    throw new TeamtrError(
+      `--prompt-format must be chat-template or plain, got ${JSON.stringify(promptFormat)}`,
+    );
   }
   if (flags.model !== undefined) {
     const loaded = await loadModel(String(flags.model));
-    const id = (flags.name as string | undefined) ?? path.basename(path.resolve(String(flags.model)));
-    return [modelEndpoint({ id, model: loaded.model, tokenizer: loaded.tokenizer, generation: loaded.generation, promptFormat })];
+    const id =
+      (flags.name as string | undefined) ?? path.basename(path.resolve(String(flags.model)));
+    return [
+      modelEndpoint({
+        id,
+        model: loaded.model,
+        tokenizer: loaded.tokenizer,
+        generation: loaded.generation,
+        promptFormat,
+      }),
+    ];
   }
   const { built } = await openRun(runDirectory!);
-  const agents: ServedModel[] = built.team.agents.flatMap((agent) => agent.policy.model
-    // Agents were trained on plain rendered text, so that is their default prompt format.
-    ? [modelEndpoint({ id: agent.name, model: agent.policy.model, tokenizer: agent.policy.tokenizer, promptFormat: promptFormat ?? 'plain', defaultMaxTokens: built.team.protocol.maxTurnTokens })]
-    : []);
+  const agents: ServedModel[] = built.team.agents.flatMap((agent) =>
+    agent.policy.model
+      ? // Agents were trained on plain rendered text, so that is their default prompt format.
+        [
+          modelEndpoint({
+            id: agent.name,
+            model: agent.policy.model,
+            tokenizer: agent.policy.tokenizer,
+            promptFormat: promptFormat ?? 'plain',
+            defaultMaxTokens: built.team.protocol.maxTurnTokens,
+          }),
+        ]
+      : [],
+  );
   return [...agents, teamEndpoint((flags.name as string | undefined) ?? 'team', built.team)];
 }
 
 export function register(program: Command): void {
   program
     .command('serve')
-    .description("serve a run's trained agents and the whole team (or one model directory) over an OpenAI-compatible HTTP API")
+    .description(
+      "serve a run's trained agents and the whole team (or one model directory) over an OpenAI-compatible HTTP API",
+    )
     .argument('[run-dir]', 'a run directory written by `teamtr train`')
     .option('--model <dir>', 'serve this model directory instead of a run')
-    .option('--name <id>', 'model id of --model (default: the directory name), or of the team (default: team)')
-    .option('--host <host>', 'address to bind (anything but loopback exposes the models to the network)', '127.0.0.1')
+    .option(
+      '--name <id>',
+      'model id of --model (default: the directory name), or of the team (default: team)',
+    )
+    .option(
+      '--host <host>',
+      'address to bind (anything but loopback exposes the models to the network)',
+      '127.0.0.1',
+    )
     .option('--port <n>', 'port (0 = any free port)', '8000')
-    .option('--prompt-format <format>', 'chat messages → prompt: chat-template or plain (default: plain for run agents, the chat template for --model)')
+    .option(
+      '--prompt-format <format>',
+      'chat messages → prompt: chat-template or plain (default: plain for run agents, the chat template for --model)',
+    )
     .option('--max-body-bytes <n>', 'largest accepted request body', String(1024 * 1024))
     .option('--max-concurrent <n>', 'completions generated at once', '1')
     .option('--max-queued <n>', 'completions waiting for a slot before 429', '8')
@@ -49,13 +89,20 @@ export function register(program: Command): void {
       const endpoints = await endpointsFor(runDirectory, flags);
       const host = String(flags.host);
       const server = await startServer({
-        endpoints, host, port: integerFlag('port', flags.port, 0),
+        endpoints,
+        host,
+        port: integerFlag('port', flags.port, 0),
         maxBodyBytes: integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
         maxConcurrent: integerFlag('max-concurrent', flags.maxConcurrent, 1),
         maxQueued: integerFlag('max-queued', flags.maxQueued, 0),
       });
-      if (!['127.0.0.1', 'localhost', '::1'].includes(host)) process.stderr.write(`teamtr serve: warning: bound to ${host}; anyone who can reach it can use the models (there is no authentication)\n`);
-      process.stdout.write(`teamtr serve: listening on ${server.url}/v1 (models: ${endpoints.map((endpoint) => endpoint.id).join(', ')})\n`);
+      if (!['127.0.0.1', 'localhost', '::1'].includes(host))
+        process.stderr.write(
+          `teamtr serve: warning: bound to ${host}; anyone who can reach it can use the models (there is no authentication)\n`,
+        );
+      process.stdout.write(
+        `teamtr serve: listening on ${server.url}/v1 (models: ${endpoints.map((endpoint) => endpoint.id).join(', ')})\n`,
+      );
       await new Promise<void>((resolve) => {
         const stop = () => {
           process.off('SIGINT', stop);

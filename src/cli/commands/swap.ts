@@ -15,7 +15,7 @@ function number(flag: string, value: string | undefined, integer: boolean): numb
 export function register(program: Command): void {
   program
     .command('swap')
-    .description("replace an agent's model in an existing run at its next stage (with optional stage-0 alignment); `teamtr train --resume` applies it")
+    .description("replace an agent's model in a stopped run at the stage after its checkpoint (with optional stage-0 alignment); `teamtr train --resume` applies it")
     .argument('<run-dir>', 'a run directory written by `teamtr train`')
     .requiredOption('--agent <name>', 'the agent to replace')
     .requiredOption('--model <model>', 'the incoming model: a checkpoint directory or builtin:<task>/<role>')
@@ -23,6 +23,7 @@ export function register(program: Command): void {
     .option('--align-mode <mode>', `alignment objective (${alignmentModes.join(' | ')}; default sft)`)
     .option('--align-learning-rate <lr>', 'alignment learning rate (default 1e-3)')
     .option('--align-minibatches <n>', 'minibatches (steps) per fresh team batch (default 4)')
+    .option('--align-epochs <n>', 'passes over each fresh team batch (default 1)')
     .option('--role-prompt <text>', "the incoming model's role prompt (default: the outgoing agent's)")
     .option('--learning-rate <lr>', "the agent's RL learning rate after the swap (default: unchanged)")
     .option('--measure-problems <n>', 'problems in the batches that measure the swap shock (default rollout.problemsPerBatch)')
@@ -39,6 +40,7 @@ export function register(program: Command): void {
           mode: text('alignMode'),
           learningRate: number('align-learning-rate', text('alignLearningRate'), false),
           minibatches: number('align-minibatches', text('alignMinibatches'), true),
+          epochs: number('align-epochs', text('alignEpochs'), true),
         },
       });
       if (flags.json) {

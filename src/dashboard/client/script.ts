@@ -1,16 +1,15 @@
+import { chartFunctions } from './chart-script.js';
+
 /**
  * The dashboard's browser script, served as /assets/dashboard.js. It fetches the figures the
- * server builds (the same ones `teamtr report` draws as SVG) and draws them with uPlot; then it
- * polls each run's metrics for appended lines and redraws when something changed. Everything
- * from the server is inserted as text, never as HTML.
+ * server builds (the same ones `teamtr report` draws as SVG) and draws them with uPlot (see
+ * chart-script.ts); then it polls each run's metrics for appended lines and redraws when
+ * something changed. Everything from the server is inserted as text, never as HTML.
  *
- * Kept as plain browser JavaScript in a string (no template literals inside) so the package
+ * Kept as plain browser JavaScript in strings (no template literals inside) so the package
  * ships it without a bundler; a unit test compiles it to catch syntax errors.
  */
-export const dashboardScript = String.raw`
-(function () {
-  'use strict';
-
+const pageFunctions = String.raw`
   var state = { overview: null, offsets: {}, feed: [], charts: {}, signatures: {}, statuses: '', pollMs: 1000, polls: 0 };
   // For the browser console and end-to-end tests: the uPlot instance of each figure.
   window.teamtrDashboard = { charts: state.charts, state: state };
@@ -53,8 +52,10 @@ export const dashboardScript = String.raw`
   }
 
   function stat(list, label, value, className) {
-    list.appendChild(el('dt', null, label));
-    list.appendChild(el('dd', className || null, value));
+    var item = el('div', 'stat');
+    item.appendChild(el('dt', null, label));
+    item.appendChild(el('dd', className || null, value));
+    list.appendChild(item);
   }
 
   function renderRuns(runs) {
@@ -78,128 +79,21 @@ export const dashboardScript = String.raw`
       progress.title = run.generatedTokens.toLocaleString('en-US') + ' of ' + (run.budget ? run.budget.toLocaleString('en-US') : '?') + ' generated tokens';
       card.appendChild(progress);
       var list = el('dl', 'stats');
-      stat(list, 'stages', run.stages + ' (' + run.updates + ' updates)');
-      stat(list, 'tokens', run.generatedTokens.toLocaleString('en-US'));
+      stat(list, 'stages', run.stages);
+      stat(list, 'updates', run.updates);
+      stat(list, 'generated tokens', run.generatedTokens.toLocaleString('en-US'));
       stat(list, 'eval accuracy', percent(run.accuracyBefore) + ' → ' + percent(run.accuracyLast));
-      stat(list, 'last reward', number(run.rewardLast));
+      stat(list, 'last stage reward', number(run.rewardLast));
       stat(list, 'mean KL', number(run.meanKl));
       stat(list, 'out of region', percent(run.outOfRegionRate));
-      stat(list, 'ρ cert. vs measured', number(run.cumulativeRankCorrelation));
+      stat(list, 'ρ cert. ~ measured', number(run.cumulativeRankCorrelation));
       stat(list, 'regressions', run.regressions, run.regressions > 0 ? 'bad' : null);
-      stat(list, 'records', run.records);
       card.appendChild(list);
-      card.appendChild(el('div', 'directory', run.directory));
+      card.appendChild(el('div', 'directory', run.directory + ' · ' + run.records + ' records'));
       container.appendChild(card);
     });
     var names = runs.map(function (run) { return run.label + ' (' + run.schedule + ')'; }).join(', ');
     document.getElementById('subtitle').textContent = runs.length + (runs.length === 1 ? ' run: ' : ' runs: ') + names;
-  }
-
-  // ---- figures ----------------------------------------------------------------------------
-
-  /** uPlot wants one shared x array and one y array per series (null where a series has no point). */
-  function alignedData(figure) {
-    var xs = [];
-    if (figure.xCategories) {
-      for (var c = 0; c < figure.xCategories.length; c++) xs.push(c);
-    } else {
-      var seen = {};
-      figure.series.forEach(function (series) {
-        series.points.forEach(function (point) {
-          if (!seen[point.x]) { seen[point.x] = true; xs.push(point.x); }
-        });
-      });
-      xs.sort(function (a, b) { return a - b; });
-    }
-    var index = {};
-    xs.forEach(function (x, i) { index[x] = i; });
-    var data = [xs];
-    figure.series.forEach(function (series) {
-      var ys = xs.map(function () { return null; });
-      series.points.forEach(function (point) { ys[index[point.x]] = point.y; });
-      data.push(ys);
-    });
-    return data;
-  }
-
-  function yRange(figure) {
-    var hasBars = figure.series.some(function (series) { return series.style === 'bars'; });
-    return function (u, min, max) {
-      var low = min, high = max;
-      if (figure.yMin !== undefined) low = Math.min(low, figure.yMin);
-      if (figure.yMax !== undefined) high = Math.max(high, figure.yMax);
-      if (hasBars) { low = Math.min(low, 0); high = Math.max(high, 0); }
-      if (!isFinite(low) || !isFinite(high)) { low = 0; high = 1; }
-      if (low === high) { var pad = low === 0 ? 1 : Math.abs(low) * 0.1; return [low - (figure.yMin === low ? 0 : pad), high + pad]; }
-      var margin = 0.06 * (high - low);
-      return [figure.yMin === low ? low : low - margin, high + margin];
-    };
-  }
-
-  function xRange(figure) {
-    if (figure.xCategories) return function () { return [-0.5, figure.xCategories.length - 0.5]; };
-    return function (u, min, max) {
-      if (min === max) { var pad = figure.xIntegers || min === 0 ? 1 : Math.abs(min) * 0.1; return [min - pad, max + pad]; }
-      var margin = 0.02 * (max - min);
-      return [min - margin, max + margin];
-    };
-  }
-
-  function seriesOptions(series, barIndex, barCount) {
-    var color = safeColor(series.color);
-    if (series.style === 'bars') {
-      var width = 0.8 / barCount;
-      return {
-        label: series.label, stroke: color, fill: color, width: 0, points: { show: false },
-        paths: uPlot.paths.bars({
-          disp: {
-            x0: { unit: 1, values: function (u) { return u.data[0].map(function (x) { return x - 0.4 + barIndex * width; }); } },
-            size: { unit: 1, values: function () { return [width * 0.92]; } },
-          },
-        }),
-      };
-    }
-    if (series.style === 'points') {
-      return { label: series.label, stroke: color, fill: color, paths: function () { return null; }, points: { show: true, size: 7, width: 1, stroke: '#ffffff', fill: color } };
-    }
-    return {
-      label: series.label, stroke: color, width: 2, spanGaps: true, dash: series.dashed ? [6, 4] : undefined,
-      points: { show: Boolean(series.markers) || series.points.length === 1, size: 6, fill: color },
-    };
-  }
-
-  var axisFont = '11px system-ui, -apple-system, Segoe UI, Roboto, sans-serif';
-  var labelFont = '500 12px system-ui, -apple-system, Segoe UI, Roboto, sans-serif';
-
-  function chartOptions(figure, width) {
-    var barCount = figure.series.filter(function (series) { return series.style === 'bars'; }).length;
-    var barIndex = 0;
-    var series = [{ label: figure.xLabel, value: function (u, v) { return v === null ? '' : figure.xCategories ? figure.xCategories[v] : number(v); } }];
-    figure.series.forEach(function (entry) {
-      var options = seriesOptions(entry, barIndex, barCount);
-      if (entry.style === 'bars') barIndex++;
-      options.value = function (u, v) { return v === null || v === undefined ? '—' : number(v); };
-      series.push(options);
-    });
-    var xAxis = { label: figure.xLabel, stroke: '#6b7280', font: axisFont, labelFont: labelFont, grid: { stroke: '#eef0f3' }, ticks: { stroke: '#d1d5db' } };
-    if (figure.xCategories) {
-      xAxis.splits = function () { return figure.xCategories.map(function (_, i) { return i; }); };
-      xAxis.values = function (u, splits) { return splits.map(function (v) { return figure.xCategories[v] || ''; }); };
-      xAxis.grid = { show: false };
-    } else if (figure.xIntegers) {
-      xAxis.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
-    }
-    return {
-      width: width, height: 300, series: series,
-      scales: { x: { time: false, range: xRange(figure) }, y: { range: yRange(figure) } },
-      axes: [xAxis, { label: figure.yLabel, stroke: '#6b7280', font: axisFont, labelFont: labelFont, size: 64, grid: { stroke: '#eef0f3' }, ticks: { stroke: '#d1d5db' }, values: function (u, splits) { return splits.map(number); } }],
-      legend: { live: false },
-      cursor: { drag: { x: true, y: false } },
-    };
-  }
-
-  function signatureOf(figure) {
-    return JSON.stringify([figure.series.map(function (s) { return [s.label, s.style, s.color]; }), figure.xCategories || null]);
   }
 
   function figurePanel(figure) {
@@ -381,5 +275,7 @@ export const dashboardScript = String.raw`
   }
 
   tick();
-})();
 `;
+
+/** Charts first: the page part starts polling as soon as it has run. */
+export const dashboardScript = `(function () {\n  'use strict';\n${chartFunctions}\n${pageFunctions}\n})();\n`;

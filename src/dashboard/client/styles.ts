@@ -46,9 +46,9 @@ h2 { font-size: 16px; margin: 22px 0 10px; color: #111827; }
 .badge.interrupted { background: #fef3c7; color: #92400e; }
 .progress { height: 6px; background: var(--line); border-radius: 3px; overflow: hidden; margin: 4px 0 10px; }
 .progress > div { height: 100%; background: #0072b2; }
-.stats { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 8px 12px; margin: 0; }
-.stats dt { color: var(--muted); font-size: 11px; text-transform: uppercase; letter-spacing: 0.3px; }
-.stats dd { margin: 0; font-variant-numeric: tabular-nums; font-weight: 500; }
+.stats { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 10px 14px; margin: 0; }
+.stats dt { color: var(--muted); font-size: 11.5px; }
+.stats dd { margin: 0; font-variant-numeric: tabular-nums; font-weight: 600; font-size: 14px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 560px), 1fr)); gap: 16px; }
 .panel { padding: 14px 16px 12px; min-width: 0; }
 .panel h3 { margin: 0; font-size: 15px; }

@@ -39,7 +39,8 @@ export interface LaunchedBrowser {
 }
 
 export async function launchChromium(): Promise<LaunchedBrowser> {
-  if (!existsSync(chromiumPath)) throw new Error(`${installHint} (browser tests must run when CI=true)`);
+  if (!existsSync(chromiumPath))
+    throw new Error(`${installHint} (browser tests must run when CI=true)`);
   const profile = mkdtempSync(path.join(tmpdir(), 'teamtr-chromium-'));
   try {
     const context = await chromium.launchPersistentContext(profile, {

@@ -12,8 +12,14 @@ import { parseWithSchema } from '../../util/schema.js';
  */
 
 export class UnsupportedArchitectureError extends TeamtrError {
-  constructor(readonly source: string, readonly modelType: string, readonly supported: readonly string[]) {
-    super(`${source}: model_type ${JSON.stringify(modelType)} is not supported (supported: ${supported.join(', ')})`);
+  constructor(
+    readonly source: string,
+    readonly modelType: string,
+    readonly supported: readonly string[],
+  ) {
+    super(
+      `${source}: model_type ${JSON.stringify(modelType)} is not supported (supported: ${supported.join(', ')})`,
+    );
   }
 }
 
@@ -30,7 +36,10 @@ const llamaFamilySchema = z.looseObject({
   max_position_embeddings: positiveInteger,
   rms_norm_eps: z.number().positive().default(1e-6),
   rope_theta: z.number().positive().optional(),
-  rope_parameters: z.looseObject({ rope_theta: z.number().positive().optional(), rope_type: z.string().optional() }).nullable().optional(),
+  rope_parameters: z
+    .looseObject({ rope_theta: z.number().positive().optional(), rope_type: z.string().optional() })
+    .nullable()
+    .optional(),
   rope_scaling: z.unknown().optional(),
   tie_word_embeddings: z.boolean().default(false),
   attention_bias: z.boolean().optional(),
@@ -69,69 +78,114 @@ function unsupported(source: string, key: string, detail: string): ConfigError {
 }
 
 function ropeTheta(parsed: LlamaFamilyConfig, source: string): number {
-  const scaling = parsed.rope_scaling;
-  if (scaling !== undefined && scaling !== null) {
-    throw unsupported(source, 'rope_scaling', `${JSON.stringify(scaling)} is not supported (only unscaled RoPE is implemented)`);
+  const scaling = parsed.rope_scaling as { rope_type?: unknown; type?: unknown } | null | undefined;
+  const scalingType =
+    scaling && typeof scaling === 'object' ? (scaling.rope_type ?? scaling.type) : undefined;
+  // Some configs spell plain RoPE as {"rope_type": "default"}.
+  if (scaling !== undefined && scaling !== null && scalingType !== 'default') {
+    throw unsupported(
+      source,
+      'rope_scaling',
+      `${JSON.stringify(scaling)} is not supported (only unscaled RoPE is implemented)`,
+    );
   }
   const ropeType = parsed.rope_parameters?.rope_type;
   if (ropeType !== undefined && ropeType !== 'default') {
-    throw unsupported(source, 'rope_parameters.rope_type', `"${ropeType}" is not supported (only "default")`);
+    throw unsupported(
+      source,
+      'rope_parameters.rope_type',
+      `"${ropeType}" is not supported (only "default")`,
+    );
   }
   return parsed.rope_theta ?? parsed.rope_parameters?.rope_theta ?? 10000;
 }
 
 /** Llama-family variants differ in QKV bias, QK-norm and how the sliding window is declared. */
-function llamaFamily(modelType: string, variant: { qkvBias: (parsed: LlamaFamilyConfig) => boolean; queryKeyNorm: boolean; window: (parsed: LlamaFamilyConfig) => number | null }): ArchitectureConfig {
+interface LlamaVariant {
+  qkvBias: (parsed: LlamaFamilyConfig) => boolean;
+  queryKeyNorm: boolean;
+  window: (parsed: LlamaFamilyConfig) => number | null;
+  /** Variant-specific keys of a written config.json. */
+  extraKeys: (config: ModelConfig) => Record<string, unknown>;
+}
+
+function llamaFamilyModelConfig(
+  variant: LlamaVariant,
+  raw: Record<string, unknown>,
+  source: string,
+): ModelConfig {
+  const parsed = parseWithSchema(llamaFamilySchema, raw, source);
+  if (parsed.hidden_act !== 'silu') {
+    throw unsupported(
+      source,
+      'hidden_act',
+      `"${parsed.hidden_act}" is not supported (only "silu")`,
+    );
+  }
+  if (parsed.mlp_bias) throw unsupported(source, 'mlp_bias', 'MLP biases are not supported');
+  const window = variant.window(parsed);
+  // Full causal attention equals sliding-window attention while sequences fit the window.
+  const maxPositions =
+    window === null
+      ? parsed.max_position_embeddings
+      : Math.min(window, parsed.max_position_embeddings);
+  return resolveModelConfig(
+    {
+      architecture: 'llama',
+      vocabSize: parsed.vocab_size,
+      hiddenSize: parsed.hidden_size,
+      layers: parsed.num_hidden_layers,
+      heads: parsed.num_attention_heads,
+      kvHeads: parsed.num_key_value_heads ?? parsed.num_attention_heads,
+      ...(parsed.head_dim ? { headDim: parsed.head_dim } : {}),
+      intermediateSize: parsed.intermediate_size,
+      maxPositions,
+      ropeTheta: ropeTheta(parsed, source),
+      normEpsilon: parsed.rms_norm_eps,
+      attentionBias: variant.qkvBias(parsed),
+      queryKeyNorm: variant.queryKeyNorm,
+      tieEmbeddings: parsed.tie_word_embeddings,
+    },
+    source,
+  );
+}
+
+function llamaFamilyConfigJson(
+  modelType: string,
+  variant: LlamaVariant,
+  config: ModelConfig,
+  base: Record<string, unknown>,
+): Record<string, unknown> {
+  // Written configs carry plain RoPE, which is all the engine computes.
+  const kept = Object.fromEntries(
+    Object.entries(base).filter(([key]) => key !== 'rope_scaling' && key !== 'rope_parameters'),
+  );
+  return {
+    ...kept,
+    architectures: [architectureClassNames[modelType]],
+    model_type: modelType,
+    vocab_size: config.vocabSize,
+    hidden_size: config.hiddenSize,
+    intermediate_size: config.intermediateSize,
+    num_hidden_layers: config.layers,
+    num_attention_heads: config.heads,
+    num_key_value_heads: config.kvHeads,
+    head_dim: config.headDim,
+    max_position_embeddings: base.max_position_embeddings ?? config.maxPositions,
+    rms_norm_eps: config.normEpsilon,
+    rope_theta: config.ropeTheta,
+    tie_word_embeddings: config.tieEmbeddings,
+    hidden_act: 'silu',
+    ...variant.extraKeys(config),
+    torch_dtype: 'float32',
+  };
+}
+
+function llamaFamily(modelType: string, variant: LlamaVariant): ArchitectureConfig {
   return {
     modelType,
-    toModelConfig(raw, source) {
-      const parsed = parseWithSchema(llamaFamilySchema, raw, source);
-      if (parsed.hidden_act !== 'silu') throw unsupported(source, 'hidden_act', `"${parsed.hidden_act}" is not supported (only "silu")`);
-      if (parsed.mlp_bias) throw unsupported(source, 'mlp_bias', 'MLP biases are not supported');
-      const window = variant.window(parsed);
-      // Full causal attention equals sliding-window attention while sequences fit the window.
-      const maxPositions = window === null ? parsed.max_position_embeddings : Math.min(window, parsed.max_position_embeddings);
-      return resolveModelConfig({
-        architecture: 'llama',
-        vocabSize: parsed.vocab_size,
-        hiddenSize: parsed.hidden_size,
-        layers: parsed.num_hidden_layers,
-        heads: parsed.num_attention_heads,
-        kvHeads: parsed.num_key_value_heads ?? parsed.num_attention_heads,
-        ...(parsed.head_dim ? { headDim: parsed.head_dim } : {}),
-        intermediateSize: parsed.intermediate_size,
-        maxPositions,
-        ropeTheta: ropeTheta(parsed, source),
-        normEpsilon: parsed.rms_norm_eps,
-        attentionBias: variant.qkvBias(parsed),
-        queryKeyNorm: variant.queryKeyNorm,
-        tieEmbeddings: parsed.tie_word_embeddings,
-      }, source);
-    },
-    fromModelConfig(config, base = {}) {
-      // Written configs carry plain RoPE, which is all the engine computes.
-      const kept = Object.fromEntries(Object.entries(base).filter(([key]) => key !== 'rope_scaling' && key !== 'rope_parameters'));
-      return {
-        ...kept,
-        architectures: [architectureClassNames[modelType]],
-        model_type: modelType,
-        vocab_size: config.vocabSize,
-        hidden_size: config.hiddenSize,
-        intermediate_size: config.intermediateSize,
-        num_hidden_layers: config.layers,
-        num_attention_heads: config.heads,
-        num_key_value_heads: config.kvHeads,
-        head_dim: config.headDim,
-        max_position_embeddings: base.max_position_embeddings ?? config.maxPositions,
-        rms_norm_eps: config.normEpsilon,
-        rope_theta: config.ropeTheta,
-        tie_word_embeddings: config.tieEmbeddings,
-        hidden_act: 'silu',
-        ...(modelType === 'llama' ? { attention_bias: config.attentionBias, mlp_bias: false } : {}),
-        ...(modelType === 'qwen3' ? { attention_bias: config.attentionBias } : {}),
-        torch_dtype: 'float32',
-      };
-    },
+    toModelConfig: (raw, source) => llamaFamilyModelConfig(variant, raw, source),
+    fromModelConfig: (config, base = {}) => llamaFamilyConfigJson(modelType, variant, config, base),
   };
 }
 
@@ -140,23 +194,31 @@ const gpt2: ArchitectureConfig = {
   toModelConfig(raw, source) {
     const parsed = parseWithSchema(gpt2Schema, raw, source);
     if (!['gelu_new', 'gelu_pytorch_tanh'].includes(parsed.activation_function)) {
-      throw unsupported(source, 'activation_function', `"${parsed.activation_function}" is not supported (supported: gelu_new, gelu_pytorch_tanh)`);
+      throw unsupported(
+        source,
+        'activation_function',
+        `"${parsed.activation_function}" is not supported (supported: gelu_new, gelu_pytorch_tanh)`,
+      );
     }
     for (const key of ['scale_attn_by_inverse_layer_idx', 'reorder_and_upcast_attn'] as const) {
       if (parsed[key]) throw unsupported(source, key, 'must be false (not implemented)');
     }
-    if (!parsed.scale_attn_weights) throw unsupported(source, 'scale_attn_weights', 'must be true (not implemented otherwise)');
-    return resolveModelConfig({
-      architecture: 'gpt2',
-      vocabSize: parsed.vocab_size,
-      hiddenSize: parsed.n_embd,
-      layers: parsed.n_layer,
-      heads: parsed.n_head,
-      intermediateSize: parsed.n_inner ?? 4 * parsed.n_embd,
-      maxPositions: parsed.n_positions,
-      normEpsilon: parsed.layer_norm_epsilon,
-      tieEmbeddings: parsed.tie_word_embeddings,
-    }, source);
+    if (!parsed.scale_attn_weights)
+      throw unsupported(source, 'scale_attn_weights', 'must be true (not implemented otherwise)');
+    return resolveModelConfig(
+      {
+        architecture: 'gpt2',
+        vocabSize: parsed.vocab_size,
+        hiddenSize: parsed.n_embd,
+        layers: parsed.n_layer,
+        heads: parsed.n_head,
+        intermediateSize: parsed.n_inner ?? 4 * parsed.n_embd,
+        maxPositions: parsed.n_positions,
+        normEpsilon: parsed.layer_norm_epsilon,
+        tieEmbeddings: parsed.tie_word_embeddings,
+      },
+      source,
+    );
   },
   fromModelConfig(config, base = {}) {
     return {
@@ -186,14 +248,37 @@ const architectureClassNames: Record<string, string> = {
   gpt2: 'GPT2LMHeadModel',
 };
 
-const slidingWindowIfEnabled = (parsed: LlamaFamilyConfig) => (parsed.use_sliding_window ? (parsed.sliding_window ?? null) : null);
+const slidingWindowIfEnabled = (parsed: LlamaFamilyConfig) =>
+  parsed.use_sliding_window ? (parsed.sliding_window ?? null) : null;
+
+const noKeys = () => ({});
 
 export const architectureConfigs: readonly ArchitectureConfig[] = [
-  llamaFamily('llama', { qkvBias: (parsed) => parsed.attention_bias ?? false, queryKeyNorm: false, window: () => null }),
+  llamaFamily('llama', {
+    qkvBias: (parsed) => parsed.attention_bias ?? false,
+    queryKeyNorm: false,
+    window: () => null,
+    extraKeys: (config) => ({ attention_bias: config.attentionBias, mlp_bias: false }),
+  }),
   // Qwen2 always has QKV biases; its config has no key for them.
-  llamaFamily('qwen2', { qkvBias: () => true, queryKeyNorm: false, window: slidingWindowIfEnabled }),
-  llamaFamily('qwen3', { qkvBias: (parsed) => parsed.attention_bias ?? false, queryKeyNorm: true, window: slidingWindowIfEnabled }),
-  llamaFamily('mistral', { qkvBias: () => false, queryKeyNorm: false, window: (parsed) => parsed.sliding_window ?? null }),
+  llamaFamily('qwen2', {
+    qkvBias: () => true,
+    queryKeyNorm: false,
+    window: slidingWindowIfEnabled,
+    extraKeys: noKeys,
+  }),
+  llamaFamily('qwen3', {
+    qkvBias: (parsed) => parsed.attention_bias ?? false,
+    queryKeyNorm: true,
+    window: slidingWindowIfEnabled,
+    extraKeys: (config) => ({ attention_bias: config.attentionBias }),
+  }),
+  llamaFamily('mistral', {
+    qkvBias: () => false,
+    queryKeyNorm: false,
+    window: (parsed) => parsed.sliding_window ?? null,
+    extraKeys: noKeys,
+  }),
   gpt2,
 ];
 
@@ -202,7 +287,11 @@ export const supportedModelTypes = architectureConfigs.map((entry) => entry.mode
 /** The entry for a config.json's `model_type`, or an error listing the supported ones. */
 export function architectureOf(raw: Record<string, unknown>, source: string): ArchitectureConfig {
   const modelType = raw.model_type;
-  if (typeof modelType !== 'string') throw new ConfigError(`${source}: model_type`, `missing (supported: ${supportedModelTypes.join(', ')})`);
+  if (typeof modelType !== 'string')
+    throw new ConfigError(
+      `${source}: model_type`,
+      `missing (supported: ${supportedModelTypes.join(', ')})`,
+    );
   const entry = architectureConfigs.find((candidate) => candidate.modelType === modelType);
   if (!entry) throw new UnsupportedArchitectureError(source, modelType, supportedModelTypes);
   return entry;

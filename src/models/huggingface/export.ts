@@ -23,9 +23,15 @@ export interface ExportOptions {
   maxShardBytes?: number;
 }
 
-export async function exportHuggingFaceModel(model: TransformerLM, tokenizer: Tokenizer, directory: string, options: ExportOptions = {}): Promise<void> {
+export async function exportHuggingFaceModel(
+  model: TransformerLM,
+  tokenizer: Tokenizer,
+  directory: string,
+  options: ExportOptions = {},
+): Promise<void> {
   const base = options.huggingFaceConfig ?? undefined;
-  const modelType = typeof base?.model_type === 'string' ? base.model_type : defaultModelTypeFor(model.config);
+  const modelType =
+    typeof base?.model_type === 'string' ? base.model_type : defaultModelTypeFor(model.config);
   const architecture = architectureConfigs.find((entry) => entry.modelType === modelType)!;
   const files = huggingFaceTokenizerFiles(tokenizer);
   const config = {
@@ -33,12 +39,24 @@ export async function exportHuggingFaceModel(model: TransformerLM, tokenizer: To
     ...(tokenizer.bosId !== undefined ? { bos_token_id: tokenizer.bosId } : {}),
     ...(tokenizer.eosId !== undefined ? { eos_token_id: tokenizer.eosId } : {}),
   };
-  const stopIds = options.generation?.stopTokenIds.length ? options.generation.stopTokenIds : tokenizer.eosId !== undefined ? [tokenizer.eosId] : [];
-  const generation: Record<string, unknown> = { eos_token_id: stopIds.length === 1 ? stopIds[0] : stopIds };
+  const stopIds = options.generation?.stopTokenIds.length
+    ? options.generation.stopTokenIds
+    : tokenizer.eosId !== undefined
+      ? [tokenizer.eosId]
+      : [];
+  const generation: Record<string, unknown> = {
+    eos_token_id: stopIds.length === 1 ? stopIds[0] : stopIds,
+  };
   if (tokenizer.bosId !== undefined) generation.bos_token_id = tokenizer.bosId;
   if (tokenizer.padId !== undefined) generation.pad_token_id = tokenizer.padId;
   const defaults = options.generation;
-  if (defaults?.temperature !== undefined) Object.assign(generation, defaults.temperature === 0 ? { do_sample: false } : { do_sample: true, temperature: defaults.temperature });
+  if (defaults?.temperature !== undefined)
+    Object.assign(
+      generation,
+      defaults.temperature === 0
+        ? { do_sample: false }
+        : { do_sample: true, temperature: defaults.temperature },
+    );
   if (defaults?.topK !== undefined) generation.top_k = defaults.topK;
   if (defaults?.topP !== undefined) generation.top_p = defaults.topP;
   await replaceDirectoryAtomic(directory, async (temporary) => {
@@ -51,10 +69,16 @@ export async function exportHuggingFaceModel(model: TransformerLM, tokenizer: To
 }
 
 /** tokenizer.json and tokenizer_config.json for a tokenizer the engine holds. */
-export function huggingFaceTokenizerFiles(tokenizer: Tokenizer): { tokenizer: Record<string, unknown>; config: Record<string, unknown> } {
-  if (tokenizer instanceof HuggingFaceTokenizer) return { tokenizer: tokenizer.tokenizerJson, config: tokenizer.config };
+export function huggingFaceTokenizerFiles(tokenizer: Tokenizer): {
+  tokenizer: Record<string, unknown>;
+  config: Record<string, unknown>;
+} {
+  if (tokenizer instanceof HuggingFaceTokenizer)
+    return { tokenizer: tokenizer.tokenizerJson, config: tokenizer.config };
   if (tokenizer instanceof CharTokenizer) return charTokenizerFiles(tokenizer);
-  throw new TeamtrError(`cannot write a ${tokenizer.constructor.name} as a Hugging Face tokenizer (supported: Hugging Face and teamtr character tokenizers)`);
+  throw new TeamtrError(
+    `cannot write a ${tokenizer.constructor.name} as a Hugging Face tokenizer (supported: Hugging Face and teamtr character tokenizers)`,
+  );
 }
 
 /**
@@ -63,35 +87,64 @@ export function huggingFaceTokenizerFiles(tokenizer: Tokenizer): { tokenizer: Re
  * without spaces, exactly as CharTokenizer does. BOS is prepended by a TemplateProcessing
  * post-processor, as teamtr prepends it to every input.
  */
-function charTokenizerFiles(tokenizer: CharTokenizer): { tokenizer: Record<string, unknown>; config: Record<string, unknown> } {
+function charTokenizerFiles(tokenizer: CharTokenizer): {
+  tokenizer: Record<string, unknown>;
+  config: Record<string, unknown>;
+} {
   const { specialTokens } = tokenizer;
   const vocabulary: Record<string, number> = {};
   for (let id = 0; id < tokenizer.vocabSize; id++) vocabulary[tokenizer.idToToken(id)!] = id;
   const roles = ['pad', 'bos', 'eos', 'unk'] as const;
   const addedTokens = roles.map((role) => ({
-    id: tokenizer.tokenToId(specialTokens[role])!, content: specialTokens[role],
-    single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
+    id: tokenizer.tokenToId(specialTokens[role])!,
+    content: specialTokens[role],
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
   }));
   const bos = specialTokens.bos;
   return {
     tokenizer: {
-      version: '1.0', truncation: null, padding: null, added_tokens: addedTokens,
-      normalizer: null, pre_tokenizer: null,
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: addedTokens,
+      normalizer: null,
+      pre_tokenizer: null,
       post_processor: {
         type: 'TemplateProcessing',
         single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
-        pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+        pair: [
+          { SpecialToken: { id: bos, type_id: 0 } },
+          { Sequence: { id: 'A', type_id: 0 } },
+          { Sequence: { id: 'B', type_id: 1 } },
+        ],
         special_tokens: { [bos]: { id: bos, ids: [tokenizer.bosId], tokens: [bos] } },
       },
       decoder: { type: 'Fuse' },
       model: {
-        type: 'BPE', dropout: null, unk_token: specialTokens.unk, continuing_subword_prefix: null, end_of_word_suffix: null,
-        fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab: vocabulary, merges: [],
+        type: 'BPE',
+        dropout: null,
+        unk_token: specialTokens.unk,
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
+        vocab: vocabulary,
+        merges: [],
       },
     },
     config: {
-      bos_token: bos, eos_token: specialTokens.eos, pad_token: specialTokens.pad, unk_token: specialTokens.unk,
-      add_bos_token: true, clean_up_tokenization_spaces: false, tokenizer_class: 'PreTrainedTokenizerFast',
+      bos_token: bos,
+      eos_token: specialTokens.eos,
+      pad_token: specialTokens.pad,
+      unk_token: specialTokens.unk,
+      add_bos_token: true,
+      clean_up_tokenization_spaces: false,
+      tokenizer_class: 'PreTrainedTokenizerFast',
       model_max_length: 1_000_000,
     },
   };

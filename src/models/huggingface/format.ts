@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { readJsonObjectFile } from '../../io/json-file.js';
 import { TransformerLM } from '../../nn/transformer.js';
-import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface.js';
+import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface-files.js';
 import { FileFormatError } from '../../util/errors.js';
 import { RandomGenerator } from '../../util/random.js';
 import type { LoadedModel, ModelFormat } from '../load.js';
@@ -19,9 +19,21 @@ import { loadHuggingFaceWeights } from './weights.js';
 function readModelType(directory: string): unknown {
   try {
     const raw = JSON.parse(readFileSync(path.join(directory, 'config.json'), 'utf8')) as unknown;
-    return raw !== null && typeof raw === 'object' ? (raw as { model_type?: unknown }).model_type : undefined;
+    return raw !== null && typeof raw === 'object'
+      ? (raw as { model_type?: unknown }).model_type
+      : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Loading overwrites every parameter (the loader checks that each one is covered), so drawing
+ * random initial values first would only cost time: seconds for a 135M-parameter model.
+ */
+class SkippedInitialization extends RandomGenerator {
+  override normal(): number {
+    return 0;
   }
 }
 
@@ -32,9 +44,12 @@ export async function loadHuggingFaceModel(directory: string): Promise<LoadedMod
   const config = architecture.toModelConfig(raw, configPath);
   const tokenizer = await loadHuggingFaceTokenizer(directory);
   if (tokenizer.vocabSize > config.vocabSize) {
-    throw new FileFormatError(directory, `the tokenizer has ${tokenizer.vocabSize} tokens but the model only ${config.vocabSize} embedding rows (vocab_size)`);
+    throw new FileFormatError(
+      directory,
+      `the tokenizer has ${tokenizer.vocabSize} tokens but the model only ${config.vocabSize} embedding rows (vocab_size)`,
+    );
   }
-  const model = new TransformerLM(config, new RandomGenerator(0));
+  const model = new TransformerLM(config, new SkippedInitialization(0));
   try {
     await loadHuggingFaceWeights(model, directory);
   } catch (error) {

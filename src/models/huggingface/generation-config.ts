@@ -20,7 +20,10 @@ export interface GenerationDefaults {
   ignored: string[];
 }
 
-const tokenIds = z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]).nullable().optional();
+const tokenIds = z
+  .union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())])
+  .nullable()
+  .optional();
 
 const generationConfigSchema = z.looseObject({
   eos_token_id: tokenIds,
@@ -31,8 +34,21 @@ const generationConfigSchema = z.looseObject({
   max_new_tokens: z.number().int().positive().nullable().optional(),
 });
 
-const applied = new Set(['eos_token_id', 'do_sample', 'temperature', 'top_k', 'top_p', 'max_new_tokens']);
-const informational = new Set(['bos_token_id', 'pad_token_id', 'transformers_version', '_from_model_config', 'max_length']);
+const applied = new Set([
+  'eos_token_id',
+  'do_sample',
+  'temperature',
+  'top_k',
+  'top_p',
+  'max_new_tokens',
+]);
+const informational = new Set([
+  'bos_token_id',
+  'pad_token_id',
+  'transformers_version',
+  '_from_model_config',
+  'max_length',
+]);
 
 export function parseGenerationConfig(raw: unknown, source: string): GenerationDefaults {
   const parsed = parseWithSchema(generationConfigSchema, raw, source);

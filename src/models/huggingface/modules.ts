@@ -19,11 +19,21 @@ const linearModule = /(Projection|outputHead)$/;
 
 export function linearModuleMappings(config: ModelConfig): LinearModuleMapping[] {
   return weightLayout(config).rules.flatMap((rule) => {
-    if (!rule.source.endsWith('.weight') || !rule.targets.every((target) => target.endsWith('.weight'))) return [];
+    if (
+      !rule.source.endsWith('.weight') ||
+      !rule.targets.every((target) => target.endsWith('.weight'))
+    )
+      return [];
     const ourModules = rule.targets.map((target) => target.slice(0, -'.weight'.length));
     if (!ourModules.every((module) => linearModule.test(module))) return [];
     const hfModule = rule.source.slice(0, -'.weight'.length);
-    return [{ hfModule, ourModules, typeName: hfModule.replace(/^(model\.layers|transformer\.h|h)\.\d+\./, '') }];
+    return [
+      {
+        hfModule,
+        ourModules,
+        typeName: hfModule.replace(/^(model\.layers|transformer\.h|h)\.\d+\./, ''),
+      },
+    ];
   });
 }
 
@@ -32,14 +42,28 @@ export function linearModuleMappings(config: ModelConfig): LinearModuleMapping[]
  * unambiguous in this architecture (`q_proj`), else the in-layer path (`attn.c_proj` vs
  * `mlp.c_proj` in GPT-2).
  */
-export function targetModuleName(mapping: LinearModuleMapping, all: readonly LinearModuleMapping[]): string {
+export function targetModuleName(
+  mapping: LinearModuleMapping,
+  all: readonly LinearModuleMapping[],
+): string {
   const last = mapping.typeName.split('.').at(-1)!;
-  const sharing = new Set(all.filter((other) => other.typeName.split('.').at(-1) === last).map((other) => other.typeName));
+  const sharing = new Set(
+    all.filter((other) => other.typeName.split('.').at(-1) === last).map((other) => other.typeName),
+  );
   return sharing.size > 1 ? mapping.typeName : last;
 }
 
 /** Engine module names (the last component, e.g. `queryProjection`) that a PEFT-style name selects. */
 export function engineNamesFor(name: string, all: readonly LinearModuleMapping[]): string[] {
-  const matches = all.filter((mapping) => mapping.typeName === name || mapping.typeName.endsWith(`.${name}`) || mapping.hfModule === name);
-  return [...new Set(matches.flatMap((mapping) => mapping.ourModules.map((module) => module.split('.').at(-1)!)))];
+  const matches = all.filter(
+    (mapping) =>
+      mapping.typeName === name ||
+      mapping.typeName.endsWith(`.${name}`) ||
+      mapping.hfModule === name,
+  );
+  return [
+    ...new Set(
+      matches.flatMap((mapping) => mapping.ourModules.map((module) => module.split('.').at(-1)!)),
+    ),
+  ];
 }

@@ -41,7 +41,9 @@ export async function readWeightCatalog(directory: string): Promise<WeightCatalo
   if (existsSync(indexPath)) return readShardedCatalog(directory, indexPath);
   if (existsSync(single)) {
     const header = await readSafetensorsHeader(single);
-    const tensors = new Map([...header.tensors].map(([name, entry]) => [name, { file: single, shape: entry.shape }]));
+    const tensors = new Map(
+      [...header.tensors].map(([name, entry]) => [name, { file: single, shape: entry.shape }]),
+    );
     return { files: [single], tensors };
   }
   const hint = existsSync(path.join(directory, 'pytorch_model.bin'))
@@ -58,9 +60,13 @@ async function readShardedCatalog(directory: string, indexPath: string): Promise
   for (const shardName of shardNames) {
     const file = path.join(directory, shardName);
     if (path.dirname(path.resolve(file)) !== path.resolve(directory)) {
-      throw new FileFormatError(indexPath, `shard ${JSON.stringify(shardName)} is not a file name inside the model directory`);
+      throw new FileFormatError(
+        indexPath,
+        `shard ${JSON.stringify(shardName)} is not a file name inside the model directory`,
+      );
     }
-    if (!existsSync(file)) throw new FileFormatError(indexPath, `lists shard ${shardName}, which does not exist`);
+    if (!existsSync(file))
+      throw new FileFormatError(indexPath, `lists shard ${shardName}, which does not exist`);
     files.push(file);
     const header = await readSafetensorsHeader(file);
     for (const [name, entry] of header.tensors) {
@@ -69,8 +75,14 @@ async function readShardedCatalog(directory: string, indexPath: string): Promise
   }
   const absent = Object.entries(index.weight_map).filter(([name]) => !tensors.has(name));
   if (absent.length > 0) {
-    const listed = absent.slice(0, 5).map(([name, shard]) => `${name} (in ${shard})`).join(', ');
-    throw new FileFormatError(indexPath, `${absent.length} tensor(s) listed in weight_map are not in their shard: ${listed}`);
+    const listed = absent
+      .slice(0, 5)
+      .map(([name, shard]) => `${name} (in ${shard})`)
+      .join(', ');
+    throw new FileFormatError(
+      indexPath,
+      `${absent.length} tensor(s) listed in weight_map are not in their shard: ${listed}`,
+    );
   }
   return { files, tensors };
 }
@@ -79,7 +91,10 @@ async function readShardedCatalog(directory: string, indexPath: string): Promise
  * Fills `model` from the directory's weights. Every missing, unexpected or misshapen tensor is
  * named in one error before anything is read.
  */
-export async function loadHuggingFaceWeights(model: TransformerLM, directory: string): Promise<void> {
+export async function loadHuggingFaceWeights(
+  model: TransformerLM,
+  directory: string,
+): Promise<void> {
   const catalog = await readWeightCatalog(directory);
   const layout = weightLayout(model.config, new Set(catalog.tensors.keys()));
   const expected = new Map(layout.rules.map((rule) => [rule.source, rule.sourceShape]));
@@ -88,7 +103,14 @@ export async function loadHuggingFaceWeights(model: TransformerLM, directory: st
   if (comparison.missing.length + comparison.unexpected.length + comparison.misshapen.length > 0) {
     throw new TensorSetMismatchError(directory, comparison);
   }
-  const parameters = new Map(model.namedParameters().map(({ name, tensor }) => [name, tensor.data]));
+  const parameters = new Map(
+    model.namedParameters().map(({ name, tensor }) => [name, tensor.data]),
+  );
+  // Every parameter must come from the file: the model's initial values are not meaningful.
+  const covered = new Set(layout.rules.flatMap((rule) => rule.targets));
+  const uncovered = [...parameters.keys()].filter((name) => !covered.has(name));
+  if (uncovered.length > 0)
+    throw new Error(`the weight rules leave parameters unset: ${uncovered.join(', ')}`);
   const targetOf = (name: string): Float32Array => {
     const data = parameters.get(name);
     if (!data) throw new Error(`weight rule names unknown parameter ${name}`);
@@ -106,9 +128,15 @@ export async function loadHuggingFaceWeights(model: TransformerLM, directory: st
  * `maxShardBytes` they are split into `model-0000i-of-0000n.safetensors` shards with an
  * index, as `save_pretrained` does.
  */
-export async function saveHuggingFaceWeights(model: TransformerLM, directory: string, options: { maxShardBytes?: number } = {}): Promise<string[]> {
+export async function saveHuggingFaceWeights(
+  model: TransformerLM,
+  directory: string,
+  options: { maxShardBytes?: number } = {},
+): Promise<string[]> {
   const layout = weightLayout(model.config);
-  const parameters = new Map(model.namedParameters().map(({ name, tensor }) => [name, tensor.data]));
+  const parameters = new Map(
+    model.namedParameters().map(({ name, tensor }) => [name, tensor.data]),
+  );
   // LoRA adapters are written merged (W + s·B·A), leaving the model itself untouched.
   for (const [modulePath, adapter] of loraLayers(model)) {
     if (adapter.merged) continue;
@@ -121,21 +149,35 @@ export async function saveHuggingFaceWeights(model: TransformerLM, directory: st
   const shards = packShards(layout.rules, options.maxShardBytes ?? 2 * 1024 ** 3);
   const metadata = { format: 'pt' };
   if (shards.length === 1) {
-    await writeSafetensors(path.join(directory, weightFiles.single), shards[0]!.map((rule) => hfArray(rule, sourceOf)), metadata);
+    await writeSafetensors(
+      path.join(directory, weightFiles.single),
+      shards[0]!.map((rule) => hfArray(rule, sourceOf)),
+      metadata,
+    );
     return [weightFiles.single];
   }
-  const names = shards.map((_shard, index) => `model-${String(index + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`);
+  const names = shards.map(
+    (_shard, index) =>
+      `model-${String(index + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`,
+  );
   const weightMap: Record<string, string> = {};
   let totalSize = 0;
   for (const [index, shard] of shards.entries()) {
     // One shard's tensors at a time: exporting needs at most one extra shard in memory.
-    await writeSafetensors(path.join(directory, names[index]!), shard.map((rule) => hfArray(rule, sourceOf)), metadata);
+    await writeSafetensors(
+      path.join(directory, names[index]!),
+      shard.map((rule) => hfArray(rule, sourceOf)),
+      metadata,
+    );
     for (const rule of shard) {
       weightMap[rule.source] = names[index]!;
       totalSize += 4 * rule.sourceShape.reduce((product, dimension) => product * dimension, 1);
     }
   }
-  await writeJsonAtomic(path.join(directory, weightFiles.index), { metadata: { total_size: totalSize }, weight_map: weightMap });
+  await writeJsonAtomic(path.join(directory, weightFiles.index), {
+    metadata: { total_size: totalSize },
+    weight_map: weightMap,
+  });
   return [...names, weightFiles.index];
 }
 

@@ -21,30 +21,88 @@ const vocabSize = 296;
 
 export function fixtureConfig(modelType: FixtureModelType): Record<string, unknown> {
   const llamaLike = {
-    vocab_size: vocabSize, hidden_size: 16, intermediate_size: 24, num_hidden_layers: 2,
-    num_attention_heads: 4, num_key_value_heads: 2, max_position_embeddings: 64, rms_norm_eps: 1e-5,
-    hidden_act: 'silu', bos_token_id: 286, eos_token_id: 288, torch_dtype: 'float32', transformers_version: '4.46.0',
+    vocab_size: vocabSize,
+    hidden_size: 16,
+    intermediate_size: 24,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    max_position_embeddings: 64,
+    rms_norm_eps: 1e-5,
+    hidden_act: 'silu',
+    bos_token_id: 286,
+    eos_token_id: 288,
+    torch_dtype: 'float32',
+    transformers_version: '4.46.0',
   };
   switch (modelType) {
     case 'llama':
-      return { ...llamaLike, architectures: ['LlamaForCausalLM'], model_type: 'llama', rope_theta: 10000, tie_word_embeddings: false, attention_bias: false, mlp_bias: false, rope_scaling: null };
+      return {
+        ...llamaLike,
+        architectures: ['LlamaForCausalLM'],
+        model_type: 'llama',
+        rope_theta: 10000,
+        tie_word_embeddings: false,
+        attention_bias: false,
+        mlp_bias: false,
+        rope_scaling: null,
+      };
     case 'qwen2':
-      return { ...llamaLike, architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', rope_theta: 1000000, tie_word_embeddings: true, use_sliding_window: false, sliding_window: 32, max_window_layers: 2 };
+      return {
+        ...llamaLike,
+        architectures: ['Qwen2ForCausalLM'],
+        model_type: 'qwen2',
+        rope_theta: 1000000,
+        tie_word_embeddings: true,
+        use_sliding_window: false,
+        sliding_window: 32,
+        max_window_layers: 2,
+      };
     case 'qwen3':
-      return { ...llamaLike, architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', head_dim: 8, rope_theta: 1000000, tie_word_embeddings: true, attention_bias: false, use_sliding_window: false };
+      return {
+        ...llamaLike,
+        architectures: ['Qwen3ForCausalLM'],
+        model_type: 'qwen3',
+        head_dim: 8,
+        rope_theta: 1000000,
+        tie_word_embeddings: true,
+        attention_bias: false,
+        use_sliding_window: false,
+      };
     case 'mistral':
-      return { ...llamaLike, architectures: ['MistralForCausalLM'], model_type: 'mistral', rope_theta: 10000, tie_word_embeddings: false, sliding_window: 48 };
+      return {
+        ...llamaLike,
+        architectures: ['MistralForCausalLM'],
+        model_type: 'mistral',
+        rope_theta: 10000,
+        tie_word_embeddings: false,
+        sliding_window: 48,
+      };
     case 'gpt2':
       return {
-        architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', vocab_size: vocabSize, n_embd: 16, n_layer: 2, n_head: 4,
-        n_positions: 64, n_ctx: 64, n_inner: null, layer_norm_epsilon: 1e-5, activation_function: 'gelu_new',
-        bos_token_id: 286, eos_token_id: 286, tie_word_embeddings: true, torch_dtype: 'float32',
+        architectures: ['GPT2LMHeadModel'],
+        model_type: 'gpt2',
+        vocab_size: vocabSize,
+        n_embd: 16,
+        n_layer: 2,
+        n_head: 4,
+        n_positions: 64,
+        n_ctx: 64,
+        n_inner: null,
+        layer_norm_epsilon: 1e-5,
+        activation_function: 'gelu_new',
+        bos_token_id: 286,
+        eos_token_id: 286,
+        tie_word_embeddings: true,
+        torch_dtype: 'float32',
       };
   }
 }
 
 /** Every tensor name and shape of a fixture checkpoint, in save order. */
-export function fixtureTensorShapes(modelType: FixtureModelType): Array<{ name: string; shape: number[] }> {
+export function fixtureTensorShapes(
+  modelType: FixtureModelType,
+): Array<{ name: string; shape: number[] }> {
   const config = fixtureConfig(modelType);
   const shapes: Array<{ name: string; shape: number[] }> = [];
   const add = (name: string, shape: number[]) => shapes.push({ name, shape });
@@ -54,14 +112,21 @@ export function fixtureTensorShapes(modelType: FixtureModelType): Array<{ name: 
     add('transformer.wpe.weight', [config.n_positions as number, width]);
     for (let layer = 0; layer < (config.n_layer as number); layer++) {
       const prefix = `transformer.h.${layer}`;
-      add(`${prefix}.ln_1.weight`, [width]); add(`${prefix}.ln_1.bias`, [width]);
-      add(`${prefix}.attn.c_attn.weight`, [width, 3 * width]); add(`${prefix}.attn.c_attn.bias`, [3 * width]);
-      add(`${prefix}.attn.c_proj.weight`, [width, width]); add(`${prefix}.attn.c_proj.bias`, [width]);
-      add(`${prefix}.ln_2.weight`, [width]); add(`${prefix}.ln_2.bias`, [width]);
-      add(`${prefix}.mlp.c_fc.weight`, [width, 4 * width]); add(`${prefix}.mlp.c_fc.bias`, [4 * width]);
-      add(`${prefix}.mlp.c_proj.weight`, [4 * width, width]); add(`${prefix}.mlp.c_proj.bias`, [width]);
+      add(`${prefix}.ln_1.weight`, [width]);
+      add(`${prefix}.ln_1.bias`, [width]);
+      add(`${prefix}.attn.c_attn.weight`, [width, 3 * width]);
+      add(`${prefix}.attn.c_attn.bias`, [3 * width]);
+      add(`${prefix}.attn.c_proj.weight`, [width, width]);
+      add(`${prefix}.attn.c_proj.bias`, [width]);
+      add(`${prefix}.ln_2.weight`, [width]);
+      add(`${prefix}.ln_2.bias`, [width]);
+      add(`${prefix}.mlp.c_fc.weight`, [width, 4 * width]);
+      add(`${prefix}.mlp.c_fc.bias`, [4 * width]);
+      add(`${prefix}.mlp.c_proj.weight`, [4 * width, width]);
+      add(`${prefix}.mlp.c_proj.bias`, [width]);
     }
-    add('transformer.ln_f.weight', [width]); add('transformer.ln_f.bias', [width]);
+    add('transformer.ln_f.weight', [width]);
+    add('transformer.ln_f.bias', [width]);
     return shapes;
   }
   const hidden = config.hidden_size as number;
@@ -105,7 +170,11 @@ export function fixtureTensors(modelType: FixtureModelType, seed = 0): NamedArra
     const isBias = name.endsWith('.bias');
     const data = new Float32Array(size);
     for (let index = 0; index < size; index++) {
-      data[index] = isNorm ? 1 + 0.1 * random.normal() : isBias ? 0.1 * random.normal() : 0.3 * random.normal();
+      data[index] = isNorm
+        ? 1 + 0.1 * random.normal()
+        : isBias
+          ? 0.1 * random.normal()
+          : 0.3 * random.normal();
     }
     return { name, shape, data };
   });
@@ -126,13 +195,17 @@ export interface WriteFixtureOptions {
 export function writeHuggingFaceFixture(directory: string, options: WriteFixtureOptions): void {
   mkdirSync(directory, { recursive: true });
   const config = fixtureConfig(options.modelType);
-  const write = (name: string, value: unknown) => writeFileSync(path.join(directory, name), `${JSON.stringify(value, null, 2)}\n`);
+  const write = (name: string, value: unknown) =>
+    writeFileSync(path.join(directory, name), `${JSON.stringify(value, null, 2)}\n`);
   write('config.json', options.editConfig ? options.editConfig(config) : config);
   let tensors = fixtureTensors(options.modelType, options.seed ?? 0);
   if (options.editTensors) tensors = options.editTensors(tensors);
   const shards = options.shards ?? 1;
   if (shards === 1) {
-    writeFileSync(path.join(directory, 'model.safetensors'), encodeSafetensors(tensors, { format: 'pt' }));
+    writeFileSync(
+      path.join(directory, 'model.safetensors'),
+      encodeSafetensors(tensors, { format: 'pt' }),
+    );
   } else {
     const weightMap: Record<string, string> = {};
     const perShard = Math.ceil(tensors.length / shards);
@@ -142,10 +215,24 @@ export function writeHuggingFaceFixture(directory: string, options: WriteFixture
       for (const tensor of part) weightMap[tensor.name] = name;
       writeFileSync(path.join(directory, name), encodeSafetensors(part, { format: 'pt' }));
     }
-    write('model.safetensors.index.json', { metadata: { total_size: tensors.reduce((total, tensor) => total + 4 * tensor.data.length, 0) }, weight_map: weightMap });
+    write('model.safetensors.index.json', {
+      metadata: {
+        total_size: tensors.reduce((total, tensor) => total + 4 * tensor.data.length, 0),
+      },
+      weight_map: weightMap,
+    });
   }
   const tokenizer = byteLevelBpeFixture({ chatTemplate: options.chatTemplate ?? true });
   write('tokenizer.json', tokenizer.tokenizer);
   write('tokenizer_config.json', tokenizer.config);
-  write('generation_config.json', { bos_token_id: 286, eos_token_id: [288, 286], do_sample: true, temperature: 0.7, top_p: 0.8, top_k: 20, repetition_penalty: 1.05, transformers_version: '4.46.0' });
+  write('generation_config.json', {
+    bos_token_id: 286,
+    eos_token_id: [288, 286],
+    do_sample: true,
+    temperature: 0.7,
+    top_p: 0.8,
+    top_k: 20,
+    repetition_penalty: 1.05,
+    transformers_version: '4.46.0',
+  });
 }

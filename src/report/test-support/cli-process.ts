@@ -20,16 +20,24 @@ export interface CliProcess {
 
 export function startCli(argv: readonly string[]): CliProcess {
   const script = `const { main } = await import(${JSON.stringify(mainModule)}); process.exitCode = await main(process.argv.slice(1));`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, '--', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--input-type=module', '-e', script, '--', ...argv],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const output = { stdout: '', stderr: '' };
   child.stdout!.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('close', (code) => resolve(code)),
+  );
   return { child, output, exited };
 }
 
 /** Runs the CLI to the end. */
-export async function runCli(argv: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  argv: readonly string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const cli = startCli(argv);
   const code = await cli.exited;
   return { code, ...cli.output };
@@ -45,5 +53,7 @@ export async function firstLine(cli: CliProcess, seconds: number): Promise<strin
     if (done) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`no output line from teamtr ${done ? '(it exited)' : `within ${seconds} s`}; stderr: ${cli.output.stderr}`);
+  throw new Error(
+    `no output line from teamtr ${done ? '(it exited)' : `within ${seconds} s`}; stderr: ${cli.output.stderr}`,
+  );
 }

@@ -32,7 +32,16 @@ async function buildTinyRun(): Promise<TinyRun> {
       task: { name: 'arithmetic-chain', difficulty: 1 },
       steps: 30,
       batchSize: 16,
-      model: { architecture: 'llama', vocabSize: 100, hiddenSize: 32, layers: 1, heads: 2, intermediateSize: 64, maxPositions: 96, tieEmbeddings: true },
+      model: {
+        architecture: 'llama',
+        vocabSize: 100,
+        hiddenSize: 32,
+        layers: 1,
+        heads: 2,
+        intermediateSize: 64,
+        maxPositions: 96,
+        tieEmbeddings: true,
+      },
     },
     modelsDirectory,
   );
@@ -40,7 +49,10 @@ async function buildTinyRun(): Promise<TinyRun> {
   await train({
     config: {
       task: { name: 'arithmetic-chain', difficulty: 1 },
-      agents: ['solver', 'checker', 'finisher'].map((name, role) => ({ name, model: path.join(modelsDirectory, `role-${role}`) })),
+      agents: ['solver', 'checker', 'finisher'].map((name, role) => ({
+        name,
+        model: path.join(modelsDirectory, `role-${role}`),
+      })),
       rollout: { problemsPerBatch: 4, groupSize: 4 },
       budget: { generatedTokens: 5000, maxStages: 3 },
       evaluation: { problems: 20, every: 1 },

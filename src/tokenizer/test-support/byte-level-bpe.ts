@@ -7,21 +7,50 @@
 
 /** GPT-2's reversible byte → printable character map. */
 export function byteToUnicode(): string[] {
-  const printable = (byte: number) => (byte >= 33 && byte <= 126) || (byte >= 161 && byte <= 172) || byte >= 174;
+  const printable = (byte: number) =>
+    (byte >= 33 && byte <= 126) || (byte >= 161 && byte <= 172) || byte >= 174;
   const symbols: string[] = new Array(256);
   let shifted = 0;
   for (let byte = 0; byte < 256; byte++) {
-    symbols[byte] = printable(byte) ? String.fromCharCode(byte) : String.fromCharCode(256 + shifted++);
+    symbols[byte] = printable(byte)
+      ? String.fromCharCode(byte)
+      : String.fromCharCode(256 + shifted++);
   }
   return symbols;
 }
 
 /** Merges in priority order; each result is a token of the vocabulary. */
 export const fixtureMerges: Array<[string, string]> = [
-  ['Ġ', 't'], ['h', 'e'], ['Ġt', 'he'], ['i', 'n'], ['Ġ', 'a'], ['e', 'r'], ['o', 'n'], ['Ġ', 's'],
-  ['r', 'e'], ['a', 't'], ['e', 'n'], ['Ġ', 'w'], ['o', 'r'], ['Ġ', 'c'], ['Ġ', 'o'], ['i', 's'],
-  ['Ġ', 'i'], ['Ġs', 'um'], ['u', 'm'], ['Ġ', 'b'], ['a', 'n'], ['Ġa', 'n'], ['Ġan', 'd'], ['Ġ', '='],
-  ['Ġ', '+'], ['1', '2'], ['Ġ', '1'], ['Ġ', '2'], ['Ġ', '3'], ['?', 'Ċ'],
+  ['Ġ', 't'],
+  ['h', 'e'],
+  ['Ġt', 'he'],
+  ['i', 'n'],
+  ['Ġ', 'a'],
+  ['e', 'r'],
+  ['o', 'n'],
+  ['Ġ', 's'],
+  ['r', 'e'],
+  ['a', 't'],
+  ['e', 'n'],
+  ['Ġ', 'w'],
+  ['o', 'r'],
+  ['Ġ', 'c'],
+  ['Ġ', 'o'],
+  ['i', 's'],
+  ['Ġ', 'i'],
+  ['Ġs', 'um'],
+  ['u', 'm'],
+  ['Ġ', 'b'],
+  ['a', 'n'],
+  ['Ġa', 'n'],
+  ['Ġan', 'd'],
+  ['Ġ', '='],
+  ['Ġ', '+'],
+  ['1', '2'],
+  ['Ġ', '1'],
+  ['Ġ', '2'],
+  ['Ġ', '3'],
+  ['?', 'Ċ'],
 ];
 
 export const fixtureSpecialTokens = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;
@@ -47,13 +76,29 @@ export interface ByteLevelFixture {
   vocabSize: number;
 }
 
-export function byteLevelBpeFixture(options: { chatTemplate?: boolean; addedNonSpecial?: string } = {}): ByteLevelFixture {
+export function byteLevelBpeFixture(
+  options: { chatTemplate?: boolean; addedNonSpecial?: string } = {},
+): ByteLevelFixture {
   const vocabulary = buildVocabulary();
   const added: Array<Record<string, unknown>> = fixtureSpecialTokens.map((content, index) => ({
-    id: vocabulary.size + index, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
+    id: vocabulary.size + index,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
   }));
   if (options.addedNonSpecial) {
-    added.push({ id: vocabulary.size + added.length, content: options.addedNonSpecial, single_word: false, lstrip: false, rstrip: false, normalized: true, special: false });
+    added.push({
+      id: vocabulary.size + added.length,
+      content: options.addedNonSpecial,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: true,
+      special: false,
+    });
   }
   const tokenizer = {
     version: '1.0',
@@ -61,18 +106,37 @@ export function byteLevelBpeFixture(options: { chatTemplate?: boolean; addedNonS
     padding: null,
     added_tokens: added,
     normalizer: { type: 'NFC' },
-    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-    post_processor: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: true },
+    pre_tokenizer: {
+      type: 'ByteLevel',
+      add_prefix_space: false,
+      trim_offsets: true,
+      use_regex: true,
+    },
+    post_processor: {
+      type: 'ByteLevel',
+      add_prefix_space: false,
+      trim_offsets: false,
+      use_regex: true,
+    },
     decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
-      fuse_unk: false, byte_fallback: false, ignore_merges: false,
-      vocab: Object.fromEntries(vocabulary), merges: fixtureMerges.map(([left, right]) => [left, right]),
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab: Object.fromEntries(vocabulary),
+      merges: fixtureMerges.map(([left, right]) => [left, right]),
     },
   };
   const config: Record<string, unknown> = {
     add_prefix_space: false,
-    added_tokens_decoder: Object.fromEntries(added.map((token) => [String(token.id), { ...token, id: undefined }])),
+    added_tokens_decoder: Object.fromEntries(
+      added.map((token) => [String(token.id), { ...token, id: undefined }]),
+    ),
     bos_token: null,
     eos_token: '<|im_end|>',
     pad_token: '<|endoftext|>',
@@ -83,5 +147,9 @@ export function byteLevelBpeFixture(options: { chatTemplate?: boolean; addedNonS
     errors: 'replace',
   };
   if (options.chatTemplate ?? true) config.chat_template = chatMlTemplate;
-  return { tokenizer, config: JSON.parse(JSON.stringify(config)) as Record<string, unknown>, vocabSize: vocabulary.size + added.length };
+  return {
+    tokenizer,
+    config: JSON.parse(JSON.stringify(config)) as Record<string, unknown>,
+    vocabSize: vocabulary.size + added.length,
+  };
 }
