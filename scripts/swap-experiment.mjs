@@ -2,14 +2,15 @@
 //
 //   node --import tsx scripts/swap-experiment.mjs [--seeds 0,1,2] [--pre-stages 6]
 //     [--post-stages 15] [--align-steps 200] [--align-epochs 2] [--align-learning-rate 1e-3]
-//     [--arms none,sft,kl] [--role 2] [--incoming <model dir>] [--out <dir>]
+//     [--arms control,none,sft,kl] [--role 2] [--incoming <model dir>] [--out <dir>]
 //
 // Per seed: a TeamTR run of the built-in arithmetic-chain team (builtin:arithmetic-chain/role-*)
 // is interrupted after --pre-stages stages; its directory is copied once per arm; each copy
 // gets the same swap scheduled exactly as `teamtr swap RUN --agent A --model M --align-steps N
 // --align-mode MODE` does (scheduleSwap), and is resumed for --post-stages stages. The swap
 // record gives the rewards just before, right after and after alignment (paired batches); the
-// swap-recovery record gives the stages to recover. Without --incoming, a different finalizer is
+// swap-recovery record gives the stages to recover. Arm `control` resumes without a swap, `none`
+// swaps without alignment, `sft`/`kl`/`sft+kl` align for --align-steps first. Without --incoming, a different finalizer is
 // pretrained first (smaller, fewer steps, mistake rate 0.5) into <out>/incoming.
 // Results: <out>/results.jsonl (one line per seed and arm) and a table on stdout.
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,7 +28,7 @@ const { values: options } = parseArgs({
     'align-steps': { type: 'string', default: '200' },
     'align-epochs': { type: 'string', default: '2' },
     'align-learning-rate': { type: 'string', default: '1e-3' },
-    arms: { type: 'string', default: 'none,sft,kl' },
+    arms: { type: 'string', default: 'control,none,sft,kl' },
     role: { type: 'string', default: '2' },
     incoming: { type: 'string' },
     out: { type: 'string', default: 'runs/swap-experiment' },
@@ -77,22 +78,22 @@ async function runArm(seed, arm, base, model) {
   rmSync(runDirectory, { recursive: true, force: true });
   cpSync(base, runDirectory, { recursive: true });
   const alignment = arm === 'none' ? { steps: 0 } : { steps: alignSteps, mode: arm, epochs: Number(options['align-epochs']), learningRate: Number(options['align-learning-rate']) };
-  await scheduleSwap({ runDirectory, agent, model, alignment });
+  if (arm !== 'control') await scheduleSwap({ runDirectory, agent, model, alignment });
   const started = Date.now();
   await train({ config: {}, runDirectory, resume: true });
   const records = readRecords(runDirectory);
-  const swap = records.find((record) => record.type === 'swap');
+  const swap = records.find((record) => record.type === 'swap') ?? null;
   const recovery = records.find((record) => record.type === 'swap-recovery');
-  const after = records.filter((record) => record.type === 'stage' && record.stage >= swap.stage);
+  const after = records.filter((record) => record.type === 'stage' && record.stage > preStages);
   const evaluations = records.filter((record) => record.type === 'eval');
   return {
-    seed, arm, swapStage: swap.stage,
-    rewardBefore: swap.rewardBefore, rewardAfterSwap: swap.rewardAfterSwap, rewardAfterAlignment: swap.rewardAfterAlignment,
-    shock: swap.shock, shockStandardError: swap.shockStandardError,
-    alignmentLossFirst: swap.alignmentLossFirst, alignmentLossLast: swap.alignmentLossLast, swapTokens: swap.swapTokens,
+    seed, arm, swapStage: swap?.stage ?? null,
+    rewardBefore: swap?.rewardBefore ?? null, rewardAfterSwap: swap?.rewardAfterSwap ?? null, rewardAfterAlignment: swap?.rewardAfterAlignment ?? null,
+    shock: swap?.shock ?? null, shockStandardError: swap?.shockStandardError ?? null,
+    alignmentLossFirst: swap?.alignmentLossFirst ?? null, alignmentLossLast: swap?.alignmentLossLast ?? null, swapTokens: swap?.swapTokens ?? 0,
     stagesToRecover: recovery ? recovery.stagesToRecover : null,
     meanStageRewardAfterSwap: after.reduce((total, record) => total + record.rewardAfter, 0) / after.length,
-    evalBefore: evaluations[0].accuracy, evalAfter: evaluations[evaluations.length - 1].accuracy,
+    evalAtStart: evaluations[0].accuracy, evalAtEnd: evaluations[evaluations.length - 1].accuracy,
     wallSeconds: (Date.now() - started) / 1000,
   };
 }
@@ -122,11 +123,13 @@ for (const seed of seeds) {
 }
 writeFileSync(path.join(out, 'results.jsonl'), results.map((result) => JSON.stringify(result)).join('\n') + '\n');
 
-const header = '| alignment | reward before | right after swap | after alignment | shock (after − before) | stages to recover | recovered | mean stage reward after swap | eval before → after |';
+const header = '| arm | reward before | right after swap | after alignment | shock (after − before) | stages to recover | recovered | mean stage reward, stages after the swap point | eval accuracy at the end |';
 const rows = arms.map((arm) => {
   const of = results.filter((result) => result.arm === arm);
   const get = (key) => of.map((result) => result[key]);
-  const recovered = of.filter((result) => result.stagesToRecover !== null).length;
-  return `| ${arm === 'none' ? 'none' : `${arm}, ${alignSteps} steps`} | ${meanStd(get('rewardBefore'))} | ${meanStd(get('rewardAfterSwap'))} | ${meanStd(get('rewardAfterAlignment'))} | ${meanStd(get('shock'))} | ${meanStd(get('stagesToRecover'))} | ${recovered}/${of.length} within ${postStages} | ${meanStd(get('meanStageRewardAfterSwap'))} | ${meanStd(get('evalBefore'))} → ${meanStd(get('evalAfter'))} |`;
+  const recovered = arm === 'control' ? 'n/a' : `${of.filter((result) => result.stagesToRecover !== null).length}/${of.length} within ${postStages}`;
+  const name = { control: 'no swap (control)', none: 'swap, no alignment' }[arm] ?? `swap + ${arm}, ${alignSteps} steps`;
+  return `| ${name} | ${meanStd(get('rewardBefore'))} | ${meanStd(get('rewardAfterSwap'))} | ${meanStd(get('rewardAfterAlignment'))} | ${meanStd(get('shock'))} | ${meanStd(get('stagesToRecover'))} | ${recovered} | ${meanStd(get('meanStageRewardAfterSwap'))} | ${meanStd(get('evalAtEnd'))} |`;
 });
-process.stdout.write(`Swap of ${agent} for ${model} at stage ${preStages + 1}, seeds ${seeds.join(', ')} (mean ± std over seeds)\n\n${header}\n|${'---|'.repeat(9)}\n${rows.join('\n')}\n`);
+const evalAtStart = meanStd(results.filter((result) => result.arm === arms[0]).map((result) => result.evalAtStart));
+process.stdout.write(`Swap of ${agent} for ${model} at stage ${preStages + 1} of ${preStages + postStages}, seeds ${seeds.join(', ')} (mean ± std over seeds; eval accuracy at stage 0: ${evalAtStart})\n\n${header}\n|${'---|'.repeat(9)}\n${rows.join('\n')}\n`);

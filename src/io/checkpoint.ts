@@ -5,7 +5,6 @@ import { FileFormatError } from '../util/errors.js';
 import { recoverInterruptedReplace, replaceDirectoryAtomic, writeJsonAtomic } from './atomic.js';
 import {
   assertJsonRoundTrips,
-  isJsonObject,
   readJsonFile,
   readJsonObjectFile,
   type JsonObject,
