@@ -21,6 +21,7 @@
         "native/src/attention_backward.c",
         "native/src/elementwise.c",
         "native/src/gemm_packed.c",
+        "native/src/gemm_panels.c",
         "native/src/gemm_small.c",
         "native/src/matmul.c",
         "native/src/matmul_skinny.c",

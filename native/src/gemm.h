@@ -20,6 +20,9 @@ typedef struct {
   float alpha, beta;
 } gemm_problem;
 
+/* The same product by column panels without packing A (gemm_panels.c); k must be > 0. */
+void gemm_panels(const gemm_problem *problem, bool parallel);
+
 /* Runs one (unbatched) product on the thread pool. */
 void gemm_packed(const gemm_problem *problem);
 /* The same, on the calling thread only (for callers that parallelize over batches). */

@@ -1,9 +1,11 @@
 /*
  * matmul dispatch. Per product (one batch item):
- *  - few rows (m <= SKINNY_ROWS, e.g. token-by-token generation): unpacked kernels that read B
- *    once, split over columns of C; packing B would cost more than the product itself;
- *  - otherwise the packed sgemm: OpenBLAS's cblas_sgemm when linked and selected, else ours.
- * Our packed kernel is the default wherever the compiler targets AVX-512: Debian's OpenBLAS
+ *  - few rows (e.g. token-by-token generation): kernels that read B in place, once, split over
+ *    columns of C; any copy of B would cost more than the product itself (matmul_skinny.c);
+ *  - otherwise OpenBLAS's cblas_sgemm when linked and selected, else ours: column panels
+ *    (gemm_panels.c) on AVX-512, the fully packed kernel (gemm_packed.c) for long transposed
+ *    products and on narrower SIMD.
+ * Our kernels are the default wherever the compiler targets AVX-512: Debian's OpenBLAS
  * 0.3.21 runs its 256-bit Haswell kernels on AVX-512 CPUs it does not recognize (such as
  * AMD Zen 5), where the 512-bit micro-kernel is ~1.5× faster. TEAMTR_SGEMM=openblas|own
  * overrides the choice. Many small batch items run in parallel over the batch instead.
@@ -24,7 +26,12 @@ void openblas_set_num_threads(int threads);
 char *openblas_get_config(void);
 #endif
 
+/* Few-row products that need no copy of B (matmul_skinny.c). */
 #define SKINNY_ROWS 16
+#define DOT_ROWS 4
+/* gemm_panels re-reads A once per column panel; with A transposed and a long k, packing A
+   (gemm_packed) is cheaper. */
+#define PANEL_TRANSPOSED_DEPTH 512
 /* Batch items smaller than this (multiply-adds) are spread over threads one item each. */
 #define SMALL_ITEM_WORK 1000000.0
 
@@ -97,19 +104,36 @@ static void blas_product(const gemm_problem *g, bool parallel) {
 
 void skinny_product(const gemm_problem *g, bool parallel);
 
+/* C = beta·C when there is nothing to multiply (k = 0). */
+static void scale_only(const gemm_problem *g) {
+  int64_t count = g->m * g->n;
+  if (g->beta == 0.0f) memset(g->c, 0, (size_t)count * sizeof(float));
+  else for (int64_t i = 0; i < count; i++) g->c[i] *= g->beta;
+}
+
 static void product(const gemm_problem *g, bool parallel) {
-  if (g->m <= SKINNY_ROWS && g->k > 0) {
+  if (g->k == 0) {
+    scale_only(g);
+    return;
+  }
+  if (g->m <= (g->transpose_b ? DOT_ROWS : SKINNY_ROWS)) {
     skinny_product(g, parallel);
     return;
   }
 #ifdef TEAMTR_OPENBLAS
-  if (use_blas && g->k > 0) {
+  if (use_blas) {
     blas_product(g, parallel);
     return;
   }
 #endif
-  if (parallel) gemm_packed(g);
-  else gemm_packed_single_thread(g);
+  /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
+  if (VECTOR_WIDTH == 16 && !(g->transpose_a && g->k > PANEL_TRANSPOSED_DEPTH)) {
+    gemm_panels(g, parallel);
+  } else if (parallel) {
+    gemm_packed(g);
+  } else {
+    gemm_packed_single_thread(g);
+  }
 }
 
 typedef struct {

@@ -1,13 +1,10 @@
 /*
- * Products with few rows of C (m <= 16): generation steps and small heads. B is read straight
- * from the caller's array, once, with the work split over column blocks of C.
- *  - B is [k×n]: rows of B are contiguous along C's columns → gemm_small.
- *  - B is [n×k] (transposeB, the usual Linear layout y = x·Wᵀ) and m <= DOT_ROWS: each C entry
- *    is a dot product of an A row with a B row; 4 B rows × up to 4 A rows are reduced together
- *    in registers.
- *  - B is [n×k] and more rows: each task transposes its 32 columns of op(B) into an L1-sized
- *    block, then gemm_small runs all rows of A against it (the reductions of the dot-product
- *    form would cost more than the transpose).
+ * Products with very few rows of C (generation steps, small heads). B is read straight from the
+ * caller's array, once, with the work split over column blocks of C; no copies at all.
+ *  - B is [k×n] (m <= 16): rows of B are contiguous along C's columns → gemm_small.
+ *  - B is [n×k] (transposeB, the usual Linear layout y = x·Wᵀ; m <= 4): each C entry is a dot
+ *    product of an A row with a B row; 4 B rows × up to 4 A rows are reduced together in
+ *    registers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +12,6 @@
 #include "gemm.h"
 #include "parallel.h"
 #include "simd.h"
-#include "transpose.h"
 
 #define COLUMN_BLOCK 64
 #define PARALLEL_WORK 200000.0
@@ -114,34 +110,7 @@ static void dots_task(void *context, size_t index, int thread) {
   }
 }
 
-#define DOT_ROWS 4
-#define TRANSPOSED_BLOCK 32
-
-static void transposed_rows_task(void *context, size_t index, int thread) {
-  const skinny_context *t = context;
-  const gemm_problem *g = t->g;
-  int64_t j0, j1;
-  chunk_range((int64_t)index, TRANSPOSED_BLOCK, g->n, &j0, &j1);
-  prepare_c(g, j0, j1);
-  float *block = pool_scratch(thread, 0, (size_t)(g->k * TRANSPOSED_BLOCK) * sizeof(float));
-  if (!block) abort();
-  transpose_rows(g->b + j0 * g->k, g->k, j1 - j0, g->k, block, TRANSPOSED_BLOCK);
-  small_gemm problem = {
-      .rows = g->m, .columns = j1 - j0, .depth = g->k, .a = g->a,
-      .a_row_stride = g->transpose_a ? 1 : g->k, .a_depth_stride = g->transpose_a ? g->m : 1,
-      .b = block, .b_stride = TRANSPOSED_BLOCK, .c = g->c + j0, .c_stride = g->n,
-      .alpha = g->alpha, .accumulate = g->beta != 0.0f};
-  gemm_small(&problem);
-}
-
 void skinny_product(const gemm_problem *g, bool parallel) {
-  bool share = parallel && (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  if (g->transpose_b && g->m > DOT_ROWS) {
-    skinny_context context = {g, g->a};
-    run_maybe_parallel((size_t)chunk_count(g->n, TRANSPOSED_BLOCK), transposed_rows_task, &context,
-                       share);
-    return;
-  }
   skinny_context context = {g, g->a};
   float *transposed = NULL;
   if (g->transpose_b && g->transpose_a) {
@@ -153,6 +122,7 @@ void skinny_product(const gemm_problem *g, bool parallel) {
     }
     context.a_rows = transposed;
   }
+  bool share = parallel && (double)g->m * g->n * g->k >= PARALLEL_WORK;
   run_maybe_parallel((size_t)chunk_count(g->n, COLUMN_BLOCK), g->transpose_b ? dots_task : rows_task,
                      &context, share);
   free(transposed);

@@ -19,6 +19,12 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
   stopTokens?: readonly number[];
   /** Token used for left padding; never attended to. @default 0 */
   padId?: number;
+  /**
+   * Sample only ids below this: a model may have more embedding rows than its tokenizer has
+   * tokens (Qwen pads to a multiple of 128). Log-probs stay normalized over every row, as in
+   * scoring. @default the model's vocabSize
+   */
+  vocabularyLimit?: number;
 }
 
 export interface GeneratedSequence {
@@ -85,7 +91,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
         const sampled = tidy(() => {
           const logits = model.forward({ ids: stepIds, batch, length: stepLength, positions: stepPositions, keyMask, cache, rows: lastRows });
           const data = logits.data;
-          return prompts.map((_prompt, row) => (finished[row] ? null : sampleToken(data, row * vocabSize, vocabSize, settings, randomFor(row))));
+          return prompts.map((_prompt, row) => (finished[row] ? null : sampleToken(data, row * vocabSize, vocabSize, settings, randomFor(row), Math.min(vocabSize, options.vocabularyLimit ?? vocabSize))));
         });
         stepIds = new Int32Array(batch);
         stepPositions = new Int32Array(batch);

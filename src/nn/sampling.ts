@@ -20,6 +20,8 @@ export function sampleToken(
   vocab: number,
   settings: SamplingSettings,
   random: RandomGenerator,
+  /** Draw only among ids below this (padded embedding rows have no token). @default vocab */
+  drawableVocab = vocab,
 ): { token: number; logProb: number } {
   let maximum = -Infinity;
   for (let column = 0; column < vocab; column++) maximum = Math.max(maximum, logits[offset + column]!);
@@ -27,8 +29,8 @@ export function sampleToken(
   for (let column = 0; column < vocab; column++) total += Math.exp(logits[offset + column]! - maximum);
   const logNormalizer = maximum + Math.log(total);
   const token = settings.temperature === 0
-    ? argmax(logits, offset, vocab)
-    : drawTruncated(logits, offset, vocab, settings, random);
+    ? argmax(logits, offset, drawableVocab)
+    : drawTruncated(logits, offset, drawableVocab, settings, random);
   return { token, logProb: logits[offset + token]! - logNormalizer };
 }
 

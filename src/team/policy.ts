@@ -47,9 +47,8 @@ export class LocalPolicy implements AgentPolicy {
   private readonly stopIds: number[];
 
   constructor(readonly model: TransformerLM, readonly tokenizer: Tokenizer) {
-    const newline = tokenizer.encode(turnTerminator);
-    this.stopIds = [...(newline.length === 1 ? newline : []), ...(tokenizer.eosId !== undefined ? [tokenizer.eosId] : [])];
-    if (this.stopIds.length === 0) throw new Error('the tokenizer has neither a single-token newline nor an EOS token to end turns');
+    this.stopIds = turnEndingIds(tokenizer);
+    if (this.stopIds.length === 0) throw new Error('the tokenizer has neither a token containing a newline nor an EOS token to end turns');
   }
 
   encodeInput(input: string): number[] {
@@ -66,16 +65,36 @@ export class LocalPolicy implements AgentPolicy {
       temperature: settings.temperature ?? 1,
       stopTokens: this.stopIds,
       padId: this.tokenizer.padId ?? 0,
+      vocabularyLimit: this.tokenizer.vocabSize,
     });
     return generated.map((sequence, index) => {
-      const content = sequence.finishReason === 'stop' ? sequence.tokens.slice(0, -1) : sequence.tokens;
       return {
         inputIds: inputs[index]!,
         tokens: sequence.tokens,
         logProbs: sequence.logProbs,
-        text: this.tokenizer.decode(content, { skipSpecialTokens: true }),
+        // A byte-level BPE stop token may carry text before its newline (".\n"): keep that part.
+        text: this.tokenizer.decode(sequence.tokens, { skipSpecialTokens: true }).split(turnTerminator)[0]!,
         finishReason: sequence.finishReason,
       };
     });
   }
+}
+
+/**
+ * Every id that ends a turn: the EOS token and each token whose text contains a newline (a
+ * character tokenizer has one; byte-level BPE vocabularies have many, such as ".\n" or "\n\n").
+ * Computed once per tokenizer.
+ */
+const turnEndingCache = new WeakMap<Tokenizer, number[]>();
+function turnEndingIds(tokenizer: Tokenizer): number[] {
+  const cached = turnEndingCache.get(tokenizer);
+  if (cached) return cached;
+  const special = new Set([tokenizer.padId, tokenizer.bosId, tokenizer.unkId]);
+  const ids: number[] = [];
+  for (let id = 0; id < tokenizer.vocabSize; id++) {
+    if (special.has(id)) continue;
+    if (id === tokenizer.eosId || tokenizer.decode([id]).includes(turnTerminator)) ids.push(id);
+  }
+  turnEndingCache.set(tokenizer, ids);
+  return ids;
 }

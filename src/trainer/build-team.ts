@@ -2,6 +2,9 @@ import { ConfigError } from '../util/errors.js';
 import { loadModel, type LoadedModel } from '../models/load.js';
 import { AdamW, decayExempt } from '../optim/adamw.js';
 import { LocalPolicy } from '../team/policy.js';
+import { RemotePolicy } from '../team/remote-policy.js';
+import { attachLora } from '../models/lora-config.js';
+import { RandomGenerator } from '../util/random.js';
 import { speakerTagFor } from '../team/render.js';
 import type { Agent, Team } from '../team/team.js';
 import type { Task } from '../tasks/index.js';
@@ -33,11 +36,10 @@ export function defaultAgents(task: Task, sharedModel = false): AgentConfig[] {
 /** Loads every agent's model and assembles the team, its protocol and its update units. */
 export async function buildTeam(config: TrainConfig, task: Task, schedule: Schedule): Promise<BuiltTeam> {
   const agentConfigs = config.agents ?? defaultAgents(task, schedule.sharedModel);
-  validateAgents(agentConfigs, config, task);
-  const models: LoadedModel[] = [];
-  const loaded = schedule.sharedModel ? [await loadModel(agentConfigs[0]!.model)] : await loadAll(agentConfigs);
-  models.push(...loaded);
-  const agents: Agent[] = agentConfigs.map((agentConfig, index) => agentFromConfig(agentConfig, index, loaded[schedule.sharedModel ? 0 : index]!, config, task));
+  validateAgents(agentConfigs, config, task, schedule.sharedModel);
+  const loaded = schedule.sharedModel ? [await loadAgentModel(agentConfigs[0]!, config.seed)] : await loadAll(agentConfigs, config.seed);
+  const models = loaded.filter((entry): entry is LoadedModel => entry !== null);
+  const agents: Agent[] = agentConfigs.map((agentConfig, index) => agentFromConfig(agentConfig, index, loaded[schedule.sharedModel ? 0 : index] ?? null, config, task));
   const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
   const team: Team = {
     agents,
@@ -65,13 +67,19 @@ export async function buildTeam(config: TrainConfig, task: Task, schedule: Sched
   return { team, units, agentConfigs, models };
 }
 
-/** One team member from its config and loaded model (also used when a swap brings a model in). */
-export function agentFromConfig(agentConfig: AgentConfig, index: number, source: LoadedModel, config: TrainConfig, task: Task): Agent {
+/**
+ * One team member from its config and loaded model (null for a remote agent); also used when a
+ * swap brings a model in.
+ */
+export function agentFromConfig(agentConfig: AgentConfig, index: number, source: LoadedModel | null, config: TrainConfig, task: Task): Agent {
+  const policy = agentConfig.endpoint
+    ? new RemotePolicy(agentConfig.endpoint, {}, `agents[${index}].endpoint`)
+    : new LocalPolicy(source!.model, source!.tokenizer);
   return {
     name: agentConfig.name,
     rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
     speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
-    policy: new LocalPolicy(source.model, source.tokenizer),
+    policy,
     trainable: agentConfig.trainable,
     delta: agentConfig.trainable ? (agentConfig.delta ?? config.trustRegion.delta) : 0,
   };
@@ -85,19 +93,31 @@ export function createOptimizer(model: LoadedModel, learningRate: number, config
   });
 }
 
-async function loadAll(agentConfigs: readonly AgentConfig[]): Promise<LoadedModel[]> {
-  const result: LoadedModel[] = [];
-  for (const agentConfig of agentConfigs) result.push(await loadModel(agentConfig.model));
+/**
+ * A local agent's model, with LoRA adapters attached right after loading (before its optimizer
+ * is created and before a checkpoint is restored onto it); null for a remote agent.
+ */
+export async function loadAgentModel(agentConfig: AgentConfig, seed: number): Promise<LoadedModel | null> {
+  if (agentConfig.endpoint) return null;
+  const loaded = await loadModel(agentConfig.model!);
+  if (agentConfig.lora) await attachLora(loaded.model, agentConfig.lora, new RandomGenerator(`${seed}/lora/${agentConfig.name}`));
+  return loaded;
+}
+
+async function loadAll(agentConfigs: readonly AgentConfig[], seed: number): Promise<Array<LoadedModel | null>> {
+  const result: Array<LoadedModel | null> = [];
+  for (const agentConfig of agentConfigs) result.push(await loadAgentModel(agentConfig, seed));
   return result;
 }
 
-function validateAgents(agentConfigs: readonly AgentConfig[], config: TrainConfig, task: Task): void {
+function validateAgents(agentConfigs: readonly AgentConfig[], config: TrainConfig, task: Task, sharedModel: boolean): void {
   const names = new Set<string>();
   agentConfigs.forEach((agentConfig, index) => {
     if (names.has(agentConfig.name)) throw new ConfigError(`agents[${index}].name`, `"${agentConfig.name}" is used twice; agent names must be unique`);
     names.add(agentConfig.name);
   });
   if (!agentConfigs.some((agentConfig) => agentConfig.trainable)) throw new ConfigError('agents', 'at least one agent must be trainable');
+  if (sharedModel && agentConfigs[0]!.endpoint) throw new ConfigError('agents[0]', 'the single-model schedule needs a local model for agent 0');
   const turnOrder = config.protocol.turnOrder ?? task.protocol.turnOrder;
   turnOrder.forEach((agentIndex, turn) => {
     if (agentIndex >= agentConfigs.length) {

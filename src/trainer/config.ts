@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { loraConfigSchema } from '../models/lora-config.js';
 import { taskSpecSchema } from '../tasks/index.js';
+import { remoteEndpointSchema } from '../team/remote-policy.js';
 
 /**
  * The one schema of a training run: the single source of defaults, validation, CLI flags
@@ -7,23 +9,40 @@ import { taskSpecSchema } from '../tasks/index.js';
  * each run directory. Unknown keys are errors that list the valid ones.
  */
 
-export const agentConfigSchema = z.strictObject({
-  name: z.string().min(1).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-" only (it names a folder)'),
-  /**
-   * The agent's model: a teamtr checkpoint directory, a Hugging Face model directory, or
-   * `builtin:<task>/<role>` for the tiny models `teamtr pretrain` makes.
-   */
-  model: z.string().min(1),
-  /** @default the task's role prompt for this agent's index */
-  rolePrompt: z.string().optional(),
-  /** Tag before this agent's turns in the shared context. @default the role's letter + ":" */
-  speakerTag: z.string().min(1).optional(),
-  trainable: z.boolean().default(true),
-  /** Per-agent trust-region radius. @default trustRegion.delta */
-  delta: z.number().nonnegative().optional(),
-  /** Per-agent learning rate. @default optimizer.learningRate */
-  learningRate: z.number().positive().optional(),
-});
+export const agentConfigSchema = z
+  .strictObject({
+    name: z.string().min(1).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-" only (it names a folder)'),
+    /**
+     * The agent's model: a teamtr checkpoint directory, a Hugging Face model directory, or
+     * `builtin:<task>/<role>` for the tiny models `teamtr pretrain` makes. Required unless
+     * `endpoint` is given.
+     */
+    model: z.string().min(1).optional(),
+    /** @default the task's role prompt for this agent's index */
+    rolePrompt: z.string().optional(),
+    /** Tag before this agent's turns in the shared context. @default the role's letter + ":" */
+    speakerTag: z.string().min(1).optional(),
+    trainable: z.boolean().default(true),
+    /** Per-agent trust-region radius. @default trustRegion.delta */
+    delta: z.number().nonnegative().optional(),
+    /** Per-agent learning rate. @default optimizer.learningRate */
+    learningRate: z.number().positive().optional(),
+    /** Train low-rank adapters instead of the whole model: { rank, alpha, targetModules, … }. */
+    lora: loraConfigSchema.optional(),
+    /** A frozen agent played by an OpenAI-compatible endpoint: { baseURL, model, apiKeyEnv, … }. */
+    endpoint: remoteEndpointSchema.optional(),
+  })
+  .superRefine((agent, context) => {
+    if ((agent.model === undefined) === (agent.endpoint === undefined)) {
+      context.addIssue({ code: 'custom', path: ['model'], message: 'give exactly one of "model" (a local model) and "endpoint" (a remote one)' });
+    }
+    if (agent.endpoint && agent.trainable) {
+      context.addIssue({ code: 'custom', path: ['trainable'], message: 'a remote agent cannot be trained; set "trainable": false' });
+    }
+    if (agent.endpoint && agent.lora) {
+      context.addIssue({ code: 'custom', path: ['lora'], message: 'LoRA needs a local model' });
+    }
+  });
 
 export const scheduleNames = ['teamtr', 'sequential-stale', 'joint', 'single'] as const;
 export const objectiveNames = ['grpo', 'dapo', 'ppo'] as const;

@@ -102,7 +102,8 @@ async function validatePendingSwap(config: TrainConfig, task: Task, swap: SwapCo
   try {
     checkPlaysRole(incoming, config, task, agents, agentIndex, swapSpeaker(swappedAgentConfig(agents[agentIndex]!, swap), agentIndex, task), `${where}.model`);
     if (swap.alignment.mode !== 'sft') {
-      const outgoing = await loadForSwap(agents[agentIndex]!.model, `${where} (outgoing model)`);
+      const outgoing = await loadForSwap(agents[agentIndex]!.model!, // trainable agents are local (config schema)
+         `${where} (outgoing model)`);
       try {
         resolveAlignmentMode(swap.alignment.mode, sharesVocabulary(outgoing, incoming), `${where}.alignment.mode`);
       } finally {

@@ -84,7 +84,7 @@ export async function applySwap(target: SwapTarget, swap: SwapConfig, state: Run
   const afterAlignment = alignment ? await measure(swappedTeam, before) : null;
   commitSwap(target, agentIndex, newcomer, incoming, incomingConfig.learningRate ?? config.optimizer.learningRate);
   const swapTokens = before.generatedTokens + afterSwap.generatedTokens + (alignment?.generatedTokens ?? 0) + (afterAlignment?.generatedTokens ?? 0);
-  const record = swapRecord({ swap, state, outgoingModel: outgoingConfig.model, before, afterSwap, afterAlignment, alignment, swapTokens });
+  const record = swapRecord({ swap, state, outgoingModel: outgoingConfig.model ?? "remote endpoint", before, afterSwap, afterAlignment, alignment, swapTokens });
   state.generatedTokens += swapTokens;
   return { record, alignment };
 }
