@@ -1,7 +1,8 @@
 /*
  * Portable SIMD through GCC/Clang vector extensions: `vfloat` is VECTOR_WIDTH floats wide
- * (16 with AVX-512, 8 with AVX/AVX2 or on other targets), and the compiler emits the widest
- * instructions -march allows. Loads and stores go through memcpy so any alignment is fine.
+ * (16 with AVX-512, 8 with AVX/AVX2, 4 elsewhere: SSE, NEON), matching the target's registers,
+ * and the compiler emits the instructions -march allows. Loads and stores go through memcpy so
+ * any alignment is fine.
  */
 #ifndef TEAMTR_SIMD_H
 #define TEAMTR_SIMD_H
@@ -10,8 +11,10 @@
 
 #if defined(__AVX512F__)
 #define VECTOR_WIDTH 16
-#else
+#elif defined(__AVX__)
 #define VECTOR_WIDTH 8
+#else
+#define VECTOR_WIDTH 4
 #endif
 
 typedef float vfloat __attribute__((vector_size(VECTOR_WIDTH * sizeof(float))));
@@ -38,8 +41,10 @@ typedef int vint __attribute__((vector_size(VECTOR_WIDTH * sizeof(int))));
 #if VECTOR_WIDTH == 16
 #define LANES(f, w) {f(w, 0), f(w, 1), f(w, 2), f(w, 3), f(w, 4), f(w, 5), f(w, 6), f(w, 7), \
                      f(w, 8), f(w, 9), f(w, 10), f(w, 11), f(w, 12), f(w, 13), f(w, 14), f(w, 15)}
-#else
+#elif VECTOR_WIDTH == 8
 #define LANES(f, w) {f(w, 0), f(w, 1), f(w, 2), f(w, 3), f(w, 4), f(w, 5), f(w, 6), f(w, 7)}
+#else
+#define LANES(f, w) {f(w, 0), f(w, 1), f(w, 2), f(w, 3)}
 #endif
 
 static inline void transpose_stage(vfloat rows[VECTOR_WIDTH], int w, vint low, vint high) {
@@ -55,7 +60,9 @@ static inline void vtranspose(vfloat rows[VECTOR_WIDTH]) {
 #if VECTOR_WIDTH == 16
   transpose_stage(rows, 8, (vint)LANES(LOW_LANE, 8), (vint)LANES(HIGH_LANE, 8));
 #endif
+#if VECTOR_WIDTH >= 8
   transpose_stage(rows, 4, (vint)LANES(LOW_LANE, 4), (vint)LANES(HIGH_LANE, 4));
+#endif
   transpose_stage(rows, 2, (vint)LANES(LOW_LANE, 2), (vint)LANES(HIGH_LANE, 2));
   transpose_stage(rows, 1, (vint)LANES(LOW_LANE, 1), (vint)LANES(HIGH_LANE, 1));
 }

@@ -3,6 +3,7 @@ import { supervisedLossAndGradient, type SupervisedExample } from '../nn/teacher
 import type { TransformerLM } from '../nn/transformer.js';
 import { AdamW } from '../optim/adamw.js';
 import { clipGradientNorm } from '../optim/clip.js';
+import { learningRateAt, type LearningRateSchedule } from '../optim/schedule.js';
 import type { Task } from '../tasks/index.js';
 import { turnTerminator } from '../team/policy.js';
 import { renderAgentInput, type SharedTurn } from '../team/render.js';
@@ -141,6 +142,9 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
   const optimizer = new AdamW(parameters, { learningRate: settings.learningRate, beta1: options.beta1, beta2: options.beta2, epsilon: 1e-8, weightDecay: 0 });
   const shuffler = new RandomGenerator(`${options.seed}/order`);
   const padId = newcomer.policy.tokenizer.padId ?? 0;
+  const schedule: LearningRateSchedule = settings.warmupSteps > 0
+    ? { kind: 'warmup-cosine', warmupSteps: settings.warmupSteps, totalSteps: settings.steps, minimumRatio: 0.1 }
+    : { kind: 'constant' };
   const losses: number[] = [];
   let generatedTokens = 0;
   for (let batchIndex = 0; losses.length < settings.steps; batchIndex++) {
@@ -161,7 +165,7 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
         if (mode !== 'kl') loss += supervisedLossAndGradient(student, minibatch.map((example) => example.supervised), padId);
         if (mode !== 'sft') loss += klLossAndGradient(student, teacher, minibatch);
         const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
-        optimizer.update({ gradientScale: clipping.scale });
+        optimizer.update({ learningRate: learningRateAt(schedule, settings.learningRate, losses.length), gradientScale: clipping.scale });
         optimizer.zeroGrad();
         losses.push(loss);
       }
