@@ -99,15 +99,22 @@ static void pack_a_panel(const gemm_problem *g, int64_t panel, int64_t p0, int64
     }
     return;
   }
-  /* Rows of A run along k: transpose VECTOR_WIDTH-deep tiles in registers (MR < width). */
+  /* Rows of A run along k: transpose VECTOR_WIDTH-square tiles in registers, in groups of
+     VECTOR_WIDTH rows of the panel (one group when MR <= VECTOR_WIDTH). */
   int64_t p = 0;
   for (; p + VECTOR_WIDTH <= depth; p += VECTOR_WIDTH) {
-    vfloat tile[VECTOR_WIDTH];
-    for (int r = 0; r < VECTOR_WIDTH; r++) {
-      tile[r] = r < rows ? vload(g->a + (i0 + r) * g->k + p0 + p) : (vfloat){0};
+    for (int r0 = 0; r0 < MR; r0 += VECTOR_WIDTH) {
+      int group = MR - r0 < VECTOR_WIDTH ? MR - r0 : VECTOR_WIDTH;
+      vfloat tile[VECTOR_WIDTH];
+      for (int r = 0; r < VECTOR_WIDTH; r++) {
+        tile[r] = r < group && r0 + r < rows ? vload(g->a + (i0 + r0 + r) * g->k + p0 + p)
+                                             : (vfloat){0};
+      }
+      vtranspose(tile);
+      for (int q = 0; q < VECTOR_WIDTH; q++) {
+        memcpy(target + (p + q) * MR + r0, &tile[q], (size_t)group * sizeof(float));
+      }
     }
-    vtranspose(tile);
-    for (int q = 0; q < VECTOR_WIDTH; q++) memcpy(target + (p + q) * MR, &tile[q], MR * sizeof(float));
   }
   for (; p < depth; p++) {
     for (int r = 0; r < MR; r++) target[p * MR + r] = r < rows ? g->a[(i0 + r) * g->k + p0 + p] : 0.0f;

@@ -29,9 +29,10 @@ char *openblas_get_config(void);
 /* Few-row products that need no copy of B (matmul_skinny.c). */
 #define SKINNY_ROWS 16
 #define DOT_ROWS 4
-/* gemm_panels re-reads A once per column panel; with A transposed and a long k, packing A
-   (gemm_packed) is cheaper. */
-#define PANEL_TRANSPOSED_DEPTH 512
+/* gemm_panels re-reads A once per column panel: with a long k, and sooner with A transposed,
+   packing A once (gemm_packed) is cheaper. Thresholds from measurements on AMD Zen 5. */
+#define PANEL_MAX_DEPTH 1024
+#define PANEL_TRANSPOSED_MAX_DEPTH 512
 /* Batch items smaller than this (multiply-adds) are spread over threads one item each. */
 #define SMALL_ITEM_WORK 1000000.0
 
@@ -127,7 +128,8 @@ static void product(const gemm_problem *g, bool parallel) {
   }
 #endif
   /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
-  if (VECTOR_WIDTH == 16 && !(g->transpose_a && g->k > PANEL_TRANSPOSED_DEPTH)) {
+  int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
+  if (VECTOR_WIDTH == 16 && g->k < panel_depth) {
     gemm_panels(g, parallel);
   } else if (parallel) {
     gemm_packed(g);

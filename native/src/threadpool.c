@@ -29,6 +29,16 @@
 #define CALLER_SPIN 4000
 
 /*
+ * One step of a spin-wait. Every 64th step yields the CPU: when the machine is oversubscribed
+ * the thread we wait for may be queued behind us on this very core, and pure spinning would
+ * keep it off the CPU until our time slice ends.
+ */
+static inline void spin_step(int spins) {
+  if ((spins & 63) == 63) sched_yield();
+  else CPU_RELAX();
+}
+
+/*
  * Tasks are claimed from one atomic word: job number (24 bits) | task count (20 bits) |
  * next unclaimed task (20 bits). A claim is a compare-and-swap that only succeeds on the
  * current job with tasks left, so a worker that wakes late can neither run a finished job's
@@ -133,7 +143,7 @@ static void *worker_main(void *argument) {
     int spins = 0;
     while ((generation = atomic_load_explicit(&pool.generation, memory_order_acquire)) == seen) {
       if (++spins < WORKER_SPIN) {
-        CPU_RELAX();
+        spin_step(spins);
         continue;
       }
       pthread_mutex_lock(&pool.mutex);
@@ -170,7 +180,7 @@ static void wait_for_completion(size_t count) {
   for (int spins = 0; atomic_load_explicit(&pool.completed, memory_order_acquire) < count;
        spins++) {
     if (spins < CALLER_SPIN) {
-      CPU_RELAX();
+      spin_step(spins);
       continue;
     }
     pthread_mutex_lock(&pool.mutex);

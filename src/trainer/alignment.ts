@@ -142,9 +142,8 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
   const optimizer = new AdamW(parameters, { learningRate: settings.learningRate, beta1: options.beta1, beta2: options.beta2, epsilon: 1e-8, weightDecay: 0 });
   const shuffler = new RandomGenerator(`${options.seed}/order`);
   const padId = newcomer.policy.tokenizer.padId ?? 0;
-  const schedule: LearningRateSchedule = settings.warmupSteps > 0
-    ? { kind: 'warmup-cosine', warmupSteps: settings.warmupSteps, totalSteps: settings.steps, minimumRatio: 0.1 }
-    : { kind: 'constant' };
+  const warmupSteps = settings.warmupSteps ?? Math.ceil(settings.steps / 10);
+  const schedule: LearningRateSchedule = { kind: 'warmup-cosine', warmupSteps, totalSteps: settings.steps, minimumRatio: 0.1 };
   const losses: number[] = [];
   let generatedTokens = 0;
   for (let batchIndex = 0; losses.length < settings.steps; batchIndex++) {

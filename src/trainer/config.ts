@@ -61,8 +61,11 @@ export const alignmentConfigSchema = z.strictObject({
   steps: z.number().int().nonnegative().default(0),
   mode: z.enum(alignmentModes).default('sft'),
   learningRate: z.number().positive().default(1e-3),
-  /** Linear warmup steps, then cosine decay to 0.1·learningRate over the remaining steps; 0 = constant rate. */
-  warmupSteps: z.number().int().nonnegative().default(0),
+  /**
+   * Linear warmup, then cosine decay to 0.1·learningRate: a fresh Adam on a pretrained model
+   * otherwise takes large early steps that undo more than they fit. @default ⌈steps / 10⌉
+   */
+  warmupSteps: z.number().int().nonnegative().optional(),
   /** Each fresh team batch is split into this many minibatches, one step each... */
   minibatches: z.number().int().positive().default(4),
   /** ...and passed over this many times before the next batch is sampled. */

@@ -1,19 +1,21 @@
-import type { AdamW } from '../optim/adamw.js';
 import type { NamedParameter } from '../nn/module.js';
 
-/** A copy of trainable parameters and their optimizer moments: the last in-region point. */
+/**
+ * A copy of trainable parameters: the last in-region point of a trust-region update. Only
+ * parameters: the optimizer's moment estimates are statistics of the gradients seen, which stay
+ * valid when a step is shortened or undone, so Adam keeps adapting across updates. (Restoring
+ * them too would pin Adam at its first, sign-like step forever.)
+ */
 export interface ParameterSnapshot {
   values: Float32Array[];
-  optimizer: ReturnType<AdamW['stateDict']>;
 }
 
-export function captureSnapshot(parameters: readonly NamedParameter[], optimizer: AdamW): ParameterSnapshot {
-  return { values: parameters.map(({ tensor }) => tensor.data.slice()), optimizer: optimizer.stateDict() };
+export function captureSnapshot(parameters: readonly NamedParameter[]): ParameterSnapshot {
+  return { values: parameters.map(({ tensor }) => tensor.data.slice()) };
 }
 
-export function restoreSnapshot(parameters: readonly NamedParameter[], optimizer: AdamW, snapshot: ParameterSnapshot): void {
+export function restoreSnapshot(parameters: readonly NamedParameter[], snapshot: ParameterSnapshot): void {
   parameters.forEach(({ tensor }, index) => tensor.data.set(snapshot.values[index]!));
-  optimizer.loadStateDict(snapshot.optimizer);
 }
 
 /** θ ← θ_from + α·(θ_to − θ_from), for a backtracking line search along a step. */

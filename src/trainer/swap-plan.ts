@@ -34,8 +34,10 @@ export function swapProgress(state: RunState): SwapProgress {
 
 /** The agent's config once `swap` brought its model in. */
 export function swappedAgentConfig(agentConfig: AgentConfig, swap: SwapConfig): AgentConfig {
+  const local = { ...agentConfig };
+  delete local.endpoint; // the incoming model is local
   return {
-    ...agentConfig,
+    ...local,
     model: swap.model,
     rolePrompt: swap.rolePrompt ?? agentConfig.rolePrompt,
     learningRate: swap.learningRate ?? agentConfig.learningRate,
@@ -178,7 +180,7 @@ export interface SwapRequest {
   rolePrompt?: string;
   learningRate?: number;
   measureProblems?: number;
-  alignment?: { steps?: number; mode?: string; learningRate?: number; minibatches?: number; epochs?: number };
+  alignment?: { steps?: number; mode?: string; learningRate?: number; warmupSteps?: number; minibatches?: number; epochs?: number };
 }
 
 export interface ScheduledSwap {

@@ -102,6 +102,8 @@ describe('swaps', () => {
     const { directory, config, models } = await fixtureWithSwapModels();
     const swapping: TrainConfigInput = {
       ...config,
+      // agent1 trains LoRA adapters: the swapped-in model must get them too, on both paths.
+      agents: config.agents!.map((agent) => (agent.name === 'agent1' ? { ...agent, lora: { rank: 2 } } : agent)),
       swaps: [
         { stage: 3, agent: 'agent1', model: models.wide, alignment: { steps: 3, mode: 'kl' } },
         { stage: 3, agent: 'agent2', model: models.otherAlphabet, alignment: { steps: 3, mode: 'sft' } },
@@ -127,7 +129,10 @@ describe('swaps', () => {
     const order = readRecords(straight).map((record) => `${record.type}@${record.stage}`);
     assert.ok(order.indexOf('swap@3') > order.lastIndexOf('stage@2') && order.indexOf('swap@3') < order.indexOf('stage@3'), 'swaps come right before their stage');
     const opened = await openRun(straight);
-    assert.equal(opened.built.units.find((unit) => unit.name === 'agent1')!.model.config.hiddenSize, 24, 'openRun builds the team as of its checkpoint');
+    const swappedUnit = opened.built.units.find((unit) => unit.name === 'agent1')!;
+    assert.equal(swappedUnit.model.config.hiddenSize, 24, 'openRun builds the team as of its checkpoint');
+    const trainable = swappedUnit.model.trainableParameters().map(({ name }) => name);
+    assert.ok(trainable.length > 0 && trainable.every((name) => /lora/i.test(name)), `the newcomer trains adapters, as the agent did: ${trainable.join(', ')}`);
     const savedTokenizer = (await loadCheckpoint(path.join(straight, 'checkpoint', 'units', 'agent2'))).tokenizer;
     assert.deepEqual(savedTokenizer, (await loadCheckpoint(models.otherAlphabet)).tokenizer, 'the checkpoint saves the newcomer\'s tokenizer');
   });

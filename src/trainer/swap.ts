@@ -1,12 +1,12 @@
 import { meanWithStandardError } from '../rl/index.js';
-import { loadModel, type LoadedModel } from '../models/load.js';
+import type { LoadedModel } from '../models/load.js';
 import type { Task } from '../tasks/index.js';
 import { rollout } from '../team/rollout.js';
 import { firstTurnOf, hasSeveralRounds, type Agent, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { alignNewcomer, type AlignmentResult } from './alignment.js';
-import { agentFromConfig, createOptimizer, type BuiltTeam } from './build-team.js';
+import { agentFromConfig, createOptimizer, loadAgentModel, type BuiltTeam } from './build-team.js';
 import type { SwapConfig, TrainConfig } from './config.js';
 import type { StageRecord, SwapRecord, SwapRecoveryRecord } from './records.js';
 import type { RunState } from './run-directory.js';
@@ -66,7 +66,8 @@ export async function applySwap(target: SwapTarget, swap: SwapConfig, state: Run
   if (agentIndex < 0 || !unit) throw new Error(`swap: agent "${swap.agent}" has no update unit of its own (validateSwaps refuses this)`);
   const outgoingConfig = agentConfigsAtStage(config, task, swap.stage - 1)[agentIndex]!;
   const incomingConfig = swappedAgentConfig(outgoingConfig, swap);
-  const incoming = await loadModel(swap.model);
+  // Loaded as buildTeam loads it (adapters included), so a team rebuilt on resume is the same.
+  const incoming = (await loadAgentModel(incomingConfig, config.seed))!;
   const newcomer = agentFromConfig(incomingConfig, agentIndex, incoming, config, task);
   const seed = `${config.seed}/stage/${swap.stage}/swap`;
   const problems = task.split('train', { seed: new RandomGenerator(seed).nextUint32(), count: swap.measureProblems ?? config.rollout.problemsPerBatch });
@@ -84,7 +85,7 @@ export async function applySwap(target: SwapTarget, swap: SwapConfig, state: Run
   const afterAlignment = alignment ? await measure(swappedTeam, before) : null;
   commitSwap(target, agentIndex, newcomer, incoming, incomingConfig.learningRate ?? config.optimizer.learningRate);
   const swapTokens = before.generatedTokens + afterSwap.generatedTokens + (alignment?.generatedTokens ?? 0) + (afterAlignment?.generatedTokens ?? 0);
-  const record = swapRecord({ swap, state, outgoingModel: outgoingConfig.model ?? "remote endpoint", before, afterSwap, afterAlignment, alignment, swapTokens });
+  const record = swapRecord({ swap, state, outgoingModel: outgoingConfig.model ?? 'remote endpoint', before, afterSwap, afterAlignment, alignment, swapTokens });
   state.generatedTokens += swapTokens;
   return { record, alignment };
 }

@@ -84,7 +84,7 @@ export function trustRegionUpdate(options: {
     const summary = meanTokenKl({ perTokenKl: perToken, mask: all.mask, rows: all.rows });
     return { kl: all.totalTokens > 0 ? summary.mean : 0, max: all.totalTokens > 0 ? summary.max : 0, perToken, distributions };
   };
-  let snapshot = captureSnapshot(parameters, optimizer);
+  let snapshot = captureSnapshot(parameters);
   let stepsTaken = 0;
   let stepsUndone = 0;
   let lastStepScale = 1;
@@ -109,12 +109,12 @@ export function trustRegionUpdate(options: {
       optimizer.zeroGrad();
       stepsTaken++;
       if (measure().kl <= unit.delta) {
-        snapshot = captureSnapshot(parameters, optimizer);
+        snapshot = captureSnapshot(parameters);
         continue;
       }
       // Out of region: back off and end the update.
       stopped = true;
-      lastStepScale = backOff(parameters, optimizer, snapshot, settings.backoff, () => measure().kl <= unit.delta);
+      lastStepScale = backOff(parameters, snapshot, settings.backoff, () => measure().kl <= unit.delta);
       if (lastStepScale === 0) stepsUndone++;
     }
   }
@@ -155,7 +155,6 @@ function gradientStep(model: TransformerLM, tokens: UnitTokens, rowAdvantages: F
  */
 function backOff(
   parameters: ReturnType<TransformerLM['trainableParameters']>,
-  optimizer: AdamW,
   snapshot: ReturnType<typeof captureSnapshot>,
   backoff: TrustRegionSettings['backoff'],
   inRegion: () => boolean,
@@ -164,13 +163,10 @@ function backOff(
     const stepEnd = parameters.map(({ tensor }) => tensor.data.slice());
     for (const scale of lineSearchScales) {
       interpolateParameters(parameters, snapshot, stepEnd, scale);
-      if (inRegion()) {
-        optimizer.loadStateDict(snapshot.optimizer);
-        return scale;
-      }
+      if (inRegion()) return scale;
     }
   }
-  restoreSnapshot(parameters, optimizer, snapshot);
+  restoreSnapshot(parameters, snapshot);
   return 0;
 }
 

@@ -83,6 +83,12 @@ export function matmulTests(backend: KernelBackend): void {
         { batch: 1, m: 129, n: 300, k: 260, transposeA: false, transposeB: true },
         13,
       );
+      // A long k takes the native backend's other large-product kernel.
+      runCase(
+        backend,
+        { batch: 1, m: 40, n: 70, k: 1030, transposeA: false, transposeB: true },
+        14,
+      );
     });
 
     test('batches, with A or B shared across the batch (stride 0)', () => {

@@ -21,7 +21,8 @@ export function register(program: Command): void {
     .requiredOption('--model <model>', 'the incoming model: a checkpoint directory or builtin:<task>/<role>')
     .option('--align-steps <n>', 'stage-0 alignment steps (default 0: no alignment)')
     .option('--align-mode <mode>', `alignment objective (${alignmentModes.join(' | ')}; default sft)`)
-    .option('--align-learning-rate <lr>', 'alignment learning rate (default 1e-3)')
+    .option('--align-learning-rate <lr>', 'alignment peak learning rate (default 1e-3)')
+    .option('--align-warmup-steps <n>', 'linear warmup before the cosine decay (default steps/10)')
     .option('--align-minibatches <n>', 'minibatches (steps) per fresh team batch (default 4)')
     .option('--align-epochs <n>', 'passes over each fresh team batch (default 1)')
     .option('--role-prompt <text>', "the incoming model's role prompt (default: the outgoing agent's)")
@@ -39,6 +40,7 @@ export function register(program: Command): void {
           steps: number('align-steps', text('alignSteps'), true),
           mode: text('alignMode'),
           learningRate: number('align-learning-rate', text('alignLearningRate'), false),
+          warmupSteps: number('align-warmup-steps', text('alignWarmupSteps'), true),
           minibatches: number('align-minibatches', text('alignMinibatches'), true),
           epochs: number('align-epochs', text('alignEpochs'), true),
         },
