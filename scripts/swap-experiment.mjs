@@ -17,6 +17,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pretrain } from '../src/pretrain/pretrain.ts';
+import { clearPool } from '../src/tensor/index.ts';
 import { scheduleSwap } from '../src/trainer/swap-plan.ts';
 import { train } from '../src/trainer/trainer.ts';
 
@@ -117,6 +118,7 @@ for (const seed of seeds) {
   for (const arm of arms) {
     log(`seed ${seed}: swap ${agent} → ${model}, alignment ${arm} ...`);
     const result = await runArm(seed, arm, base, model);
+    clearPool(); // one process runs many trainings: keep the buffer pool from filling up
     results.push(result);
     log(`  ${JSON.stringify(result)}`);
   }

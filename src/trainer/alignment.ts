@@ -10,7 +10,7 @@ import { renderAgentInput, type SharedTurn } from '../team/render.js';
 import { rollout } from '../team/rollout.js';
 import type { Agent, Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
-import { logSoftmax, sumOfProducts, tidy } from '../tensor/index.js';
+import { clearPool, logSoftmax, sumOfProducts, tidy } from '../tensor/index.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { ConfigError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
@@ -170,5 +170,7 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
       }
     }
   }
+  // Alignment's buffer sizes (text-level contexts, minibatches) are not the RL stages' ones.
+  clearPool();
   return { steps: losses.length, mode, note, losses, generatedTokens };
 }

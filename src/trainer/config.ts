@@ -143,7 +143,7 @@ export const trainConfigSchema = z.strictObject({
     maxGradNorm: z.number().positive().default(1),
   }).prefault({}),
   optimizer: z.strictObject({
-    learningRate: z.number().positive().default(1e-3),
+    learningRate: z.number().positive().default(1e-4),
     beta1: z.number().min(0).lt(1).default(0.9),
     beta2: z.number().min(0).lt(1).default(0.99),
     weightDecay: z.number().nonnegative().default(0),
