@@ -32,3 +32,4 @@ export { getBackend, setBackend, availableBackends } from './backend/index.js';
 export { RandomGenerator } from './util/random.js';
 export { TeamtrError, ConfigError, FileFormatError, ShapeError } from './util/errors.js';
 export { certificateStatistics } from './trainer/summary.js';
+export { scheduleSwap } from './trainer/swap-plan.js';

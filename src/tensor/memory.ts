@@ -10,25 +10,37 @@
  * thrash (measured in `teamtr bench`), and zero-filling fresh arrays costs bandwidth too.
  */
 
-/** Pooled buffers beyond this many bytes are dropped rather than kept. */
-const maximumPooledBytes = 4 * 1024 * 1024 * 1024;
+/** Pooled memory beyond this many bytes is left to the garbage collector instead. */
+const maximumPooledBytes = 1024 * 1024 * 1024;
+/** Arrays shorter than this are cheap to allocate and not pooled. */
+const smallestPooledLength = 256;
 
-const pool = new Map<number, Float32Array[]>();
+/**
+ * Buffers are pooled by size class (powers of two), not by exact length: a training loop whose
+ * sequence lengths vary from batch to batch then reuses the same memory instead of hoarding one
+ * buffer per distinct length. A pooled array is a view of length `length` on its class's buffer.
+ */
+const pool = new Map<number, ArrayBuffer[]>();
 let pooledBytes = 0;
 
 export interface Disposable {
   dispose(): void;
 }
 
+function sizeClassBytes(length: number): number {
+  return 4 * 2 ** Math.ceil(Math.log2(length));
+}
+
 /** An uninitialized (possibly dirty) buffer of `length` floats. */
 export function allocate(length: number): Float32Array {
-  const bucket = pool.get(length);
-  const reused = bucket?.pop();
+  if (length < smallestPooledLength) return new Float32Array(length);
+  const bytes = sizeClassBytes(length);
+  const reused = pool.get(bytes)?.pop();
   if (reused) {
-    pooledBytes -= reused.byteLength;
-    return reused;
+    pooledBytes -= bytes;
+    return new Float32Array(reused, 0, length);
   }
-  return new Float32Array(length);
+  return new Float32Array(new ArrayBuffer(bytes), 0, length);
 }
 
 /** A zero-filled buffer of `length` floats. */
@@ -40,16 +52,18 @@ export function allocateZeroed(length: number): Float32Array {
 
 /** Returns a buffer to the pool. The caller must not touch it afterwards. */
 export function release(buffer: Float32Array): void {
-  // Views into a larger buffer are not pooled: their length does not describe their memory.
-  if (buffer.byteOffset !== 0 || buffer.buffer.byteLength !== buffer.byteLength) return;
-  if (buffer.length === 0 || pooledBytes + buffer.byteLength > maximumPooledBytes) return;
-  let bucket = pool.get(buffer.length);
+  // Only whole size-class buffers from `allocate` are pooled; other arrays (views into larger
+  // data, arrays made elsewhere) are simply dropped.
+  const bytes = buffer.buffer.byteLength;
+  if (buffer.byteOffset !== 0 || buffer.length < smallestPooledLength || bytes !== sizeClassBytes(buffer.length)) return;
+  if (pooledBytes + bytes > maximumPooledBytes) return;
+  let bucket = pool.get(bytes);
   if (!bucket) {
     bucket = [];
-    pool.set(buffer.length, bucket);
+    pool.set(bytes, bucket);
   }
-  bucket.push(buffer);
-  pooledBytes += buffer.byteLength;
+  bucket.push(buffer.buffer as ArrayBuffer);
+  pooledBytes += bytes;
 }
 
 /** Drops every pooled buffer (e.g. between unrelated workloads of different shapes). */
