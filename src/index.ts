@@ -2,17 +2,35 @@
  * teamtr's public API. The CLI and the dashboard use only what is exported here.
  */
 export { train, type TrainOptions, type TrainProgress } from './trainer/trainer.js';
-export { trainConfigSchema, scheduleNames, objectiveNames, type TrainConfig, type TrainConfigInput, type AgentConfig } from './trainer/config.js';
+export {
+  trainConfigSchema,
+  scheduleNames,
+  objectiveNames,
+  type TrainConfig,
+  type TrainConfigInput,
+  type AgentConfig,
+} from './trainer/config.js';
 export { openRun, type OpenedRun } from './trainer/open-run.js';
 export { evaluateTeam, wilsonInterval, type Evaluation } from './trainer/evaluate.js';
 export { buildTeam, defaultAgents, type BuiltTeam } from './trainer/build-team.js';
 export { schedules, type Schedule } from './trainer/schedules.js';
 export { RunDirectory, runFiles } from './trainer/run-directory.js';
-export type { MetricsRecord, UpdateRecord, StageRecord, EvaluationRecord, SwapRecord } from './trainer/records.js';
+export type {
+  MetricsRecord,
+  UpdateRecord,
+  StageRecord,
+  EvaluationRecord,
+  SwapRecord,
+} from './trainer/records.js';
 export type { TrainSummary, CertificateStatistics } from './trainer/summary.js';
 export { pretrain, pretrainConfigSchema } from './pretrain/pretrain.js';
 export { rollout, type RolloutOptions } from './team/rollout.js';
-export { LocalPolicy, type AgentPolicy, type Completion, type CompletionRequest } from './team/policy.js';
+export {
+  LocalPolicy,
+  type AgentPolicy,
+  type Completion,
+  type CompletionRequest,
+} from './team/policy.js';
 export { renderAgentInput, renderSharedContext, speakerTagFor } from './team/render.js';
 export type { Agent, Protocol, Team } from './team/team.js';
 export type { TeamBatch, Trajectory, TurnRecord } from './team/types.js';
@@ -20,7 +38,12 @@ export * from './tasks/index.js';
 export * as rl from './rl/index.js';
 export { TransformerLM } from './nn/transformer.js';
 export { generate, type GenerateOptions, type GeneratedSequence } from './nn/generate.js';
-export { scoreCompletions, scoreToArrays, completionLogDistributions, type ScoringItem } from './nn/score.js';
+export {
+  scoreCompletions,
+  scoreToArrays,
+  completionLogDistributions,
+  type ScoringItem,
+} from './nn/score.js';
 export { modelConfigSchema, resolveModelConfig, type ModelConfig } from './nn/config.js';
 export { loadModel, modelFormats, type LoadedModel, type ModelFormat } from './models/load.js';
 export { AdamW } from './optim/adamw.js';

@@ -12,8 +12,17 @@ import { timeKernel } from '../backend/benchmark.js';
  * times the same three in PyTorch with the same shapes, so the ratios compare like with like.
  */
 export const llama3mConfig: ModelConfigInput = {
-  architecture: 'llama', vocabSize: 128, hiddenSize: 256, layers: 4, heads: 4, kvHeads: 4,
-  intermediateSize: 704, maxPositions: 256, ropeTheta: 10000, normEpsilon: 1e-5, tieEmbeddings: false,
+  architecture: 'llama',
+  vocabSize: 128,
+  hiddenSize: 256,
+  layers: 4,
+  heads: 4,
+  kvHeads: 4,
+  intermediateSize: 704,
+  maxPositions: 256,
+  ropeTheta: 10000,
+  normEpsilon: 1e-5,
+  tieEmbeddings: false,
 };
 
 export interface BenchmarkResult {
@@ -24,7 +33,12 @@ export interface BenchmarkResult {
 
 /** Median seconds of timed runs after warm-up (the kernel benchmarks' timer). */
 function timeMedian(run: () => void, warmup: number, repeats: number): number {
-  return timeKernel(run, { warmupRuns: warmup, minimumRuns: repeats, maximumRuns: repeats, minimumSeconds: 0 }).medianSeconds;
+  return timeKernel(run, {
+    warmupRuns: warmup,
+    minimumRuns: repeats,
+    maximumRuns: repeats,
+    minimumSeconds: 0,
+  }).medianSeconds;
 }
 
 function randomIds(random: RandomGenerator, count: number, vocab: number): Int32Array {
@@ -35,18 +49,28 @@ function randomIds(random: RandomGenerator, count: number, vocab: number): Int32
 export function benchmarkTrainStep(options: { repeats: number; warmup: number }): BenchmarkResult {
   const random = new RandomGenerator(0);
   const model = new TransformerLM(llama3mConfig, random);
-  const optimizer = new AdamW(model.trainableParameters(), { learningRate: 3e-4, beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1 });
+  const optimizer = new AdamW(model.trainableParameters(), {
+    learningRate: 3e-4,
+    beta1: 0.9,
+    beta2: 0.95,
+    epsilon: 1e-8,
+    weightDecay: 0.1,
+  });
   const [batch, length] = [16, 128];
   const ids = randomIds(random, batch * length, 128);
   const targets = randomIds(random, batch * length, 128);
-  const seconds = timeMedian(() => {
-    tidy(() => {
-      const loss = crossEntropy(model.forward({ ids, batch, length }), targets);
-      loss.backward();
-    });
-    optimizer.update();
-    optimizer.zeroGrad();
-  }, options.warmup, options.repeats);
+  const seconds = timeMedian(
+    () => {
+      tidy(() => {
+        const loss = crossEntropy(model.forward({ ids, batch, length }), targets);
+        loss.backward();
+      });
+      optimizer.update();
+      optimizer.zeroGrad();
+    },
+    options.warmup,
+    options.repeats,
+  );
   model.destroy();
   return { name: 'llama-3m-train-step', value: (batch * length) / seconds, unit: 'tokens/s' };
 }
@@ -56,9 +80,13 @@ export function benchmarkGenerate(options: { repeats: number; warmup: number }):
   const random = new RandomGenerator(1);
   const model = new TransformerLM(llama3mConfig, random);
   const prompts = Array.from({ length: 16 }, () => Array.from(randomIds(random, 16, 128)));
-  const seconds = timeMedian(() => {
-    generate(model, { prompts, maxNewTokens: 64, random, temperature: 1 });
-  }, options.warmup, options.repeats);
+  const seconds = timeMedian(
+    () => {
+      generate(model, { prompts, maxNewTokens: 64, random, temperature: 1 });
+    },
+    options.warmup,
+    options.repeats,
+  );
   model.destroy();
   return { name: 'llama-3m-generate', value: (16 * 64) / seconds, unit: 'tokens/s' };
 }
@@ -67,10 +95,17 @@ export function benchmarkGenerate(options: { repeats: number; warmup: number }):
 export function benchmarkScore(options: { repeats: number; warmup: number }): BenchmarkResult {
   const random = new RandomGenerator(2);
   const model = new TransformerLM(llama3mConfig, random);
-  const items = Array.from({ length: 16 }, () => ({ context: [0], completion: Array.from(randomIds(random, 127, 128)) }));
-  const seconds = timeMedian(() => {
-    noGrad(() => tidy(() => scoreCompletions(model, items).logProbs.data[0]));
-  }, options.warmup, options.repeats);
+  const items = Array.from({ length: 16 }, () => ({
+    context: [0],
+    completion: Array.from(randomIds(random, 127, 128)),
+  }));
+  const seconds = timeMedian(
+    () => {
+      noGrad(() => tidy(() => scoreCompletions(model, items).logProbs.data[0]));
+    },
+    options.warmup,
+    options.repeats,
+  );
   model.destroy();
   return { name: 'llama-3m-score', value: (16 * 128) / seconds, unit: 'tokens/s' };
 }

@@ -33,18 +33,32 @@ function unwrapped(schema: z.ZodType): z.ZodType {
 function leavesOf(schema: z.ZodType, prefix: string[] = []): Leaf[] {
   const inner = unwrapped(schema);
   if (inner instanceof z.ZodObject && prefix.length < 3) {
-    return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, child]) => leavesOf(child, [...prefix, key]));
+    return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, child]) =>
+      leavesOf(child, [...prefix, key]),
+    );
   }
   if (prefix.length === 0) return [];
   const choices = inner instanceof z.ZodEnum ? ` (${(inner.options as string[]).join(' | ')})` : '';
-  return [{ path: prefix, flag: prefix.map(kebab).join('-'), description: `config ${prefix.join('.')}${choices}` }];
+  return [
+    {
+      path: prefix,
+      flag: prefix.map(kebab).join('-'),
+      description: `config ${prefix.join('.')}${choices}`,
+    },
+  ];
 }
 
 /** Adds one `--flag <value>` per schema leaf (except those in `skip`, e.g. objects set by file only). */
-export function addConfigFlags(command: Command, schema: z.ZodType, skip: readonly string[] = []): void {
+export function addConfigFlags(
+  command: Command,
+  schema: z.ZodType,
+  skip: readonly string[] = [],
+): void {
   for (const leaf of leavesOf(schema)) {
     if (skip.includes(leaf.path[0]!)) continue;
-    command.addOption(new Option(`--${leaf.flag} <value>`, leaf.description).hideHelp(leaf.path.length > 1));
+    command.addOption(
+      new Option(`--${leaf.flag} <value>`, leaf.description).hideHelp(leaf.path.length > 1),
+    );
   }
 }
 
@@ -59,7 +73,11 @@ function parseValue(text: string): unknown {
 }
 
 /** The config file (YAML or JSON) merged with any config flags that were given. */
-export function configFromFileAndFlags(schema: z.ZodType, configPath: string | undefined, flags: Record<string, unknown>): Record<string, unknown> {
+export function configFromFileAndFlags(
+  schema: z.ZodType,
+  configPath: string | undefined,
+  flags: Record<string, unknown>,
+): Record<string, unknown> {
   const config: Record<string, unknown> = configPath ? readConfigFile(configPath) : {};
   for (const leaf of leavesOf(schema)) {
     const key = leaf.flag.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
@@ -69,7 +87,11 @@ export function configFromFileAndFlags(schema: z.ZodType, configPath: string | u
     for (const part of leaf.path.slice(0, -1)) {
       const next = target[part];
       if (next === undefined) target[part] = {};
-      else if (next === null || typeof next !== 'object') throw new ConfigError(leaf.path.join('.'), `--${leaf.flag} sets a key inside "${part}", which is not an object in ${configPath}`);
+      else if (next === null || typeof next !== 'object')
+        throw new ConfigError(
+          leaf.path.join('.'),
+          `--${leaf.flag} sets a key inside "${part}", which is not an object in ${configPath}`,
+        );
       target = target[part] as Record<string, unknown>;
     }
     target[leaf.path[leaf.path.length - 1]!] = parseValue(String(value));
@@ -88,9 +110,13 @@ export function readConfigFile(configPath: string): Record<string, unknown> {
   try {
     value = path.extname(configPath) === '.json' ? JSON.parse(text) : YAML.parse(text);
   } catch (error) {
-    throw new FileFormatError(configPath, `is not valid ${path.extname(configPath) === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`);
+    throw new FileFormatError(
+      configPath,
+      `is not valid ${path.extname(configPath) === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`,
+    );
   }
   if (value === null || value === undefined) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw new FileFormatError(configPath, 'the config must be a mapping of keys to values');
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new FileFormatError(configPath, 'the config must be a mapping of keys to values');
   return value as Record<string, unknown>;
 }

@@ -1,8 +1,10 @@
 import type { TrainSummary } from '../trainer/summary.js';
 
 const percent = (value: number): string => `${(100 * value).toFixed(1)}%`;
-const interval = (bounds: [number, number]): string => `[${percent(bounds[0])}, ${percent(bounds[1])}]`;
-const number = (value: number | null, digits = 3): string => (value === null || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits));
+const interval = (bounds: [number, number]): string =>
+  `[${percent(bounds[0])}, ${percent(bounds[1])}]`;
+const number = (value: number | null, digits = 3): string =>
+  value === null || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
 
 /** The closing summary of a training run, for a person. */
 export function formatSummary(summary: TrainSummary): string {
@@ -10,8 +12,14 @@ export function formatSummary(summary: TrainSummary): string {
     '',
     `${summary.interrupted ? 'Interrupted' : 'Finished'}: ${summary.schedule}, seed ${summary.seed}, ${summary.stages} stages, ${summary.updates} agent updates, ${summary.generatedTokens.toLocaleString('en-US')} generated tokens, ${summary.wallSeconds.toFixed(0)} s`,
   ];
-  if (summary.evalBefore) lines.push(`  eval accuracy before: ${percent(summary.evalBefore.accuracy)} ${interval(summary.evalBefore.interval)} (n=${summary.evalBefore.count})`);
-  if (summary.evalAfter) lines.push(`  eval accuracy after:  ${percent(summary.evalAfter.accuracy)} ${interval(summary.evalAfter.interval)} (n=${summary.evalAfter.count})`);
+  if (summary.evalBefore)
+    lines.push(
+      `  eval accuracy before: ${percent(summary.evalBefore.accuracy)} ${interval(summary.evalBefore.interval)} (n=${summary.evalBefore.count})`,
+    );
+  if (summary.evalAfter)
+    lines.push(
+      `  eval accuracy after:  ${percent(summary.evalAfter.accuracy)} ${interval(summary.evalAfter.interval)} (n=${summary.evalAfter.count})`,
+    );
   const certificates = summary.certificates;
   lines.push(
     `  trust region: mean token KL ${number(certificates.meanKl, 5)}, out-of-region rate ${percent(certificates.outOfRegionRate)}`,

@@ -13,12 +13,15 @@ export class ProgressReporter {
   start(label: string, total: number, value = 0, payload: Record<string, string> = {}): void {
     if (this.quiet) return;
     if (process.stderr.isTTY) {
-      this.bar = new cliProgress.SingleBar({
-        stream: process.stderr,
-        format: `${label} [{bar}] {percentage}% {value}/{total} {status}`,
-        hideCursor: true,
-        clearOnComplete: false,
-      }, cliProgress.Presets.shades_classic);
+      this.bar = new cliProgress.SingleBar(
+        {
+          stream: process.stderr,
+          format: `${label} [{bar}] {percentage}% {value}/{total} {status}`,
+          hideCursor: true,
+          clearOnComplete: false,
+        },
+        cliProgress.Presets.shades_classic,
+      );
       this.bar.start(total, value, { status: '', ...payload });
     } else {
       process.stderr.write(`${label}: 0/${total}\n`);
@@ -45,7 +48,9 @@ export class ProgressReporter {
     if (this.bar) {
       this.bar.stop();
       process.stderr.write(`${message}\n`);
-      this.bar.start(this.bar.getTotal(), this.bar.getProgress() * this.bar.getTotal(), { status: '' });
+      this.bar.start(this.bar.getTotal(), this.bar.getProgress() * this.bar.getTotal(), {
+        status: '',
+      });
     } else {
       process.stderr.write(`${message}\n`);
     }

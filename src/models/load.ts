@@ -41,21 +41,40 @@ export interface ModelFormat {
 /** teamtr's own checkpoint layout (config.json in our schema + tokenizer.json). */
 export const teamtrCheckpointFormat: ModelFormat = {
   name: 'teamtr checkpoint',
-  recognizes: (directory) => existsSync(path.join(directory, checkpointFiles.tokenizer)) && existsSync(path.join(directory, checkpointFiles.model)) && !existsSync(path.join(directory, 'tokenizer_config.json')),
+  recognizes: (directory) =>
+    existsSync(path.join(directory, checkpointFiles.tokenizer)) &&
+    existsSync(path.join(directory, checkpointFiles.model)) &&
+    !existsSync(path.join(directory, 'tokenizer_config.json')),
   async load(directory) {
     const checkpoint = await loadCheckpoint(directory);
     if (checkpoint.tokenizer === undefined) {
-      throw new FileFormatError(directory, `no ${checkpointFiles.tokenizer}: a teamtr model checkpoint needs its tokenizer`);
+      throw new FileFormatError(
+        directory,
+        `no ${checkpointFiles.tokenizer}: a teamtr model checkpoint needs its tokenizer`,
+      );
     }
-    const tokenizer = tokenizerFromJSON(checkpoint.tokenizer, path.join(directory, checkpointFiles.tokenizer));
+    const tokenizer = tokenizerFromJSON(
+      checkpoint.tokenizer,
+      path.join(directory, checkpointFiles.tokenizer),
+    );
     const model = new TransformerLM(checkpoint.config, new RandomGenerator(0));
-    expectShapes(checkpoint.parameters, new Map(model.namedParameters().map(({ name, tensor }) => [name, tensor.shape])), path.join(directory, checkpointFiles.model));
+    expectShapes(
+      checkpoint.parameters,
+      new Map(model.namedParameters().map(({ name, tensor }) => [name, tensor.shape])),
+      path.join(directory, checkpointFiles.model),
+    );
     model.loadStateDict(checkpoint.parameters);
     if (tokenizer.vocabSize > model.config.vocabSize) {
-      throw new FileFormatError(directory, `the tokenizer has ${tokenizer.vocabSize} tokens but the model only ${model.config.vocabSize} embedding rows`);
+      throw new FileFormatError(
+        directory,
+        `the tokenizer has ${tokenizer.vocabSize} tokens but the model only ${model.config.vocabSize} embedding rows`,
+      );
     }
     const optimizerState = checkpoint.optimizer
-      ? { step: Number(checkpoint.optimizer.scalars.step ?? 0), moments: checkpoint.optimizer.state }
+      ? {
+          step: Number(checkpoint.optimizer.scalars.step ?? 0),
+          moments: checkpoint.optimizer.state,
+        }
       : null;
     return { model, tokenizer, source: directory, optimizerState, extra: checkpoint.extra ?? null };
   },
@@ -70,7 +89,8 @@ export function builtinModelsDirectory(): string {
 
 /** `builtin:arithmetic-chain/role-0` → its directory; any other spec is a path. */
 export function resolveModelSpec(spec: string): string {
-  if (spec.startsWith('builtin:')) return path.join(builtinModelsDirectory(), spec.slice('builtin:'.length));
+  if (spec.startsWith('builtin:'))
+    return path.join(builtinModelsDirectory(), spec.slice('builtin:'.length));
   return path.resolve(spec);
 }
 
@@ -78,12 +98,17 @@ export function resolveModelSpec(spec: string): string {
 export async function loadModel(spec: string): Promise<LoadedModel> {
   const directory = resolveModelSpec(spec);
   if (!existsSync(directory)) {
-    const hint = spec.startsWith('builtin:') ? ' (run `teamtr pretrain` to build the built-in models)' : '';
+    const hint = spec.startsWith('builtin:')
+      ? ' (run `teamtr pretrain` to build the built-in models)'
+      : '';
     throw new TeamtrError(`model "${spec}" not found at ${directory}${hint}`);
   }
   const format = modelFormats.find((candidate) => candidate.recognizes(directory));
   if (!format) {
-    throw new FileFormatError(directory, `not a model directory of a known format (known: ${modelFormats.map((entry) => entry.name).join(', ')})`);
+    throw new FileFormatError(
+      directory,
+      `not a model directory of a known format (known: ${modelFormats.map((entry) => entry.name).join(', ')})`,
+    );
   }
   return format.load(directory);
 }

@@ -47,8 +47,15 @@ export const modelConfigSchema = z
         message: `hiddenSize (${config.hiddenSize}) is not divisible by heads (${config.heads}); set headDim`,
       });
     }
-    if ((config.headDim ?? config.hiddenSize / config.heads) % 2 !== 0 && config.architecture === 'llama') {
-      context.addIssue({ code: 'custom', path: ['headDim'], message: 'RoPE needs an even headDim' });
+    if (
+      (config.headDim ?? config.hiddenSize / config.heads) % 2 !== 0 &&
+      config.architecture === 'llama'
+    ) {
+      context.addIssue({
+        code: 'custom',
+        path: ['headDim'],
+        message: 'RoPE needs an even headDim',
+      });
     }
   });
 

@@ -43,7 +43,8 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   const { prompts, maxNewTokens } = options;
   const batch = prompts.length;
   if (batch === 0) return [];
-  if (prompts.some((prompt) => prompt.length === 0)) throw new ShapeError('generate: every prompt needs at least one token (e.g. a BOS token)');
+  if (prompts.some((prompt) => prompt.length === 0))
+    throw new ShapeError('generate: every prompt needs at least one token (e.g. a BOS token)');
   const settings: SamplingSettings = {
     temperature: options.temperature ?? 1,
     topK: options.topK ?? 0,
@@ -51,18 +52,28 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   };
   const padId = options.padId ?? 0;
   const randomFor = (row: number): RandomGenerator =>
-    Array.isArray(options.random) ? (options.random as readonly RandomGenerator[])[row]! : (options.random as RandomGenerator);
+    Array.isArray(options.random)
+      ? (options.random as readonly RandomGenerator[])[row]!
+      : (options.random as RandomGenerator);
   if (Array.isArray(options.random) && options.random.length !== batch) {
-    throw new ShapeError(`generate: ${options.random.length} random generators for ${batch} prompts`);
+    throw new ShapeError(
+      `generate: ${options.random.length} random generators for ${batch} prompts`,
+    );
   }
   const stopTokens = new Set(options.stopTokens ?? []);
   const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
   const capacity = promptLength + maxNewTokens;
   const { vocabSize, maxPositions } = model.config;
   if (capacity > maxPositions) {
-    throw new ShapeError(`generate: prompt (${promptLength}) + maxNewTokens (${maxNewTokens}) exceeds the model's maxPositions ${maxPositions}`);
+    throw new ShapeError(
+      `generate: prompt (${promptLength}) + maxNewTokens (${maxNewTokens}) exceeds the model's maxPositions ${maxPositions}`,
+    );
   }
-  const results: GeneratedSequence[] = prompts.map(() => ({ tokens: [], logProbs: [], finishReason: 'length' }));
+  const results: GeneratedSequence[] = prompts.map(() => ({
+    tokens: [],
+    logProbs: [],
+    finishReason: 'length',
+  }));
   if (maxNewTokens === 0) return results;
   const keyMask = new Float32Array(batch * capacity).fill(1);
   const ids = new Int32Array(batch * promptLength);
@@ -89,9 +100,28 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
         const lastRows = new Int32Array(batch);
         for (let row = 0; row < batch; row++) lastRows[row] = row * stepLength + stepLength - 1;
         const sampled = tidy(() => {
-          const logits = model.forward({ ids: stepIds, batch, length: stepLength, positions: stepPositions, keyMask, cache, rows: lastRows });
+          const logits = model.forward({
+            ids: stepIds,
+            batch,
+            length: stepLength,
+            positions: stepPositions,
+            keyMask,
+            cache,
+            rows: lastRows,
+          });
           const data = logits.data;
-          return prompts.map((_prompt, row) => (finished[row] ? null : sampleToken(data, row * vocabSize, vocabSize, settings, randomFor(row), Math.min(vocabSize, options.vocabularyLimit ?? vocabSize))));
+          return prompts.map((_prompt, row) =>
+            finished[row]
+              ? null
+              : sampleToken(
+                  data,
+                  row * vocabSize,
+                  vocabSize,
+                  settings,
+                  randomFor(row),
+                  Math.min(vocabSize, options.vocabularyLimit ?? vocabSize),
+                ),
+          );
         });
         stepIds = new Int32Array(batch);
         stepPositions = new Int32Array(batch);

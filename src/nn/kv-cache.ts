@@ -12,9 +12,15 @@ export class KeyValueCache {
   private readonly layers: Array<{ key: Tensor; value: Tensor }>;
   private readonly width: number;
 
-  constructor(config: ModelConfig, readonly batch: number, readonly capacity: number) {
+  constructor(
+    config: ModelConfig,
+    readonly batch: number,
+    readonly capacity: number,
+  ) {
     if (capacity > config.maxPositions) {
-      throw new ShapeError(`cache capacity ${capacity} exceeds the model's maxPositions ${config.maxPositions}`);
+      throw new ShapeError(
+        `cache capacity ${capacity} exceeds the model's maxPositions ${config.maxPositions}`,
+      );
     }
     this.width = config.kvHeads * config.headDim;
     this.layers = [];
@@ -28,15 +34,28 @@ export class KeyValueCache {
   }
 
   /** Writes new keys/values [batch, length, width] at slots [start, start + length). */
-  append(layerIndex: number, key: Tensor, value: Tensor, start: number): { key: Tensor; value: Tensor } {
+  append(
+    layerIndex: number,
+    key: Tensor,
+    value: Tensor,
+    start: number,
+  ): { key: Tensor; value: Tensor } {
     const layer = this.layers[layerIndex]!;
     const [batch, length, width] = key.shape as [number, number, number];
     if (batch !== this.batch || width !== this.width || start + length > this.capacity) {
-      throw new ShapeError(`cache append of ${formatShape(key.shape)} at slot ${start} does not fit cache [${this.batch}, ${this.capacity}, ${this.width}]`);
+      throw new ShapeError(
+        `cache append of ${formatShape(key.shape)} at slot ${start} does not fit cache [${this.batch}, ${this.capacity}, ${this.width}]`,
+      );
     }
-    for (const [source, target] of [[key.data, layer.key.data], [value.data, layer.value.data]] as const) {
+    for (const [source, target] of [
+      [key.data, layer.key.data],
+      [value.data, layer.value.data],
+    ] as const) {
       for (let row = 0; row < batch; row++) {
-        target.set(source.subarray(row * length * width, (row + 1) * length * width), (row * this.capacity + start) * width);
+        target.set(
+          source.subarray(row * length * width, (row + 1) * length * width),
+          (row * this.capacity + start) * width,
+        );
       }
     }
     return layer;

@@ -10,7 +10,11 @@ export interface LinearLayer extends Module {
 }
 
 /** Normal(0, std) initial values from a seeded generator. */
-export function normalValues(size: number, standardDeviation: number, random: RandomGenerator): Float32Array {
+export function normalValues(
+  size: number,
+  standardDeviation: number,
+  random: RandomGenerator,
+): Float32Array {
   const values = new Float32Array(size);
   for (let index = 0; index < size; index++) values[index] = random.normal() * standardDeviation;
   return values;
@@ -33,7 +37,10 @@ export class Linear extends Module implements LinearLayer {
     const std = options.initStd ?? 0.02;
     this.weight = this.registerParameter(
       'weight',
-      parameter(normalValues(outFeatures * inFeatures, std, options.random), [outFeatures, inFeatures]),
+      parameter(normalValues(outFeatures * inFeatures, std, options.random), [
+        outFeatures,
+        inFeatures,
+      ]),
     );
     this.bias = options.bias
       ? this.registerParameter('bias', parameter(new Float32Array(outFeatures), [outFeatures]))

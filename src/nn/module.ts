@@ -33,7 +33,9 @@ export abstract class Module {
   /** Swaps a child for another (e.g. wraps a Linear with an adapter); returns the new one. */
   replaceModule<T extends Module>(name: string, module: T): T {
     if (!this.children.has(name)) {
-      throw new Error(`no child module "${name}" (children: ${[...this.children.keys()].join(', ')})`);
+      throw new Error(
+        `no child module "${name}" (children: ${[...this.children.keys()].join(', ')})`,
+      );
     }
     this.children.set(name, module);
     return module;
@@ -46,7 +48,8 @@ export abstract class Module {
   namedParameters(prefix = ''): NamedParameter[] {
     const result: NamedParameter[] = [];
     for (const [name, tensor] of this.ownParameters) result.push({ name: prefix + name, tensor });
-    for (const [name, child] of this.children) result.push(...child.namedParameters(`${prefix}${name}.`));
+    for (const [name, child] of this.children)
+      result.push(...child.namedParameters(`${prefix}${name}.`));
     return result;
   }
 
@@ -96,15 +99,20 @@ export abstract class Module {
         continue;
       }
       seen.add(entry.name);
-      const sameShape = entry.shape.length === target.shape.length && entry.shape.every((dimension, index) => dimension === target.shape[index]);
+      const sameShape =
+        entry.shape.length === target.shape.length &&
+        entry.shape.every((dimension, index) => dimension === target.shape[index]);
       if (!sameShape) {
-        problems.push(`tensor "${entry.name}" has shape ${formatShape(entry.shape)}, the model expects ${formatShape(target.shape)}`);
+        problems.push(
+          `tensor "${entry.name}" has shape ${formatShape(entry.shape)}, the model expects ${formatShape(target.shape)}`,
+        );
         continue;
       }
       target.data.set(entry.data);
     }
     if (strict) {
-      for (const name of parameters.keys()) if (!seen.has(name)) problems.push(`missing tensor "${name}"`);
+      for (const name of parameters.keys())
+        if (!seen.has(name)) problems.push(`missing tensor "${name}"`);
     }
     if (problems.length > 0) throw new ShapeError(`cannot load state: ${problems.join('; ')}`);
   }

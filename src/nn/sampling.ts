@@ -24,19 +24,23 @@ export function sampleToken(
   drawableVocab = vocab,
 ): { token: number; logProb: number } {
   let maximum = -Infinity;
-  for (let column = 0; column < vocab; column++) maximum = Math.max(maximum, logits[offset + column]!);
+  for (let column = 0; column < vocab; column++)
+    maximum = Math.max(maximum, logits[offset + column]!);
   let total = 0;
-  for (let column = 0; column < vocab; column++) total += Math.exp(logits[offset + column]! - maximum);
+  for (let column = 0; column < vocab; column++)
+    total += Math.exp(logits[offset + column]! - maximum);
   const logNormalizer = maximum + Math.log(total);
-  const token = settings.temperature === 0
-    ? argmax(logits, offset, drawableVocab)
-    : drawTruncated(logits, offset, drawableVocab, settings, random);
+  const token =
+    settings.temperature === 0
+      ? argmax(logits, offset, drawableVocab)
+      : drawTruncated(logits, offset, drawableVocab, settings, random);
   return { token, logProb: logits[offset + token]! - logNormalizer };
 }
 
 function argmax(logits: Float32Array, offset: number, vocab: number): number {
   let best = 0;
-  for (let column = 1; column < vocab; column++) if (logits[offset + column]! > logits[offset + best]!) best = column;
+  for (let column = 1; column < vocab; column++)
+    if (logits[offset + column]! > logits[offset + best]!) best = column;
   return best;
 }
 
@@ -49,7 +53,8 @@ function drawTruncated(
 ): number {
   const weights = new Float64Array(vocab);
   let maximum = -Infinity;
-  for (let column = 0; column < vocab; column++) maximum = Math.max(maximum, logits[offset + column]!);
+  for (let column = 0; column < vocab; column++)
+    maximum = Math.max(maximum, logits[offset + column]!);
   for (let column = 0; column < vocab; column++) {
     weights[column] = Math.exp((logits[offset + column]! - maximum) / settings.temperature);
   }

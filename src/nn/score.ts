@@ -27,16 +27,24 @@ export interface ScoringBatch {
  * Packs items into one right-padded batch. Token t of item i's completion sits at position
  * context.length + t and is predicted by the logits one position earlier.
  */
-export function packScoringBatch(items: readonly ScoringItem[], maxPositions: number, padId = 0): ScoringBatch {
+export function packScoringBatch(
+  items: readonly ScoringItem[],
+  maxPositions: number,
+  padId = 0,
+): ScoringBatch {
   const batch = items.length;
   const length = Math.max(1, ...items.map((item) => item.context.length + item.completion.length));
-  if (length > maxPositions) throw new ShapeError(`scoring: a sequence of ${length} tokens exceeds maxPositions ${maxPositions}`);
+  if (length > maxPositions)
+    throw new ShapeError(
+      `scoring: a sequence of ${length} tokens exceeds maxPositions ${maxPositions}`,
+    );
   const ids = new Int32Array(batch * length).fill(padId);
   const keyMask = new Float32Array(batch * length);
   const offsets = new Int32Array(batch + 1);
   let total = 0;
   items.forEach((item, index) => {
-    if (item.context.length === 0) throw new ShapeError(`scoring: item ${index} has an empty context (prepend a BOS token)`);
+    if (item.context.length === 0)
+      throw new ShapeError(`scoring: item ${index} has an empty context (prepend a BOS token)`);
     offsets[index] = total;
     total += item.completion.length;
   });
@@ -71,35 +79,63 @@ export interface CompletionScores {
  * batched forward pass that computes logits only at completion positions. Differentiable
  * unless called under noGrad.
  */
-export function scoreCompletions(model: TransformerLM, items: readonly ScoringItem[], options: { entropy?: boolean } = {}): CompletionScores {
+export function scoreCompletions(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+  options: { entropy?: boolean } = {},
+): CompletionScores {
   const packed = packScoringBatch(items, model.config.maxPositions);
-  const logits = model.forward({ ids: packed.ids, batch: packed.batch, length: packed.length, keyMask: packed.keyMask, rows: packed.rows });
-  const { logProbs, entropy } = gatherLogProbs(logits, packed.targets, { entropy: options.entropy ?? false });
+  const logits = model.forward({
+    ids: packed.ids,
+    batch: packed.batch,
+    length: packed.length,
+    keyMask: packed.keyMask,
+    rows: packed.rows,
+  });
+  const { logProbs, entropy } = gatherLogProbs(logits, packed.targets, {
+    entropy: options.entropy ?? false,
+  });
   return { logProbs, entropy, offsets: packed.offsets };
 }
 
 /** Plain arrays of per-token log-probs and entropies, one per item (no gradients). */
-export function scoreToArrays(model: TransformerLM, items: readonly ScoringItem[]): Array<{ logProbs: Float32Array; entropy: Float32Array }> {
-  return noGrad(() => tidy(() => {
-    const scores = scoreCompletions(model, items, { entropy: true });
-    const logProbs = scores.logProbs.data;
-    const entropy = scores.entropy!.data;
-    return items.map((_item, index) => {
-      const start = scores.offsets[index]!;
-      const end = scores.offsets[index + 1]!;
-      return { logProbs: logProbs.slice(start, end), entropy: entropy.slice(start, end) };
-    });
-  }));
+export function scoreToArrays(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+): Array<{ logProbs: Float32Array; entropy: Float32Array }> {
+  return noGrad(() =>
+    tidy(() => {
+      const scores = scoreCompletions(model, items, { entropy: true });
+      const logProbs = scores.logProbs.data;
+      const entropy = scores.entropy!.data;
+      return items.map((_item, index) => {
+        const start = scores.offsets[index]!;
+        const end = scores.offsets[index + 1]!;
+        return { logProbs: logProbs.slice(start, end), entropy: entropy.slice(start, end) };
+      });
+    }),
+  );
 }
 
 /**
  * The full predictive log-distribution at every completion token: [totalTokens, vocab], item
  * by item. Cached before an update, it is the reference for exact per-token KL afterwards.
  */
-export function completionLogDistributions(model: TransformerLM, items: readonly ScoringItem[]): Float32Array {
-  return noGrad(() => tidy(() => {
-    const packed = packScoringBatch(items, model.config.maxPositions);
-    const logits = model.forward({ ids: packed.ids, batch: packed.batch, length: packed.length, keyMask: packed.keyMask, rows: packed.rows });
-    return logSoftmax(logits).data.slice();
-  }));
+export function completionLogDistributions(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+): Float32Array {
+  return noGrad(() =>
+    tidy(() => {
+      const packed = packScoringBatch(items, model.config.maxPositions);
+      const logits = model.forward({
+        ids: packed.ids,
+        batch: packed.batch,
+        length: packed.length,
+        keyMask: packed.keyMask,
+        rows: packed.rows,
+      });
+      return logSoftmax(logits).data.slice();
+    }),
+  );
 }

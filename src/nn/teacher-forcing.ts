@@ -12,8 +12,13 @@ export interface SupervisedExample {
  * target tokens; accumulates its gradient into the model's parameters and returns the loss.
  * Used to pretrain the built-in models and to align a swapped-in model to its role.
  */
-export function supervisedLossAndGradient(model: TransformerLM, examples: readonly SupervisedExample[], padId: number): number {
-  const length = Math.max(...examples.map((example) => example.input.length + example.target.length)) - 1;
+export function supervisedLossAndGradient(
+  model: TransformerLM,
+  examples: readonly SupervisedExample[],
+  padId: number,
+): number {
+  const length =
+    Math.max(...examples.map((example) => example.input.length + example.target.length)) - 1;
   const batch = examples.length;
   const ids = new Int32Array(batch * length).fill(padId);
   const targets = new Int32Array(batch * length).fill(padId);

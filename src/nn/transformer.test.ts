@@ -11,28 +11,55 @@ import { scoreToArrays } from './score.js';
 import { TransformerLM } from './transformer.js';
 
 const llamaConfig: ModelConfigInput = {
-  architecture: 'llama', vocabSize: 23, hiddenSize: 32, layers: 2, heads: 4, kvHeads: 2,
-  intermediateSize: 48, maxPositions: 40, attentionBias: true, queryKeyNorm: true,
+  architecture: 'llama',
+  vocabSize: 23,
+  hiddenSize: 32,
+  layers: 2,
+  heads: 4,
+  kvHeads: 2,
+  intermediateSize: 48,
+  maxPositions: 40,
+  attentionBias: true,
+  queryKeyNorm: true,
 };
 const gpt2Config: ModelConfigInput = {
-  architecture: 'gpt2', vocabSize: 19, hiddenSize: 24, layers: 2, heads: 3,
-  intermediateSize: 40, maxPositions: 40, tieEmbeddings: true,
+  architecture: 'gpt2',
+  vocabSize: 19,
+  hiddenSize: 24,
+  layers: 2,
+  heads: 3,
+  intermediateSize: 40,
+  maxPositions: 40,
+  tieEmbeddings: true,
 };
 
 function lastLogitsFullForward(model: TransformerLM, sequence: number[]): Float32Array {
-  return noGrad(() => tidy(() => {
-    const logits = model.forward({ ids: Int32Array.from(sequence), batch: 1, length: sequence.length });
-    const vocab = model.config.vocabSize;
-    return logits.data.slice((sequence.length - 1) * vocab, sequence.length * vocab);
-  }));
+  return noGrad(() =>
+    tidy(() => {
+      const logits = model.forward({
+        ids: Int32Array.from(sequence),
+        batch: 1,
+        length: sequence.length,
+      });
+      const vocab = model.config.vocabSize;
+      return logits.data.slice((sequence.length - 1) * vocab, sequence.length * vocab);
+    }),
+  );
 }
 
 describe('transformer language models', () => {
-  for (const [name, config] of [['llama (GQA, QKV bias, QK-norm)', llamaConfig], ['gpt2 (tied)', gpt2Config]] as const) {
+  for (const [name, config] of [
+    ['llama (GQA, QKV bias, QK-norm)', llamaConfig],
+    ['gpt2 (tied)', gpt2Config],
+  ] as const) {
     test(`${name}: KV-cache decoding of a padded batch equals a full forward`, () => {
       forEachBackend((backendName) => {
         const model = new TransformerLM(config, new RandomGenerator(7));
-        const sequences = [[1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 3, 2], [11, 12, 13, 14, 15, 16]];
+        const sequences = [
+          [1, 2, 3, 4, 5, 6, 7],
+          [8, 9, 10, 3, 2],
+          [11, 12, 13, 14, 15, 16],
+        ];
         const promptLengths = [4, 2, 3];
         const promptLength = Math.max(...promptLengths);
         const steps = 3;
@@ -52,7 +79,14 @@ describe('transformer language models', () => {
         const cache = new KeyValueCache(model.config, batch, capacity);
         const vocab = model.config.vocabSize;
         noGrad(() => {
-          let logits = model.forward({ ids, batch, length: promptLength, positions, keyMask, cache });
+          let logits = model.forward({
+            ids,
+            batch,
+            length: promptLength,
+            positions,
+            keyMask,
+            cache,
+          });
           for (let step = 0; step <= steps; step++) {
             sequences.forEach((sequence, row) => {
               const prefix = sequence.slice(0, promptLengths[row]! + step);
@@ -60,13 +94,25 @@ describe('transformer language models', () => {
               const lastRow = step === 0 ? row * promptLength + promptLength - 1 : row;
               const actual = logits.data.subarray(lastRow * vocab, (lastRow + 1) * vocab);
               for (let column = 0; column < vocab; column++) {
-                assert.ok(Math.abs(actual[column]! - expected[column]!) < 1e-5, `${backendName} row ${row} step ${step}: ${actual[column]} vs ${expected[column]}`);
+                assert.ok(
+                  Math.abs(actual[column]! - expected[column]!) < 1e-5,
+                  `${backendName} row ${row} step ${step}: ${actual[column]} vs ${expected[column]}`,
+                );
               }
             });
             if (step === steps) break;
-            const nextIds = Int32Array.from(sequences.map((sequence, row) => sequence[promptLengths[row]! + step]!));
+            const nextIds = Int32Array.from(
+              sequences.map((sequence, row) => sequence[promptLengths[row]! + step]!),
+            );
             const nextPositions = Int32Array.from(promptLengths.map((length) => length + step));
-            logits = model.forward({ ids: nextIds, batch, length: 1, positions: nextPositions, keyMask, cache });
+            logits = model.forward({
+              ids: nextIds,
+              batch,
+              length: 1,
+              positions: nextPositions,
+              keyMask,
+              cache,
+            });
           }
         });
         cache.destroy();
@@ -78,12 +124,26 @@ describe('transformer language models', () => {
       forEachBackend((backendName) => {
         const model = new TransformerLM(config, new RandomGenerator(11));
         const prompts = [[1, 2, 3], [4], [5, 6, 7, 8, 9]];
-        const generated = generate(model, { prompts, maxNewTokens: 8, random: new RandomGenerator(3), stopTokens: [5] });
-        const scores = scoreToArrays(model, prompts.map((prompt, index) => ({ context: prompt, completion: generated[index]!.tokens })));
+        const generated = generate(model, {
+          prompts,
+          maxNewTokens: 8,
+          random: new RandomGenerator(3),
+          stopTokens: [5],
+        });
+        const scores = scoreToArrays(
+          model,
+          prompts.map((prompt, index) => ({
+            context: prompt,
+            completion: generated[index]!.tokens,
+          })),
+        );
         generated.forEach((sequence, index) => {
           assert.equal(scores[index]!.logProbs.length, sequence.tokens.length);
           sequence.logProbs.forEach((logProb, position) => {
-            assert.ok(Math.abs(logProb - scores[index]!.logProbs[position]!) < 1e-5, `${backendName} sequence ${index} token ${position}`);
+            assert.ok(
+              Math.abs(logProb - scores[index]!.logProbs[position]!) < 1e-5,
+              `${backendName} sequence ${index} token ${position}`,
+            );
           });
           if (sequence.finishReason === 'stop') assert.equal(sequence.tokens.at(-1), 5);
         });
@@ -94,25 +154,67 @@ describe('transformer language models', () => {
 
   test('generation is deterministic from the seed and honours top-k = 1 (greedy)', () => {
     const model = new TransformerLM(llamaConfig, new RandomGenerator(1));
-    const run = (seed: number, topK = 0) => generate(model, { prompts: [[1, 2], [3]], maxNewTokens: 6, random: new RandomGenerator(seed), topK }).map((s) => s.tokens);
+    const run = (seed: number, topK = 0) =>
+      generate(model, {
+        prompts: [[1, 2], [3]],
+        maxNewTokens: 6,
+        random: new RandomGenerator(seed),
+        topK,
+      }).map((s) => s.tokens);
     assert.deepEqual(run(9), run(9));
     assert.deepEqual(run(1, 1), run(2, 1));
-    const greedy = generate(model, { prompts: [[1, 2]], maxNewTokens: 6, random: new RandomGenerator(5), temperature: 0 })[0]!.tokens;
+    const greedy = generate(model, {
+      prompts: [[1, 2]],
+      maxNewTokens: 6,
+      random: new RandomGenerator(5),
+      temperature: 0,
+    })[0]!.tokens;
     assert.deepEqual(run(3, 1)[0], greedy);
     model.destroy();
   });
 
   test('bad inputs get clear errors', () => {
     const model = new TransformerLM(llamaConfig, new RandomGenerator(1));
-    assert.throws(() => model.forward({ ids: Int32Array.from([1, 2, 99]), batch: 1, length: 3 }), /outside the vocabulary/);
-    assert.throws(() => model.forward({ ids: Int32Array.from([1, 2]), batch: 1, length: 3 }), ShapeError);
-    assert.throws(() => generate(model, { prompts: [[]], maxNewTokens: 2, random: new RandomGenerator(1) }), /at least one token/);
-    assert.throws(() => generate(model, { prompts: [[1]], maxNewTokens: 100, random: new RandomGenerator(1) }), /maxPositions/);
-    assert.throws(() => new TransformerLM({ ...llamaConfig, kvHeads: 3 }, new RandomGenerator(1)), /multiple of kvHeads/);
-    assert.throws(() => new TransformerLM({ ...llamaConfig, architecture: 'mamba' } as never, new RandomGenerator(1)), /valid: "llama", "gpt2"/);
-    const other = new TransformerLM({ ...llamaConfig, hiddenSize: 16, heads: 2, kvHeads: 1 }, new RandomGenerator(1));
-    assert.throws(() => model.loadStateDict(other.stateDict()), /has shape \[23, 16\], the model expects \[23, 32\]/);
-    assert.throws(() => model.loadStateDict(model.stateDict().slice(1)), /missing tensor "tokenEmbedding"/);
+    assert.throws(
+      () => model.forward({ ids: Int32Array.from([1, 2, 99]), batch: 1, length: 3 }),
+      /outside the vocabulary/,
+    );
+    assert.throws(
+      () => model.forward({ ids: Int32Array.from([1, 2]), batch: 1, length: 3 }),
+      ShapeError,
+    );
+    assert.throws(
+      () => generate(model, { prompts: [[]], maxNewTokens: 2, random: new RandomGenerator(1) }),
+      /at least one token/,
+    );
+    assert.throws(
+      () => generate(model, { prompts: [[1]], maxNewTokens: 100, random: new RandomGenerator(1) }),
+      /maxPositions/,
+    );
+    assert.throws(
+      () => new TransformerLM({ ...llamaConfig, kvHeads: 3 }, new RandomGenerator(1)),
+      /multiple of kvHeads/,
+    );
+    assert.throws(
+      () =>
+        new TransformerLM(
+          { ...llamaConfig, architecture: 'mamba' } as never,
+          new RandomGenerator(1),
+        ),
+      /valid: "llama", "gpt2"/,
+    );
+    const other = new TransformerLM(
+      { ...llamaConfig, hiddenSize: 16, heads: 2, kvHeads: 1 },
+      new RandomGenerator(1),
+    );
+    assert.throws(
+      () => model.loadStateDict(other.stateDict()),
+      /has shape \[23, 16\], the model expects \[23, 32\]/,
+    );
+    assert.throws(
+      () => model.loadStateDict(model.stateDict().slice(1)),
+      /missing tensor "tokenEmbedding"/,
+    );
     model.destroy();
     other.destroy();
   });
@@ -121,7 +223,10 @@ describe('transformer language models', () => {
     const first = new TransformerLM(gpt2Config, new RandomGenerator(1));
     const second = new TransformerLM(gpt2Config, new RandomGenerator(2));
     second.loadStateDict(first.stateDict());
-    assert.deepEqual(lastLogitsFullForward(first, [1, 2, 3]), lastLogitsFullForward(second, [1, 2, 3]));
+    assert.deepEqual(
+      lastLogitsFullForward(first, [1, 2, 3]),
+      lastLogitsFullForward(second, [1, 2, 3]),
+    );
     first.destroy();
     second.destroy();
   });

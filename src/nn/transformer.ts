@@ -1,8 +1,18 @@
 import { ShapeError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
 import {
-  add, attention, embedding, gelu, isGradientEnabled, layerNorm, matmul, parameter, rmsNorm,
-  rope, swiglu, type Tensor,
+  add,
+  attention,
+  embedding,
+  gelu,
+  isGradientEnabled,
+  layerNorm,
+  matmul,
+  parameter,
+  rmsNorm,
+  rope,
+  swiglu,
+  type Tensor,
 } from '../tensor/index.js';
 import { resolveModelConfig, type ModelConfig, type ModelConfigInput } from './config.js';
 import type { KeyValueCache } from './kv-cache.js';
@@ -22,9 +32,15 @@ import { selectRows } from '../tensor/ops/gather.js';
 
 export class RMSNorm extends Module {
   readonly weight: Tensor;
-  constructor(size: number, readonly epsilon: number) {
+  constructor(
+    size: number,
+    readonly epsilon: number,
+  ) {
     super();
-    this.weight = this.registerParameter('weight', parameter(new Float32Array(size).fill(1), [size]));
+    this.weight = this.registerParameter(
+      'weight',
+      parameter(new Float32Array(size).fill(1), [size]),
+    );
   }
   forward(input: Tensor): Tensor {
     return rmsNorm(input, this.weight, this.epsilon);
@@ -34,9 +50,15 @@ export class RMSNorm extends Module {
 export class LayerNorm extends Module {
   readonly weight: Tensor;
   readonly bias: Tensor;
-  constructor(size: number, readonly epsilon: number) {
+  constructor(
+    size: number,
+    readonly epsilon: number,
+  ) {
     super();
-    this.weight = this.registerParameter('weight', parameter(new Float32Array(size).fill(1), [size]));
+    this.weight = this.registerParameter(
+      'weight',
+      parameter(new Float32Array(size).fill(1), [size]),
+    );
     this.bias = this.registerParameter('bias', parameter(new Float32Array(size), [size]));
   }
   forward(input: Tensor): Tensor {
@@ -47,7 +69,9 @@ export class LayerNorm extends Module {
 type Norm = RMSNorm | LayerNorm;
 
 function createNorm(config: ModelConfig, size = config.hiddenSize): Norm {
-  return config.architecture === 'gpt2' ? new LayerNorm(size, config.normEpsilon) : new RMSNorm(size, config.normEpsilon);
+  return config.architecture === 'gpt2'
+    ? new LayerNorm(size, config.normEpsilon)
+    : new RMSNorm(size, config.normEpsilon);
 }
 
 // ---- attention -----------------------------------------------------------------------------
@@ -72,22 +96,46 @@ export class SelfAttention extends Module {
   readonly queryNorm: RMSNorm | null;
   readonly keyNorm: RMSNorm | null;
 
-  constructor(private readonly config: ModelConfig, random: RandomGenerator) {
+  constructor(
+    private readonly config: ModelConfig,
+    random: RandomGenerator,
+  ) {
     super();
     const { hiddenSize, heads, kvHeads, headDim } = config;
     const qkvBias = config.attentionBias || config.architecture === 'gpt2';
     const outputBias = config.architecture === 'gpt2';
     const residualStd = 0.02 / Math.sqrt(2 * config.layers);
-    this.queryProjection = this.registerModule('queryProjection', new Linear(hiddenSize, heads * headDim, { bias: qkvBias, random }));
-    this.keyProjection = this.registerModule('keyProjection', new Linear(hiddenSize, kvHeads * headDim, { bias: qkvBias, random }));
-    this.valueProjection = this.registerModule('valueProjection', new Linear(hiddenSize, kvHeads * headDim, { bias: qkvBias, random }));
-    this.outputProjection = this.registerModule('outputProjection', new Linear(heads * headDim, hiddenSize, { bias: outputBias, random, initStd: residualStd }));
-    this.queryNorm = config.queryKeyNorm ? this.registerModule('queryNorm', new RMSNorm(headDim, config.normEpsilon)) : null;
-    this.keyNorm = config.queryKeyNorm ? this.registerModule('keyNorm', new RMSNorm(headDim, config.normEpsilon)) : null;
+    this.queryProjection = this.registerModule(
+      'queryProjection',
+      new Linear(hiddenSize, heads * headDim, { bias: qkvBias, random }),
+    );
+    this.keyProjection = this.registerModule(
+      'keyProjection',
+      new Linear(hiddenSize, kvHeads * headDim, { bias: qkvBias, random }),
+    );
+    this.valueProjection = this.registerModule(
+      'valueProjection',
+      new Linear(hiddenSize, kvHeads * headDim, { bias: qkvBias, random }),
+    );
+    this.outputProjection = this.registerModule(
+      'outputProjection',
+      new Linear(heads * headDim, hiddenSize, { bias: outputBias, random, initStd: residualStd }),
+    );
+    this.queryNorm = config.queryKeyNorm
+      ? this.registerModule('queryNorm', new RMSNorm(headDim, config.normEpsilon))
+      : null;
+    this.keyNorm = config.queryKeyNorm
+      ? this.registerModule('keyNorm', new RMSNorm(headDim, config.normEpsilon))
+      : null;
   }
 
   /** x: [batch, length, hidden] → [batch, length, hidden] */
-  forward(input: Tensor, layout: SequenceLayout, cache: KeyValueCache | null, layerIndex: number): Tensor {
+  forward(
+    input: Tensor,
+    layout: SequenceLayout,
+    cache: KeyValueCache | null,
+    layerIndex: number,
+  ): Tensor {
     const { heads, kvHeads, ropeTheta, architecture } = this.config;
     let query = this.queryProjection.forward(input); // [B, T, H·D]
     let key = this.keyProjection.forward(input); // [B, T, KvH·D]
@@ -110,7 +158,11 @@ export class SelfAttention extends Module {
       keyLength = layout.queryStart + layout.length;
     }
     const mixed = attention(query, keys, values, {
-      heads, kvHeads, queryStart: layout.queryStart, keyLength, keyMask: layout.keyMask,
+      heads,
+      kvHeads,
+      queryStart: layout.queryStart,
+      keyLength,
+      keyMask: layout.keyMask,
     }); // [B, T, H·D]
     return this.outputProjection.forward(mixed);
   }
@@ -123,22 +175,37 @@ export class FeedForward extends Module {
   readonly upProjection: LinearLayer;
   readonly downProjection: LinearLayer;
 
-  constructor(private readonly config: ModelConfig, random: RandomGenerator) {
+  constructor(
+    private readonly config: ModelConfig,
+    random: RandomGenerator,
+  ) {
     super();
     const { hiddenSize, intermediateSize } = config;
     const bias = config.architecture === 'gpt2';
     const residualStd = 0.02 / Math.sqrt(2 * config.layers);
-    this.gateProjection = config.architecture === 'llama'
-      ? this.registerModule('gateProjection', new Linear(hiddenSize, intermediateSize, { bias: false, random }))
-      : null;
-    this.upProjection = this.registerModule('upProjection', new Linear(hiddenSize, intermediateSize, { bias, random }));
-    this.downProjection = this.registerModule('downProjection', new Linear(intermediateSize, hiddenSize, { bias, random, initStd: residualStd }));
+    this.gateProjection =
+      config.architecture === 'llama'
+        ? this.registerModule(
+            'gateProjection',
+            new Linear(hiddenSize, intermediateSize, { bias: false, random }),
+          )
+        : null;
+    this.upProjection = this.registerModule(
+      'upProjection',
+      new Linear(hiddenSize, intermediateSize, { bias, random }),
+    );
+    this.downProjection = this.registerModule(
+      'downProjection',
+      new Linear(intermediateSize, hiddenSize, { bias, random, initStd: residualStd }),
+    );
   }
 
   /** [B, T, hidden] → [B, T, hidden]: SwiGLU (llama) or GELU (gpt2). */
   forward(input: Tensor): Tensor {
     const up = this.upProjection.forward(input); // [B, T, I]
-    const activated = this.gateProjection ? swiglu(this.gateProjection.forward(input), up) : gelu(up);
+    const activated = this.gateProjection
+      ? swiglu(this.gateProjection.forward(input), up)
+      : gelu(up);
     return this.downProjection.forward(activated);
   }
 }
@@ -160,9 +227,20 @@ export class DecoderBlock extends Module {
   }
 
   /** Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(·)). */
-  forward(input: Tensor, layout: SequenceLayout, cache: KeyValueCache | null, layerIndex: number): Tensor {
-    const afterAttention = add(input, this.attention.forward(this.attentionNorm.forward(input), layout, cache, layerIndex));
-    return add(afterAttention, this.feedForward.forward(this.feedForwardNorm.forward(afterAttention)));
+  forward(
+    input: Tensor,
+    layout: SequenceLayout,
+    cache: KeyValueCache | null,
+    layerIndex: number,
+  ): Tensor {
+    const afterAttention = add(
+      input,
+      this.attention.forward(this.attentionNorm.forward(input), layout, cache, layerIndex),
+    );
+    return add(
+      afterAttention,
+      this.feedForward.forward(this.feedForwardNorm.forward(afterAttention)),
+    );
   }
 }
 
@@ -199,10 +277,20 @@ export class TransformerLM extends Module {
     const config = resolveModelConfig(configInput);
     this.config = config;
     const { vocabSize, hiddenSize } = config;
-    this.tokenEmbedding = this.registerParameter('tokenEmbedding', parameter(normalValues(vocabSize * hiddenSize, 0.02, random), [vocabSize, hiddenSize]));
-    this.positionEmbedding = config.architecture === 'gpt2'
-      ? this.registerParameter('positionEmbedding', parameter(normalValues(config.maxPositions * hiddenSize, 0.01, random), [config.maxPositions, hiddenSize]))
-      : null;
+    this.tokenEmbedding = this.registerParameter(
+      'tokenEmbedding',
+      parameter(normalValues(vocabSize * hiddenSize, 0.02, random), [vocabSize, hiddenSize]),
+    );
+    this.positionEmbedding =
+      config.architecture === 'gpt2'
+        ? this.registerParameter(
+            'positionEmbedding',
+            parameter(normalValues(config.maxPositions * hiddenSize, 0.01, random), [
+              config.maxPositions,
+              hiddenSize,
+            ]),
+          )
+        : null;
     this.blocks = [];
     for (let index = 0; index < config.layers; index++) {
       this.blocks.push(this.registerModule(`blocks.${index}`, new DecoderBlock(config, random)));
@@ -210,25 +298,39 @@ export class TransformerLM extends Module {
     this.finalNorm = this.registerModule('finalNorm', createNorm(config));
     this.outputHead = config.tieEmbeddings
       ? null
-      : this.registerModule('outputHead', new Linear(hiddenSize, vocabSize, { bias: false, random }));
+      : this.registerModule(
+          'outputHead',
+          new Linear(hiddenSize, vocabSize, { bias: false, random }),
+        );
   }
 
   /** Hidden states after the final norm: [batch, length, hidden]. */
   forwardHidden(input: ForwardInput): Tensor {
     const { batch, length, ids } = input;
-    if (ids.length !== batch * length) throw new ShapeError(`forward: ${ids.length} ids for batch ${batch} × length ${length}`);
+    if (ids.length !== batch * length)
+      throw new ShapeError(`forward: ${ids.length} ids for batch ${batch} × length ${length}`);
     const cache = input.cache ?? null;
-    if (cache && isGradientEnabled()) throw new Error('a KV cache is for decoding: run it under noGrad()');
+    if (cache && isGradientEnabled())
+      throw new Error('a KV cache is for decoding: run it under noGrad()');
     const queryStart = cache ? cache.length : 0;
     if (queryStart + length > this.config.maxPositions) {
-      throw new ShapeError(`sequence of ${queryStart + length} tokens exceeds the model's maxPositions ${this.config.maxPositions}`);
+      throw new ShapeError(
+        `sequence of ${queryStart + length} tokens exceeds the model's maxPositions ${this.config.maxPositions}`,
+      );
     }
     const positions = input.positions ?? defaultPositions(batch, length, queryStart);
-    const layout: SequenceLayout = { batch, length, positions, keyMask: input.keyMask ?? null, queryStart };
+    const layout: SequenceLayout = {
+      batch,
+      length,
+      positions,
+      keyMask: input.keyMask ?? null,
+      queryStart,
+    };
     let hidden = embedding(this.tokenEmbedding, ids, [batch, length]); // [B, T, C]
     if (this.positionEmbedding) {
       for (const position of positions) {
-        if (position < 0 || position >= this.config.maxPositions) throw new ShapeError(`position ${position} outside [0, ${this.config.maxPositions})`);
+        if (position < 0 || position >= this.config.maxPositions)
+          throw new ShapeError(`position ${position} outside [0, ${this.config.maxPositions})`);
       }
       hidden = add(hidden, embedding(this.positionEmbedding, positions, [batch, length]));
     }
@@ -251,7 +353,7 @@ export class TransformerLM extends Module {
 
 export function defaultPositions(batch: number, length: number, start: number): Int32Array {
   const positions = new Int32Array(batch * length);
-  for (let row = 0; row < batch; row++) for (let t = 0; t < length; t++) positions[row * length + t] = start + t;
+  for (let row = 0; row < batch; row++)
+    for (let t = 0; t < length; t++) positions[row * length + t] = start + t;
   return positions;
 }
-

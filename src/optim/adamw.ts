@@ -26,7 +26,8 @@ export const defaultAdamWSettings: AdamWSettings = {
 };
 
 /** Norm weights and biases are conventionally exempt from weight decay. */
-export const decayExempt = (name: string): boolean => name.endsWith('.bias') || /norm\./i.test(name);
+export const decayExempt = (name: string): boolean =>
+  name.endsWith('.bias') || /norm\./i.test(name);
 
 /** Serializable optimizer state: moments by parameter name plus the step count. */
 export interface AdamWState {
@@ -43,7 +44,10 @@ export class AdamW {
   private readonly firstMoments: Float32Array[];
   private readonly secondMoments: Float32Array[];
 
-  constructor(readonly parameters: readonly NamedParameter[], public settings: AdamWSettings = defaultAdamWSettings) {
+  constructor(
+    readonly parameters: readonly NamedParameter[],
+    public settings: AdamWSettings = defaultAdamWSettings,
+  ) {
     this.firstMoments = parameters.map(({ tensor }) => new Float32Array(tensor.size));
     this.secondMoments = parameters.map(({ tensor }) => new Float32Array(tensor.size));
   }
@@ -82,8 +86,16 @@ export class AdamW {
   stateDict(): AdamWState {
     const moments: NamedArray[] = [];
     this.parameters.forEach(({ name, tensor }, index) => {
-      moments.push({ name: `${name}.first_moment`, shape: [...tensor.shape], data: this.firstMoments[index]!.slice() });
-      moments.push({ name: `${name}.second_moment`, shape: [...tensor.shape], data: this.secondMoments[index]!.slice() });
+      moments.push({
+        name: `${name}.first_moment`,
+        shape: [...tensor.shape],
+        data: this.firstMoments[index]!.slice(),
+      });
+      moments.push({
+        name: `${name}.second_moment`,
+        shape: [...tensor.shape],
+        data: this.secondMoments[index]!.slice(),
+      });
     });
     return { step: this.step, moments };
   }
@@ -92,14 +104,21 @@ export class AdamW {
     const byName = new Map(state.moments.map((entry) => [entry.name, entry]));
     const problems: string[] = [];
     this.parameters.forEach(({ name, tensor }, index) => {
-      for (const [suffix, target] of [['first_moment', this.firstMoments[index]!], ['second_moment', this.secondMoments[index]!]] as const) {
+      for (const [suffix, target] of [
+        ['first_moment', this.firstMoments[index]!],
+        ['second_moment', this.secondMoments[index]!],
+      ] as const) {
         const entry = byName.get(`${name}.${suffix}`);
         if (!entry) problems.push(`missing "${name}.${suffix}"`);
-        else if (entry.data.length !== tensor.size) problems.push(`"${name}.${suffix}" has ${entry.data.length} values, expected ${tensor.size}`);
+        else if (entry.data.length !== tensor.size)
+          problems.push(
+            `"${name}.${suffix}" has ${entry.data.length} values, expected ${tensor.size}`,
+          );
         else target.set(entry.data);
       }
     });
-    if (problems.length > 0) throw new ShapeError(`optimizer state does not match the model: ${problems.join('; ')}`);
+    if (problems.length > 0)
+      throw new ShapeError(`optimizer state does not match the model: ${problems.join('; ')}`);
     this.step = state.step;
   }
 }

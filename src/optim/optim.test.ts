@@ -9,7 +9,11 @@ describe('optimization', () => {
   test('AdamW matches a hand-computed first and second step', () => {
     const weight = parameter(Float32Array.from([1, -2]), [2]);
     const optimizer = new AdamW([{ name: 'w', tensor: weight }], {
-      learningRate: 0.1, beta1: 0.9, beta2: 0.99, epsilon: 1e-8, weightDecay: 0.5,
+      learningRate: 0.1,
+      beta1: 0.9,
+      beta2: 0.99,
+      epsilon: 1e-8,
+      weightDecay: 0.5,
     });
     weight.grad = Float32Array.from([0.5, 0.25]);
     optimizer.update();
@@ -49,14 +53,25 @@ describe('optimization', () => {
     const b = parameter(new Float32Array(1), [1]);
     a.grad = Float32Array.from([3, 0]);
     b.grad = Float32Array.from([4]);
-    const clipped = clipGradientNorm([{ name: 'a', tensor: a }, { name: 'b', tensor: b }], 1);
+    const clipped = clipGradientNorm(
+      [
+        { name: 'a', tensor: a },
+        { name: 'b', tensor: b },
+      ],
+      1,
+    );
     assert.equal(clipped.norm, 5);
     assert.ok(Math.abs(clipped.scale - 0.2) < 1e-12);
     assert.equal(clipGradientNorm([{ name: 'a', tensor: a }], 10).scale, 1);
   });
 
   test('warmup + cosine schedule', () => {
-    const schedule = { kind: 'warmup-cosine' as const, warmupSteps: 10, totalSteps: 110, minimumRatio: 0.1 };
+    const schedule = {
+      kind: 'warmup-cosine' as const,
+      warmupSteps: 10,
+      totalSteps: 110,
+      minimumRatio: 0.1,
+    };
     assert.ok(Math.abs(learningRateAt(schedule, 1, 0) - 0.1) < 1e-12);
     assert.equal(learningRateAt(schedule, 1, 9), 1);
     assert.ok(Math.abs(learningRateAt(schedule, 1, 60) - 0.55) < 1e-12);

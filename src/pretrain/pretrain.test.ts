@@ -11,28 +11,58 @@ after(() => rmSync(directory, { recursive: true, force: true }));
 
 const config = {
   task: { name: 'arithmetic-chain', difficulty: 1, roles: 2 },
-  steps: 6, batchSize: 8, seed: 3,
-  model: { architecture: 'llama', vocabSize: 100, hiddenSize: 16, layers: 1, heads: 2, intermediateSize: 32, maxPositions: 64, tieEmbeddings: true },
+  steps: 6,
+  batchSize: 8,
+  seed: 3,
+  model: {
+    architecture: 'llama',
+    vocabSize: 100,
+    hiddenSize: 16,
+    layers: 1,
+    heads: 2,
+    intermediateSize: 32,
+    maxPositions: 64,
+    tieEmbeddings: true,
+  },
 };
 
 describe('pretrain', () => {
   test('is deterministic from its seed, writes one model per role plus a shared one, and they load', async () => {
     const first = await pretrain(config, path.join(directory, 'first'));
     const second = await pretrain(config, path.join(directory, 'second'));
-    assert.deepEqual(first.directories.map((entry) => path.basename(entry)), ['role-0', 'role-1', 'shared']);
+    assert.deepEqual(
+      first.directories.map((entry) => path.basename(entry)),
+      ['role-0', 'role-1', 'shared'],
+    );
     first.directories.forEach((entry, index) => {
       const bytes = (folder: string) => readFileSync(path.join(folder, 'model.safetensors'));
-      assert.ok(bytes(entry).equals(bytes(second.directories[index]!)), `${entry} differs between two runs`);
+      assert.ok(
+        bytes(entry).equals(bytes(second.directories[index]!)),
+        `${entry} differs between two runs`,
+      );
     });
     const other = await pretrain({ ...config, seed: 4 }, path.join(directory, 'other'));
-    assert.ok(!readFileSync(path.join(other.directories[0]!, 'model.safetensors')).equals(readFileSync(path.join(first.directories[0]!, 'model.safetensors'))));
+    assert.ok(
+      !readFileSync(path.join(other.directories[0]!, 'model.safetensors')).equals(
+        readFileSync(path.join(first.directories[0]!, 'model.safetensors')),
+      ),
+    );
     const loaded = await loadModel(first.directories[2]!);
     assert.equal(loaded.model.config.hiddenSize, 16);
     assert.equal(loaded.tokenizer.vocabSize, 100);
   });
 
   test('bad settings are clear errors', async () => {
-    await assert.rejects(pretrain({ ...config, mistakeRate: 2 }, path.join(directory, 'x')), /mistakeRate/);
-    await assert.rejects(pretrain({ ...config, task: { name: 'jsonl', path: '/nonexistent.jsonl', verifier: 'exact' } }, path.join(directory, 'y')), /nonexistent/);
+    await assert.rejects(
+      pretrain({ ...config, mistakeRate: 2 }, path.join(directory, 'x')),
+      /mistakeRate/,
+    );
+    await assert.rejects(
+      pretrain(
+        { ...config, task: { name: 'jsonl', path: '/nonexistent.jsonl', verifier: 'exact' } },
+        path.join(directory, 'y'),
+      ),
+      /nonexistent/,
+    );
   });
 });

@@ -33,8 +33,15 @@ export type PretrainConfig = z.output<typeof pretrainConfigSchema>;
 
 export function defaultBaseModelConfig(vocabSize: number) {
   return {
-    architecture: 'llama' as const, vocabSize, hiddenSize: 64, layers: 2, heads: 4, kvHeads: 2,
-    intermediateSize: 160, maxPositions: 96, tieEmbeddings: true,
+    architecture: 'llama' as const,
+    vocabSize,
+    hiddenSize: 64,
+    layers: 2,
+    heads: 4,
+    kvHeads: 2,
+    intermediateSize: 160,
+    maxPositions: 96,
+    tieEmbeddings: true,
   };
 }
 
@@ -60,19 +67,35 @@ interface Example {
   target: number[];
 }
 
-function roleExample(task: Task, role: number, tokenizer: CharTokenizer, random: RandomGenerator, mistakeRate: number, problemSeed: number): Example {
+function roleExample(
+  task: Task,
+  role: number,
+  tokenizer: CharTokenizer,
+  random: RandomGenerator,
+  mistakeRate: number,
+  problemSeed: number,
+): Example {
   const [problem] = task.split('train', { seed: problemSeed, count: 1 });
   const demonstration = sampleDemonstration({ task, problem: problem!, random, mistakeRate });
   const position = task.protocol.turnOrder.indexOf(role);
-  const previous: SharedTurn[] = demonstration.turns.slice(0, position).map((turn) => ({ speakerTag: speakerTagFor(turn.role), text: turn.text }));
+  const previous: SharedTurn[] = demonstration.turns
+    .slice(0, position)
+    .map((turn) => ({ speakerTag: speakerTagFor(turn.role), text: turn.text }));
   const agent = { rolePrompt: task.protocol.roles[role]!.prompt, speakerTag: speakerTagFor(role) };
-  const input = [tokenizer.bosId!, ...tokenizer.encode(renderAgentInput(agent, problem!.prompt, previous))];
+  const input = [
+    tokenizer.bosId!,
+    ...tokenizer.encode(renderAgentInput(agent, problem!.prompt, previous)),
+  ];
   const target = tokenizer.encode(demonstration.turns[position]!.text + turnTerminator);
   return { input, target };
 }
 
 /** Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one into `shared`. */
-export async function pretrain(configInput: unknown, outputDirectory: string, onProgress?: (progress: PretrainProgress) => void): Promise<PretrainResult> {
+export async function pretrain(
+  configInput: unknown,
+  outputDirectory: string,
+  onProgress?: (progress: PretrainProgress) => void,
+): Promise<PretrainResult> {
   const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
   const task = await getTask(config.task, 'task');
   const tokenizer = new CharTokenizer({ alphabet: defaultCharAlphabet });
@@ -83,14 +106,34 @@ export async function pretrain(configInput: unknown, outputDirectory: string, on
   // One model per role, then one shared model that plays every role (the `single` baseline's
   // base model), trained as long as all role models together.
   const plans = [
-    ...Array.from({ length: roles }, (_unused, role) => ({ name: `role-${role}`, roles: [role], steps: config.steps })),
-    { name: 'shared', roles: Array.from({ length: roles }, (_unused, role) => role), steps: config.steps * roles },
+    ...Array.from({ length: roles }, (_unused, role) => ({
+      name: `role-${role}`,
+      roles: [role],
+      steps: config.steps,
+    })),
+    {
+      name: 'shared',
+      roles: Array.from({ length: roles }, (_unused, role) => role),
+      steps: config.steps * roles,
+    },
   ];
   for (const [index, plan] of plans.entries()) {
     const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${plan.name}`);
     const model = new TransformerLM(modelConfig, random.split('init'));
-    const optimizer = new AdamW(model.trainableParameters(), { learningRate: config.learningRate, beta1: 0.9, beta2: 0.99, epsilon: 1e-8, weightDecay: 0.01, noDecay: decayExempt });
-    const schedule = { kind: 'warmup-cosine' as const, warmupSteps: Math.min(100, plan.steps), totalSteps: plan.steps, minimumRatio: 0.1 };
+    const optimizer = new AdamW(model.trainableParameters(), {
+      learningRate: config.learningRate,
+      beta1: 0.9,
+      beta2: 0.99,
+      epsilon: 1e-8,
+      weightDecay: 0.01,
+      noDecay: decayExempt,
+    });
+    const schedule = {
+      kind: 'warmup-cosine' as const,
+      warmupSteps: Math.min(100, plan.steps),
+      totalSteps: plan.steps,
+      minimumRatio: 0.1,
+    };
     let smoothed = Number.NaN;
     for (let step = 0; step < plan.steps; step++) {
       const examples = Array.from({ length: config.batchSize }, () => {
@@ -99,15 +142,36 @@ export async function pretrain(configInput: unknown, outputDirectory: string, on
       });
       const loss = supervisedLossAndGradient(model, examples, tokenizer.padId!);
       const clipping = clipGradientNorm(model.trainableParameters(), 1);
-      optimizer.update({ learningRate: learningRateAt(schedule, config.learningRate, step), gradientScale: clipping.scale });
+      optimizer.update({
+        learningRate: learningRateAt(schedule, config.learningRate, step),
+        gradientScale: clipping.scale,
+      });
       optimizer.zeroGrad();
       smoothed = Number.isNaN(smoothed) ? loss : 0.95 * smoothed + 0.05 * loss;
-      if (onProgress && (step % 25 === 0 || step === plan.steps - 1)) onProgress({ model: plan.name, index, models: plans.length, step: step + 1, steps: plan.steps, loss: smoothed });
+      if (onProgress && (step % 25 === 0 || step === plan.steps - 1))
+        onProgress({
+          model: plan.name,
+          index,
+          models: plans.length,
+          step: step + 1,
+          steps: plan.steps,
+          loss: smoothed,
+        });
     }
     const directory = path.join(outputDirectory, plan.name);
     await saveCheckpoint(directory, {
-      config: model.config, parameters: model.stateDict(), tokenizer: tokenizer.toJSON(),
-      extra: { pretrain: { ...config, task: config.task, model: plan.name, roles: plan.roles, finalLoss: smoothed } },
+      config: model.config,
+      parameters: model.stateDict(),
+      tokenizer: tokenizer.toJSON(),
+      extra: {
+        pretrain: {
+          ...config,
+          task: config.task,
+          model: plan.name,
+          roles: plan.roles,
+          finalLoss: smoothed,
+        },
+      },
     });
     directories.push(directory);
     finalLosses.push(smoothed);

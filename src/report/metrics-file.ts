@@ -7,7 +7,13 @@ import type { MetricsRecord } from '../trainer/records.js';
  * being an error, and reads resume from a byte offset so a live view reads each byte once.
  */
 
-const recordTypes: ReadonlySet<string> = new Set(['update', 'stage', 'eval', 'swap', 'swap-recovery']);
+const recordTypes: ReadonlySet<string> = new Set([
+  'update',
+  'stage',
+  'eval',
+  'swap',
+  'swap-recovery',
+]);
 
 export interface MetricsChunk {
   records: MetricsRecord[];

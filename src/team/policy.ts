@@ -34,7 +34,10 @@ export interface AgentPolicy {
   readonly tokenizer: Tokenizer;
   /** The trainable network, when the policy runs locally. */
   readonly model: TransformerLM | null;
-  complete(requests: readonly CompletionRequest[], settings: CompletionSettings): Promise<Completion[]>;
+  complete(
+    requests: readonly CompletionRequest[],
+    settings: CompletionSettings,
+  ): Promise<Completion[]>;
   /** Token ids of a rendered input: BOS (if any) + encoded text. */
   encodeInput(input: string): number[];
 }
@@ -46,9 +49,15 @@ export const turnTerminator = '\n';
 export class LocalPolicy implements AgentPolicy {
   private readonly stopIds: number[];
 
-  constructor(readonly model: TransformerLM, readonly tokenizer: Tokenizer) {
+  constructor(
+    readonly model: TransformerLM,
+    readonly tokenizer: Tokenizer,
+  ) {
     this.stopIds = turnEndingIds(tokenizer);
-    if (this.stopIds.length === 0) throw new Error('the tokenizer has neither a token containing a newline nor an EOS token to end turns');
+    if (this.stopIds.length === 0)
+      throw new Error(
+        'the tokenizer has neither a token containing a newline nor an EOS token to end turns',
+      );
   }
 
   encodeInput(input: string): number[] {
@@ -56,7 +65,10 @@ export class LocalPolicy implements AgentPolicy {
     return this.tokenizer.bosId !== undefined ? [this.tokenizer.bosId, ...ids] : ids;
   }
 
-  async complete(requests: readonly CompletionRequest[], settings: CompletionSettings): Promise<Completion[]> {
+  async complete(
+    requests: readonly CompletionRequest[],
+    settings: CompletionSettings,
+  ): Promise<Completion[]> {
     const inputs = requests.map((request) => this.encodeInput(request.input));
     const generated = generate(this.model, {
       prompts: inputs,
@@ -73,7 +85,9 @@ export class LocalPolicy implements AgentPolicy {
         tokens: sequence.tokens,
         logProbs: sequence.logProbs,
         // A byte-level BPE stop token may carry text before its newline (".\n"): keep that part.
-        text: this.tokenizer.decode(sequence.tokens, { skipSpecialTokens: true }).split(turnTerminator)[0]!,
+        text: this.tokenizer
+          .decode(sequence.tokens, { skipSpecialTokens: true })
+          .split(turnTerminator)[0]!,
         finishReason: sequence.finishReason,
       };
     });

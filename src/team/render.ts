@@ -19,7 +19,11 @@ export function renderSharedContext(prompt: string, turns: readonly SharedTurn[]
   return text;
 }
 
-export function renderAgentInput(agent: Pick<Agent, 'rolePrompt' | 'speakerTag'>, prompt: string, turns: readonly SharedTurn[]): string {
+export function renderAgentInput(
+  agent: Pick<Agent, 'rolePrompt' | 'speakerTag'>,
+  prompt: string,
+  turns: readonly SharedTurn[],
+): string {
   return `${agent.rolePrompt}${renderSharedContext(prompt, turns)}${agent.speakerTag}`;
 }
 

@@ -5,7 +5,10 @@ import { tinyTask, tinyTeam } from './test-support/tiny-team.js';
 import type { TeamBatch } from './types.js';
 
 /** Pearson χ² statistic of two samples' category counts (homogeneity test). */
-function chiSquare(left: Map<string, number>, right: Map<string, number>): { statistic: number; degrees: number } {
+function chiSquare(
+  left: Map<string, number>,
+  right: Map<string, number>,
+): { statistic: number; degrees: number } {
   const keys = new Set([...left.keys(), ...right.keys()]);
   const totalLeft = [...left.values()].reduce((a, b) => a + b, 0);
   const totalRight = [...right.values()].reduce((a, b) => a + b, 0);
@@ -46,14 +49,26 @@ describe('rollouts', () => {
     const first = await rollout({ team, task, problems, groupSize: 2, seed: 's' });
     const again = await rollout({ team, task, problems, groupSize: 2, seed: 's' });
     assert.equal(first.trajectories.length, 6);
-    assert.deepEqual(first.trajectories.map((t) => t.turns.map((turn) => turn.tokens)), again.trajectories.map((t) => t.turns.map((turn) => turn.tokens)));
+    assert.deepEqual(
+      first.trajectories.map((t) => t.turns.map((turn) => turn.tokens)),
+      again.trajectories.map((t) => t.turns.map((turn) => turn.tokens)),
+    );
     for (const trajectory of first.trajectories) {
-      assert.deepEqual(trajectory.turns.map((turn) => turn.agentIndex), [0, 1, 2]);
+      assert.deepEqual(
+        trajectory.turns.map((turn) => turn.agentIndex),
+        [0, 1, 2],
+      );
       for (const turn of trajectory.turns) assert.equal(turn.logProbs.length, turn.tokens.length);
       // Each later agent's input contains the earlier turns' texts, tagged.
       assert.ok(trajectory.turns[2]!.inputIds.length > trajectory.turns[1]!.inputIds.length);
     }
-    assert.equal(first.generatedTokens, first.trajectories.reduce((total, t) => total + t.turns.reduce((sum, turn) => sum + turn.tokens.length, 0), 0));
+    assert.equal(
+      first.generatedTokens,
+      first.trajectories.reduce(
+        (total, t) => total + t.turns.reduce((sum, turn) => sum + turn.tokens.length, 0),
+        0,
+      ),
+    );
   });
 
   test('suffix resampling has the distribution of a full resample (and reusing a changed turn does not)', async () => {
@@ -64,16 +79,42 @@ describe('rollouts', () => {
     const before = await rollout({ team, task, problems, groupSize, seed: 'before' });
     // "Update" the middle speaker: scale its weights, which changes its policy.
     const changed = team.agents[1]!.policy.model!;
-    for (const { tensor } of changed.namedParameters()) tensor.data.forEach((value, index) => (tensor.data[index] = value * 0.5 + 0.3 * Math.sin(index)));
-    const suffix = await rollout({ team, task, problems, groupSize, seed: 'after-suffix', reuse: { previous: before, fromTurn: 1 } });
+    for (const { tensor } of changed.namedParameters())
+      tensor.data.forEach(
+        (value, index) => (tensor.data[index] = value * 0.5 + 0.3 * Math.sin(index)),
+      );
+    const suffix = await rollout({
+      team,
+      task,
+      problems,
+      groupSize,
+      seed: 'after-suffix',
+      reuse: { previous: before, fromTurn: 1 },
+    });
     const full = await rollout({ team, task, problems, groupSize, seed: 'after-full' });
-    const wrong = await rollout({ team, task, problems, groupSize, seed: 'after-wrong', reuse: { previous: before, fromTurn: 2 } });
+    const wrong = await rollout({
+      team,
+      task,
+      problems,
+      groupSize,
+      seed: 'after-wrong',
+      reuse: { previous: before, fromTurn: 2 },
+    });
     assert.equal(suffix.generatedTokens < full.generatedTokens, true);
     const valid = chiSquare(transcripts(suffix), transcripts(full));
     const invalid = chiSquare(transcripts(wrong), transcripts(full));
-    assert.ok(valid.degrees >= 3 && invalid.degrees >= 3, 'too few distinct transcripts for the test to have power');
-    assert.ok(valid.statistic < critical(valid.degrees), `suffix vs full: χ² ${valid.statistic.toFixed(1)} on ${valid.degrees} df`);
-    assert.ok(invalid.statistic > critical(invalid.degrees), `reusing the changed turn must be detected: χ² ${invalid.statistic.toFixed(1)} on ${invalid.degrees} df`);
+    assert.ok(
+      valid.degrees >= 3 && invalid.degrees >= 3,
+      'too few distinct transcripts for the test to have power',
+    );
+    assert.ok(
+      valid.statistic < critical(valid.degrees),
+      `suffix vs full: χ² ${valid.statistic.toFixed(1)} on ${valid.degrees} df`,
+    );
+    assert.ok(
+      invalid.statistic > critical(invalid.degrees),
+      `reusing the changed turn must be detected: χ² ${invalid.statistic.toFixed(1)} on ${invalid.degrees} df`,
+    );
     for (const model of team.agents.map((agent) => agent.policy.model!)) model.destroy();
   });
 
@@ -83,8 +124,28 @@ describe('rollouts', () => {
     const problems = task.split('train', { seed: 0, count: 2 });
     const before = await rollout({ team, task, problems, groupSize: 2, seed: 'x' });
     team.protocol.turnOrder = [0, 1, 2, 0];
-    await assert.rejects(rollout({ team, task, problems, groupSize: 2, seed: 'y', reuse: { previous: before, fromTurn: 1 } }), /single-round/);
+    await assert.rejects(
+      rollout({
+        team,
+        task,
+        problems,
+        groupSize: 2,
+        seed: 'y',
+        reuse: { previous: before, fromTurn: 1 },
+      }),
+      /single-round/,
+    );
     team.protocol.turnOrder = [0, 1, 2];
-    await assert.rejects(rollout({ team, task, problems: task.split('eval', { seed: 0, count: 2 }), groupSize: 2, seed: 'y', reuse: { previous: before, fromTurn: 1 } }), /same problems/);
+    await assert.rejects(
+      rollout({
+        team,
+        task,
+        problems: task.split('eval', { seed: 0, count: 2 }),
+        groupSize: 2,
+        seed: 'y',
+        reuse: { previous: before, fromTurn: 1 },
+      }),
+      /same problems/,
+    );
   });
 });

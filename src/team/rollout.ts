@@ -31,7 +31,8 @@ export interface RolloutOptions {
 /** Per-episode speaking order: the protocol's, or a seeded shuffle of it. */
 function speakingOrder(team: Team, seed: string, trajectoryIndex: number): number[] {
   const order = [...team.protocol.turnOrder];
-  if (team.protocol.permutePerEpisode) new RandomGenerator(`${seed}/order/${trajectoryIndex}`).shuffle(order);
+  if (team.protocol.permutePerEpisode)
+    new RandomGenerator(`${seed}/order/${trajectoryIndex}`).shuffle(order);
   return order;
 }
 
@@ -71,10 +72,20 @@ export async function rollout(options: RolloutOptions): Promise<TeamBatch> {
     trajectory.reward = verdict.reward;
     trajectory.correct = verdict.correct;
   }
-  return { problems: [...problems], groupSize, trajectories, generatedTokens, resampledFromTurn: fromTurn };
+  return {
+    problems: [...problems],
+    groupSize,
+    trajectories,
+    generatedTokens,
+    resampledFromTurn: fromTurn,
+  };
 }
 
-async function sampleTurn(options: RolloutOptions, trajectories: Trajectory[], turnIndex: number): Promise<number> {
+async function sampleTurn(
+  options: RolloutOptions,
+  trajectories: Trajectory[],
+  turnIndex: number,
+): Promise<number> {
   const { team, problems, seed } = options;
   let generated = 0;
   const bySpeaker = new Map<number, number[]>();
@@ -115,8 +126,12 @@ function validateReuse(options: RolloutOptions): void {
   if (hasSeveralRounds(protocol) || protocol.permutePerEpisode) {
     throw new Error('suffix resampling needs a single-round protocol with a fixed order');
   }
-  if (previous.trajectories.length !== options.problems.length * options.groupSize || previous.problems.some((problem, index) => problem.id !== options.problems[index]?.id)) {
+  if (
+    previous.trajectories.length !== options.problems.length * options.groupSize ||
+    previous.problems.some((problem, index) => problem.id !== options.problems[index]?.id)
+  ) {
     throw new Error('suffix resampling must reuse a batch of the same problems and group size');
   }
-  if (!(fromTurn >= 0 && fromTurn <= protocol.turnOrder.length)) throw new Error(`fromTurn ${fromTurn} out of range`);
+  if (!(fromTurn >= 0 && fromTurn <= protocol.turnOrder.length))
+    throw new Error(`fromTurn ${fromTurn} out of range`);
 }

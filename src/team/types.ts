@@ -46,5 +46,8 @@ export interface TeamBatch {
 
 export function meanReward(batch: TeamBatch): number {
   if (batch.trajectories.length === 0) return 0;
-  return batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) / batch.trajectories.length;
+  return (
+    batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) /
+    batch.trajectories.length
+  );
 }

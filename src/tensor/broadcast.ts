@@ -31,7 +31,10 @@ export type BroadcastMap =
   | { kind: 'suffix'; period: number }
   | { kind: 'general'; indices: Int32Array };
 
-export function broadcastMap(shape: readonly number[], outputShape: readonly number[]): BroadcastMap {
+export function broadcastMap(
+  shape: readonly number[],
+  outputShape: readonly number[],
+): BroadcastMap {
   const size = shapeSize(shape);
   const outputSize = shapeSize(outputShape);
   if (size === outputSize) return { kind: 'identity' };

@@ -1,5 +1,24 @@
-export { Tensor, tensor, zeros, full, scalar, parameter, noGrad, isGradientEnabled, shapeSize, formatShape } from './tensor.js';
-export { tidy, keep, allocate, allocateZeroed, release, clearPool, memoryStatistics } from './memory.js';
+export {
+  Tensor,
+  tensor,
+  zeros,
+  full,
+  scalar,
+  parameter,
+  noGrad,
+  isGradientEnabled,
+  shapeSize,
+  formatShape,
+} from './tensor.js';
+export {
+  tidy,
+  keep,
+  allocate,
+  allocateZeroed,
+  release,
+  clearPool,
+  memoryStatistics,
+} from './memory.js';
 export * from './ops/elementwise.js';
 export * from './ops/reduce.js';
 export * from './ops/shape.js';

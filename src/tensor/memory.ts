@@ -55,7 +55,12 @@ export function release(buffer: Float32Array): void {
   // Only whole size-class buffers from `allocate` are pooled; other arrays (views into larger
   // data, arrays made elsewhere) are simply dropped.
   const bytes = buffer.buffer.byteLength;
-  if (buffer.byteOffset !== 0 || buffer.length < smallestPooledLength || bytes !== sizeClassBytes(buffer.length)) return;
+  if (
+    buffer.byteOffset !== 0 ||
+    buffer.length < smallestPooledLength ||
+    bytes !== sizeClassBytes(buffer.length)
+  )
+    return;
   if (pooledBytes + bytes > maximumPooledBytes) return;
   let bucket = pool.get(bytes);
   if (!bucket) {

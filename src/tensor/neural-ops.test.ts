@@ -2,8 +2,21 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RandomGenerator } from '../util/random.js';
 import {
-  add, attention, crossEntropy, embedding, gatherLogProbs, gelu, layerNorm, logSoftmax, rmsNorm,
-  rope, selectRows, softmax, swiglu, tensor, Tensor,
+  add,
+  attention,
+  crossEntropy,
+  embedding,
+  gatherLogProbs,
+  gelu,
+  layerNorm,
+  logSoftmax,
+  rmsNorm,
+  rope,
+  selectRows,
+  softmax,
+  swiglu,
+  tensor,
+  Tensor,
 } from './index.js';
 import { checkGradients, forEachBackend, randomLeaf } from './test-support/gradient-check.js';
 
@@ -12,9 +25,14 @@ describe('neural-network ops on every backend', () => {
     forEachBackend(() => {
       const extreme = tensor([1e4, -1e4, 0, 1e4], [1, 4]);
       const probabilities = softmax(extreme).toArray();
-      assert.deepEqual(probabilities.map((value) => Math.round(value * 1e6) / 1e6), [0.5, 0, 0, 0.5]);
+      assert.deepEqual(
+        probabilities.map((value) => Math.round(value * 1e6) / 1e6),
+        [0.5, 0, 0, 0.5],
+      );
       const logProbabilities = logSoftmax(extreme).toArray();
-      assert.ok(Math.abs(logProbabilities[0]! + Math.LN2) < 1e-6 && logProbabilities[1]! < -1e4 + 1);
+      assert.ok(
+        Math.abs(logProbabilities[0]! + Math.LN2) < 1e-6 && logProbabilities[1]! < -1e4 + 1,
+      );
       const random = new RandomGenerator(1);
       checkGradients({ inputs: [randomLeaf([3, 5], random)], fn: ([x]) => softmax(x!), random });
       checkGradients({ inputs: [randomLeaf([3, 5], random)], fn: ([x]) => logSoftmax(x!), random });
@@ -28,32 +46,72 @@ describe('neural-network ops on every backend', () => {
       const logits = randomLeaf([3, 5], random);
       const gathered = gatherLogProbs(logits, targets, { entropy: true });
       const reference = logSoftmax(logits).data;
-      targets.forEach((target, row) => assert.ok(Math.abs(gathered.logProbs.data[row]! - reference[row * 5 + target]!) < 1e-5));
+      targets.forEach((target, row) =>
+        assert.ok(Math.abs(gathered.logProbs.data[row]! - reference[row * 5 + target]!) < 1e-5),
+      );
       for (let row = 0; row < 3; row++) {
         let entropy = 0;
-        for (let column = 0; column < 5; column++) entropy -= Math.exp(reference[row * 5 + column]!) * reference[row * 5 + column]!;
+        for (let column = 0; column < 5; column++)
+          entropy -= Math.exp(reference[row * 5 + column]!) * reference[row * 5 + column]!;
         assert.ok(Math.abs(gathered.entropy!.data[row]! - entropy) < 1e-5);
       }
-      checkGradients({ inputs: [logits], fn: ([x]) => gatherLogProbs(x!, targets).logProbs, random });
-      checkGradients({ inputs: [logits], fn: ([x]) => gatherLogProbs(x!, targets, { entropy: true }).entropy!, random });
-      checkGradients({ inputs: [logits], fn: ([x]) => { const both = gatherLogProbs(x!, targets, { entropy: true }); return add(both.logProbs, both.entropy!); }, random });
+      checkGradients({
+        inputs: [logits],
+        fn: ([x]) => gatherLogProbs(x!, targets).logProbs,
+        random,
+      });
+      checkGradients({
+        inputs: [logits],
+        fn: ([x]) => gatherLogProbs(x!, targets, { entropy: true }).entropy!,
+        random,
+      });
+      checkGradients({
+        inputs: [logits],
+        fn: ([x]) => {
+          const both = gatherLogProbs(x!, targets, { entropy: true });
+          return add(both.logProbs, both.entropy!);
+        },
+        random,
+      });
       const weights = Float32Array.from([1, 0, 1]);
       const loss = crossEntropy(logits, targets, weights).item();
       assert.ok(Math.abs(loss + (reference[0]! + reference[12]!) / 2) < 1e-5);
       checkGradients({ inputs: [logits], fn: ([x]) => crossEntropy(x!, targets, weights), random });
-      assert.throws(() => gatherLogProbs(logits, Int32Array.from([0, 5, 1])), /outside the vocabulary/);
+      assert.throws(
+        () => gatherLogProbs(logits, Int32Array.from([0, 5, 1])),
+        /outside the vocabulary/,
+      );
     });
   });
 
   test('norms (whole rows and per head), activations', () => {
     forEachBackend(() => {
       const random = new RandomGenerator(3);
-      checkGradients({ inputs: [randomLeaf([2, 3, 8], random), randomLeaf([8], random)], fn: ([x, w]) => rmsNorm(x!, w!, 1e-5), random });
-      checkGradients({ inputs: [randomLeaf([2, 8], random), randomLeaf([4], random)], fn: ([x, w]) => rmsNorm(x!, w!, 1e-5), random });
-      checkGradients({ inputs: [randomLeaf([3, 6], random), randomLeaf([6], random), randomLeaf([6], random)], fn: ([x, w, b]) => layerNorm(x!, w!, b!, 1e-5), random });
-      checkGradients({ inputs: [randomLeaf([4, 6], random), randomLeaf([4, 6], random)], fn: ([g, u]) => swiglu(g!, u!), random });
+      checkGradients({
+        inputs: [randomLeaf([2, 3, 8], random), randomLeaf([8], random)],
+        fn: ([x, w]) => rmsNorm(x!, w!, 1e-5),
+        random,
+      });
+      checkGradients({
+        inputs: [randomLeaf([2, 8], random), randomLeaf([4], random)],
+        fn: ([x, w]) => rmsNorm(x!, w!, 1e-5),
+        random,
+      });
+      checkGradients({
+        inputs: [randomLeaf([3, 6], random), randomLeaf([6], random), randomLeaf([6], random)],
+        fn: ([x, w, b]) => layerNorm(x!, w!, b!, 1e-5),
+        random,
+      });
+      checkGradients({
+        inputs: [randomLeaf([4, 6], random), randomLeaf([4, 6], random)],
+        fn: ([g, u]) => swiglu(g!, u!),
+        random,
+      });
       checkGradients({ inputs: [randomLeaf([4, 6], random)], fn: ([x]) => gelu(x!), random });
-      assert.throws(() => rmsNorm(randomLeaf([2, 6], random), randomLeaf([4], random), 1e-5), /does not match/);
+      assert.throws(
+        () => rmsNorm(randomLeaf([2, 6], random), randomLeaf([4], random), 1e-5),
+        /does not match/,
+      );
     });
   });
 
@@ -64,8 +122,13 @@ describe('neural-network ops on every backend', () => {
       const positions = Int32Array.from([0, 1, 2, 5, 6, 7]);
       const rotated = rope(x, positions, { heads: 2, theta: 10000 });
       // Position 0 is the identity rotation.
-      for (let index = 0; index < 8; index++) assert.ok(Math.abs(rotated.data[index]! - x.data[index]!) < 1e-6);
-      checkGradients({ inputs: [x], fn: ([v]) => rope(v!, positions, { heads: 2, theta: 100 }), random });
+      for (let index = 0; index < 8; index++)
+        assert.ok(Math.abs(rotated.data[index]! - x.data[index]!) < 1e-6);
+      checkGradients({
+        inputs: [x],
+        fn: ([v]) => rope(v!, positions, { heads: 2, theta: 100 }),
+        random,
+      });
     });
   });
 
@@ -87,9 +150,16 @@ describe('neural-network ops on every backend', () => {
       const output = attention(query, key, value, { heads, kvHeads, keyMask });
       for (let index = 0; index < heads * headDim; index++) assert.equal(output.data[index], 0);
       // The first query of an unmasked row copies the first value of its kv head.
-      const firstValue = value.data.subarray(length * kvHeads * headDim, length * kvHeads * headDim + headDim);
-      const firstOutput = output.data.subarray(length * heads * headDim, length * heads * headDim + headDim);
-      for (let index = 0; index < headDim; index++) assert.ok(Math.abs(firstOutput[index]! - firstValue[index]!) < 1e-6);
+      const firstValue = value.data.subarray(
+        length * kvHeads * headDim,
+        length * kvHeads * headDim + headDim,
+      );
+      const firstOutput = output.data.subarray(
+        length * heads * headDim,
+        length * heads * headDim + headDim,
+      );
+      for (let index = 0; index < headDim; index++)
+        assert.ok(Math.abs(firstOutput[index]! - firstValue[index]!) < 1e-6);
     });
   });
 
@@ -100,7 +170,11 @@ describe('neural-network ops on every backend', () => {
     checkGradients({ inputs: [table], fn: ([t]) => embedding(t!, ids), random });
     assert.throws(() => embedding(table, Int32Array.from([5])), /outside the vocabulary/);
     const x = randomLeaf([2, 3, 4], random);
-    checkGradients({ inputs: [x], fn: ([v]) => selectRows(v!, Int32Array.from([5, 0, 5])), random });
+    checkGradients({
+      inputs: [x],
+      fn: ([v]) => selectRows(v!, Int32Array.from([5, 0, 5])),
+      random,
+    });
     assert.ok(selectRows(x, Int32Array.from([1])) instanceof Tensor);
   });
 });

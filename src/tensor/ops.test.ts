@@ -3,9 +3,34 @@ import { describe, test } from 'node:test';
 import { RandomGenerator } from '../util/random.js';
 import { ShapeError } from '../util/errors.js';
 import {
-  abs, add, clamp, concat, divide, exp, log, matmul, max, maximum, mean, minimum, multiply,
-  reshape, sigmoid, silu, slice, sqrt, square, subtract, sum, tanh, tensor, transpose, where,
-  Tensor, negate, scale,
+  abs,
+  add,
+  clamp,
+  concat,
+  divide,
+  exp,
+  log,
+  matmul,
+  max,
+  maximum,
+  mean,
+  minimum,
+  multiply,
+  reshape,
+  sigmoid,
+  silu,
+  slice,
+  sqrt,
+  square,
+  subtract,
+  sum,
+  tanh,
+  tensor,
+  transpose,
+  where,
+  Tensor,
+  negate,
+  scale,
 } from './index.js';
 import { checkGradients, forEachBackend, randomLeaf } from './test-support/gradient-check.js';
 
@@ -21,13 +46,32 @@ describe('element-wise ops', () => {
 
   test('binary gradients with broadcasting match finite differences', () => {
     const random = new RandomGenerator(1);
-    for (const [left, right] of [[[2, 3], [3]], [[2, 1, 4], [3, 1]], [[3], []], [[2, 3], [2, 3]]] as const) {
+    for (const [left, right] of [
+      [[2, 3], [3]],
+      [
+        [2, 1, 4],
+        [3, 1],
+      ],
+      [[3], []],
+      [
+        [2, 3],
+        [2, 3],
+      ],
+    ] as const) {
       for (const op of [add, subtract, multiply, maximum, minimum]) {
-        checkGradients({ inputs: [randomLeaf([...left], random), randomLeaf([...right], random)], fn: ([a, b]) => op(a!, b!), random });
+        checkGradients({
+          inputs: [randomLeaf([...left], random), randomLeaf([...right], random)],
+          fn: ([a, b]) => op(a!, b!),
+          random,
+        });
       }
       const positive = randomLeaf([...right], random);
       positive.data.forEach((value, index) => (positive.data[index] = 1 + Math.abs(value)));
-      checkGradients({ inputs: [randomLeaf([...left], random), positive], fn: ([a, b]) => divide(a!, b!), random });
+      checkGradients({
+        inputs: [randomLeaf([...left], random), positive],
+        fn: ([a, b]) => divide(a!, b!),
+        random,
+      });
     }
   });
 
@@ -38,7 +82,8 @@ describe('element-wise ops', () => {
     }
     const positive = randomLeaf([7], random);
     positive.data.forEach((value, index) => (positive.data[index] = 0.5 + Math.abs(value)));
-    for (const op of [log, sqrt, abs]) checkGradients({ inputs: [positive], fn: ([x]) => op(x!), random });
+    for (const op of [log, sqrt, abs])
+      checkGradients({ inputs: [positive], fn: ([x]) => op(x!), random });
   });
 
   test('clamp and where route gradients', () => {
@@ -73,7 +118,12 @@ describe('reductions and shapes', () => {
     assert.equal(sum(x).item(), 21);
     const random = new RandomGenerator(3);
     for (const axis of [0, 1, 2, undefined]) {
-      for (const op of [sum, mean, max]) checkGradients({ inputs: [randomLeaf([2, 3, 4], random)], fn: ([v]) => op(v!, axis), random });
+      for (const op of [sum, mean, max])
+        checkGradients({
+          inputs: [randomLeaf([2, 3, 4], random)],
+          fn: ([v]) => op(v!, axis),
+          random,
+        });
     }
     assert.throws(() => sum(x, 2), /out of range/);
   });
@@ -87,9 +137,21 @@ describe('reductions and shapes', () => {
     assert.throws(() => reshape(x, [4, 2]), ShapeError);
     assert.throws(() => slice(x, 1, 2, 5), ShapeError);
     const random = new RandomGenerator(4);
-    checkGradients({ inputs: [randomLeaf([2, 3, 4], random)], fn: ([v]) => transpose(v!, [2, 0, 1]), random });
-    checkGradients({ inputs: [randomLeaf([2, 3, 4], random)], fn: ([v]) => slice(v!, 2, 1, 3), random });
-    checkGradients({ inputs: [randomLeaf([2, 3], random), randomLeaf([2, 2], random)], fn: ([a, b]) => concat([a!, b!], 1), random });
+    checkGradients({
+      inputs: [randomLeaf([2, 3, 4], random)],
+      fn: ([v]) => transpose(v!, [2, 0, 1]),
+      random,
+    });
+    checkGradients({
+      inputs: [randomLeaf([2, 3, 4], random)],
+      fn: ([v]) => slice(v!, 2, 1, 3),
+      random,
+    });
+    checkGradients({
+      inputs: [randomLeaf([2, 3], random), randomLeaf([2, 2], random)],
+      fn: ([a, b]) => concat([a!, b!], 1),
+      random,
+    });
   });
 });
 
@@ -102,7 +164,10 @@ describe('matmul on every backend', () => {
           for (const shared of [false, true]) {
             const [m, k, n, batch] = [3, 5, 4, 2];
             const a = randomLeaf(transposeA ? [batch, k, m] : [batch, m, k], random);
-            const b = randomLeaf(shared ? (transposeB ? [n, k] : [k, n]) : transposeB ? [batch, n, k] : [batch, k, n], random);
+            const b = randomLeaf(
+              shared ? (transposeB ? [n, k] : [k, n]) : transposeB ? [batch, n, k] : [batch, k, n],
+              random,
+            );
             const product = matmul(a, b, { transposeA, transposeB });
             assert.deepEqual(product.shape, [batch, m, n]);
             for (let batchIndex = 0; batchIndex < batch; batchIndex++) {
@@ -115,15 +180,25 @@ describe('matmul on every backend', () => {
                     const bv = b.data[bOffset + (transposeB ? j * k + l : l * n + j)]!;
                     expected += av * bv;
                   }
-                  assert.ok(Math.abs(product.data[(batchIndex * m + i) * n + j]! - expected) < 1e-5, `${backendName} ${transposeA}/${transposeB}/${shared}`);
+                  assert.ok(
+                    Math.abs(product.data[(batchIndex * m + i) * n + j]! - expected) < 1e-5,
+                    `${backendName} ${transposeA}/${transposeB}/${shared}`,
+                  );
                 }
               }
             }
-            checkGradients({ inputs: [a, b], fn: ([x, y]) => matmul(x!, y!, { transposeA, transposeB }), random });
+            checkGradients({
+              inputs: [a, b],
+              fn: ([x, y]) => matmul(x!, y!, { transposeA, transposeB }),
+              random,
+            });
           }
         }
       }
-      assert.throws(() => matmul(tensor([1, 2, 3, 4, 5, 6], [2, 3]), tensor([1, 2, 3, 4], [2, 2])), /inner dimensions/);
+      assert.throws(
+        () => matmul(tensor([1, 2, 3, 4, 5, 6], [2, 3]), tensor([1, 2, 3, 4], [2, 2])),
+        /inner dimensions/,
+      );
     });
   });
 });

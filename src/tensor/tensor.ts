@@ -66,7 +66,9 @@ export class Tensor implements Disposable {
     }
     for (const dimension of shape) {
       if (!Number.isInteger(dimension) || dimension < 0) {
-        throw new ShapeError(`invalid shape ${formatShape(shape)}: dimensions must be integers ≥ 0`);
+        throw new ShapeError(
+          `invalid shape ${formatShape(shape)}: dimensions must be integers ≥ 0`,
+        );
       }
     }
     this.shape = Object.freeze([...shape]);
@@ -115,7 +117,8 @@ export class Tensor implements Disposable {
 
   /** The single value of a one-element tensor. */
   item(): number {
-    if (this.size !== 1) throw new ShapeError(`item() needs one element, got shape ${formatShape(this.shape)}`);
+    if (this.size !== 1)
+      throw new ShapeError(`item() needs one element, got shape ${formatShape(this.shape)}`);
     return this.data[0]!;
   }
 

@@ -10,7 +10,10 @@ import type { Tokenizer, TokenizerFormat } from './types.js';
  * file holds. New formats join `tokenizerFormats`; nothing else changes.
  */
 
-export const tokenizerFormats: TokenizerFormat[] = [charTokenizerFormat, huggingFaceTokenizerFormat];
+export const tokenizerFormats: TokenizerFormat[] = [
+  charTokenizerFormat,
+  huggingFaceTokenizerFormat,
+];
 
 /** Rebuilds a tokenizer from its JSON (e.g. a checkpoint's `tokenizer`); `source` names it in errors. */
 export function tokenizerFromJSON(json: unknown, source: string): Tokenizer {

@@ -50,16 +50,29 @@ export interface Vocabulary {
 
 /** Same tokenizer (as serialized) and same number of output rows: token ids mean the same. */
 export function sharesVocabulary(a: Vocabulary, b: Vocabulary): boolean {
-  return a.model.config.vocabSize === b.model.config.vocabSize && JSON.stringify(a.tokenizer.toJSON()) === JSON.stringify(b.tokenizer.toJSON());
+  return (
+    a.model.config.vocabSize === b.model.config.vocabSize &&
+    JSON.stringify(a.tokenizer.toJSON()) === JSON.stringify(b.tokenizer.toJSON())
+  );
 }
 
 /** The objective to use given the configured one and whether the vocabularies agree. */
-export function resolveAlignmentMode(configured: AlignmentMode, sameVocabulary: boolean, where = 'alignment.mode'): { mode: AlignmentMode; note: string | null } {
+export function resolveAlignmentMode(
+  configured: AlignmentMode,
+  sameVocabulary: boolean,
+  where = 'alignment.mode',
+): { mode: AlignmentMode; note: string | null } {
   if (sameVocabulary || configured === 'sft') return { mode: configured, note: null };
   if (configured === 'kl') {
-    throw new ConfigError(where, '"kl" needs the incoming model to use the outgoing agent\'s tokenizer (KL over token ids is undefined across vocabularies); use "sft", which aligns on text, or "sft+kl", which falls back to it');
+    throw new ConfigError(
+      where,
+      '"kl" needs the incoming model to use the outgoing agent\'s tokenizer (KL over token ids is undefined across vocabularies); use "sft", which aligns on text, or "sft+kl", which falls back to it',
+    );
   }
-  return { mode: 'sft', note: 'sft+kl fell back to sft: the incoming tokenizer differs from the outgoing agent\'s, so KL over token ids is undefined; aligned on turn text only' };
+  return {
+    mode: 'sft',
+    note: "sft+kl fell back to sft: the incoming tokenizer differs from the outgoing agent's, so KL over token ids is undefined; aligned on turn text only",
+  };
 }
 
 /** One turn of the outgoing agent, seen from the newcomer (SFT) and from the teacher (KL). */
@@ -73,17 +86,33 @@ export interface AlignmentExample {
 }
 
 /** Every turn `agentIndex` played in `batch`, rendered for the newcomer. */
-export function alignmentExamples(batch: TeamBatch, team: Team, agentIndex: number, newcomer: Agent): AlignmentExample[] {
+export function alignmentExamples(
+  batch: TeamBatch,
+  team: Team,
+  agentIndex: number,
+  newcomer: Agent,
+): AlignmentExample[] {
   const examples: AlignmentExample[] = [];
   for (const trajectory of batch.trajectories) {
     const prompt = batch.problems[trajectory.problemIndex]!.prompt;
     trajectory.turns.forEach((turn, position) => {
       if (turn.agentIndex !== agentIndex || turn.tokens.length === 0) return;
-      const shared: SharedTurn[] = trajectory.turns.slice(0, position).map((earlier) => ({ speakerTag: team.agents[earlier.agentIndex]!.speakerTag, text: earlier.text }));
+      const shared: SharedTurn[] = trajectory.turns
+        .slice(0, position)
+        .map((earlier) => ({
+          speakerTag: team.agents[earlier.agentIndex]!.speakerTag,
+          text: earlier.text,
+        }));
       const input = newcomer.policy.encodeInput(renderAgentInput(newcomer, prompt, shared));
-      const target = newcomer.policy.tokenizer.encode(turn.finishReason === 'stop' ? `${turn.text}${turnTerminator}` : turn.text);
+      const target = newcomer.policy.tokenizer.encode(
+        turn.finishReason === 'stop' ? `${turn.text}${turnTerminator}` : turn.text,
+      );
       if (target.length === 0) return;
-      examples.push({ supervised: { input, target }, teacher: { context: turn.inputIds, completion: turn.tokens }, student: { context: input, completion: turn.tokens } });
+      examples.push({
+        supervised: { input, target },
+        teacher: { context: turn.inputIds, completion: turn.tokens },
+        student: { context: input, completion: turn.tokens },
+      });
     });
   }
   return examples;
@@ -94,8 +123,15 @@ export function alignmentExamples(batch: TeamBatch, team: Team, agentIndex: numb
  * accumulated into the student. Teacher rows are computed without gradients.
  * d/d log q_v of −Σ p_v log q_v is −p_v: injected into the student's log-softmax.
  */
-export function klLossAndGradient(student: TransformerLM, teacher: TransformerLM, examples: readonly AlignmentExample[]): number {
-  const teacherLogs = completionLogDistributions(teacher, examples.map((example) => example.teacher));
+export function klLossAndGradient(
+  student: TransformerLM,
+  teacher: TransformerLM,
+  examples: readonly AlignmentExample[],
+): number {
+  const teacherLogs = completionLogDistributions(
+    teacher,
+    examples.map((example) => example.teacher),
+  );
   const vocab = student.config.vocabSize;
   const positions = teacherLogs.length / vocab;
   const weights = new Float32Array(teacherLogs.length);
@@ -106,8 +142,17 @@ export function klLossAndGradient(student: TransformerLM, teacher: TransformerLM
     if (probability > 0) entropyTerm += (probability * teacherLogs[index]!) / positions;
   }
   return tidy(() => {
-    const packed = packScoringBatch(examples.map((example) => example.student), student.config.maxPositions);
-    const logits = student.forward({ ids: packed.ids, batch: packed.batch, length: packed.length, keyMask: packed.keyMask, rows: packed.rows });
+    const packed = packScoringBatch(
+      examples.map((example) => example.student),
+      student.config.maxPositions,
+    );
+    const logits = student.forward({
+      ids: packed.ids,
+      batch: packed.batch,
+      length: packed.length,
+      keyMask: packed.keyMask,
+      rows: packed.rows,
+    });
     const crossEntropy = sumOfProducts(logSoftmax(logits), weights); // −(1/N) Σ p·log q
     crossEntropy.backward();
     return entropyTerm + crossEntropy.item();
@@ -135,25 +180,59 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
   const { team, task, agentIndex, newcomer, settings } = options;
   const outgoing = team.agents[agentIndex]!.policy;
   const student = newcomer.policy.model;
-  if (!student || !outgoing.model) throw new ConfigError('swaps', 'alignment needs local models on both sides of the swap');
+  if (!student || !outgoing.model)
+    throw new ConfigError('swaps', 'alignment needs local models on both sides of the swap');
   const teacher = outgoing.model;
-  const { mode, note } = resolveAlignmentMode(settings.mode, sharesVocabulary({ model: teacher, tokenizer: outgoing.tokenizer }, { model: student, tokenizer: newcomer.policy.tokenizer }));
+  const { mode, note } = resolveAlignmentMode(
+    settings.mode,
+    sharesVocabulary(
+      { model: teacher, tokenizer: outgoing.tokenizer },
+      { model: student, tokenizer: newcomer.policy.tokenizer },
+    ),
+  );
   const parameters = student.trainableParameters();
-  const optimizer = new AdamW(parameters, { learningRate: settings.learningRate, beta1: options.beta1, beta2: options.beta2, epsilon: 1e-8, weightDecay: 0 });
+  const optimizer = new AdamW(parameters, {
+    learningRate: settings.learningRate,
+    beta1: options.beta1,
+    beta2: options.beta2,
+    epsilon: 1e-8,
+    weightDecay: 0,
+  });
   const shuffler = new RandomGenerator(`${options.seed}/order`);
   const padId = newcomer.policy.tokenizer.padId ?? 0;
   const warmupSteps = settings.warmupSteps ?? Math.ceil(settings.steps / 10);
-  const schedule: LearningRateSchedule = { kind: 'warmup-cosine', warmupSteps, totalSteps: settings.steps, minimumRatio: 0.1 };
+  const schedule: LearningRateSchedule = {
+    kind: 'warmup-cosine',
+    warmupSteps,
+    totalSteps: settings.steps,
+    minimumRatio: 0.1,
+  };
   const losses: number[] = [];
   let generatedTokens = 0;
   for (let batchIndex = 0; losses.length < settings.steps; batchIndex++) {
     const batchSeed = `${options.seed}/batch/${batchIndex}`;
-    const problems = task.split('train', { seed: new RandomGenerator(batchSeed).nextUint32(), count: settings.problemsPerBatch });
-    const batch = await rollout({ team, task, problems, groupSize: settings.groupSize, seed: batchSeed, temperature: options.temperature });
+    const problems = task.split('train', {
+      seed: new RandomGenerator(batchSeed).nextUint32(),
+      count: settings.problemsPerBatch,
+    });
+    const batch = await rollout({
+      team,
+      task,
+      problems,
+      groupSize: settings.groupSize,
+      seed: batchSeed,
+      temperature: options.temperature,
+    });
     generatedTokens += batch.generatedTokens;
     const examples = alignmentExamples(batch, team, agentIndex, newcomer);
     if (examples.length === 0) {
-      return { steps: losses.length, mode, note: `${note ? `${note}; ` : ''}the outgoing agent wrote no tokens in a team batch, alignment stopped`, losses, generatedTokens };
+      return {
+        steps: losses.length,
+        mode,
+        note: `${note ? `${note}; ` : ''}the outgoing agent wrote no tokens in a team batch, alignment stopped`,
+        losses,
+        generatedTokens,
+      };
     }
     const size = Math.ceil(examples.length / settings.minibatches);
     for (let epoch = 0; epoch < settings.epochs; epoch++) {
@@ -161,10 +240,18 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
       for (let start = 0; start < order.length && losses.length < settings.steps; start += size) {
         const minibatch = order.slice(start, start + size).map((index) => examples[index]!);
         let loss = 0;
-        if (mode !== 'kl') loss += supervisedLossAndGradient(student, minibatch.map((example) => example.supervised), padId);
+        if (mode !== 'kl')
+          loss += supervisedLossAndGradient(
+            student,
+            minibatch.map((example) => example.supervised),
+            padId,
+          );
         if (mode !== 'sft') loss += klLossAndGradient(student, teacher, minibatch);
         const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
-        optimizer.update({ learningRate: learningRateAt(schedule, settings.learningRate, losses.length), gradientScale: clipping.scale });
+        optimizer.update({
+          learningRate: learningRateAt(schedule, settings.learningRate, losses.length),
+          gradientScale: clipping.scale,
+        });
         optimizer.zeroGrad();
         losses.push(loss);
       }

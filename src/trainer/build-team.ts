@@ -34,36 +34,71 @@ export function defaultAgents(task: Task, sharedModel = false): AgentConfig[] {
 }
 
 /** Loads every agent's model and assembles the team, its protocol and its update units. */
-export async function buildTeam(config: TrainConfig, task: Task, schedule: Schedule): Promise<BuiltTeam> {
+export async function buildTeam(
+  config: TrainConfig,
+  task: Task,
+  schedule: Schedule,
+): Promise<BuiltTeam> {
   const agentConfigs = config.agents ?? defaultAgents(task, schedule.sharedModel);
   validateAgents(agentConfigs, config, task, schedule.sharedModel);
-  const loaded = schedule.sharedModel ? [await loadAgentModel(agentConfigs[0]!, config.seed)] : await loadAll(agentConfigs, config.seed);
+  const loaded = schedule.sharedModel
+    ? [await loadAgentModel(agentConfigs[0]!, config.seed)]
+    : await loadAll(agentConfigs, config.seed);
   const models = loaded.filter((entry): entry is LoadedModel => entry !== null);
-  const agents: Agent[] = agentConfigs.map((agentConfig, index) => agentFromConfig(agentConfig, index, loaded[schedule.sharedModel ? 0 : index] ?? null, config, task));
+  const agents: Agent[] = agentConfigs.map((agentConfig, index) =>
+    agentFromConfig(
+      agentConfig,
+      index,
+      loaded[schedule.sharedModel ? 0 : index] ?? null,
+      config,
+      task,
+    ),
+  );
   const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
   const team: Team = {
     agents,
     protocol: {
       turnOrder,
-      answerTurn: config.protocol.answerTurn ?? (config.protocol.turnOrder ? turnOrder.length - 1 : task.protocol.answerTurn),
+      answerTurn:
+        config.protocol.answerTurn ??
+        (config.protocol.turnOrder ? turnOrder.length - 1 : task.protocol.answerTurn),
       permutePerEpisode: config.protocol.permutePerEpisode,
       maxTurnTokens: config.protocol.maxTurnTokens ?? task.protocol.maxTurnChars + 2,
     },
   };
-  const optimizerFor = (model: LoadedModel, learningRate: number): AdamW => createOptimizer(model, learningRate, config);
+  const optimizerFor = (model: LoadedModel, learningRate: number): AdamW =>
+    createOptimizer(model, learningRate, config);
   const units: UpdateUnit[] = schedule.sharedModel
-    ? [{
-        name: agentConfigs[0]!.name, model: loaded[0]!.model,
-        optimizer: optimizerFor(loaded[0]!, agentConfigs[0]!.learningRate ?? config.optimizer.learningRate),
-        agentIndices: agents.map((_agent, index) => index), delta: agents[0]!.delta,
-        learningRate: agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
-      }]
-    : agentConfigs.flatMap((agentConfig, index) => agentConfig.trainable ? [{
-        name: agentConfig.name, model: loaded[index]!.model,
-        optimizer: optimizerFor(loaded[index]!, agentConfig.learningRate ?? config.optimizer.learningRate),
-        agentIndices: [index], delta: agents[index]!.delta,
-        learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
-      }] : []);
+    ? [
+        {
+          name: agentConfigs[0]!.name,
+          model: loaded[0]!.model,
+          optimizer: optimizerFor(
+            loaded[0]!,
+            agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
+          ),
+          agentIndices: agents.map((_agent, index) => index),
+          delta: agents[0]!.delta,
+          learningRate: agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
+        },
+      ]
+    : agentConfigs.flatMap((agentConfig, index) =>
+        agentConfig.trainable
+          ? [
+              {
+                name: agentConfig.name,
+                model: loaded[index]!.model,
+                optimizer: optimizerFor(
+                  loaded[index]!,
+                  agentConfig.learningRate ?? config.optimizer.learningRate,
+                ),
+                agentIndices: [index],
+                delta: agents[index]!.delta,
+                learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
+              },
+            ]
+          : [],
+      );
   return { team, units, agentConfigs, models };
 }
 
@@ -71,7 +106,13 @@ export async function buildTeam(config: TrainConfig, task: Task, schedule: Sched
  * One team member from its config and loaded model (null for a remote agent); also used when a
  * swap brings a model in.
  */
-export function agentFromConfig(agentConfig: AgentConfig, index: number, source: LoadedModel | null, config: TrainConfig, task: Task): Agent {
+export function agentFromConfig(
+  agentConfig: AgentConfig,
+  index: number,
+  source: LoadedModel | null,
+  config: TrainConfig,
+  task: Task,
+): Agent {
   const policy = agentConfig.endpoint
     ? new RemotePolicy(agentConfig.endpoint, {}, `agents[${index}].endpoint`)
     : new LocalPolicy(source!.model, source!.tokenizer);
@@ -86,10 +127,18 @@ export function agentFromConfig(agentConfig: AgentConfig, index: number, source:
 }
 
 /** A fresh AdamW for a unit's model under the run's optimizer settings. */
-export function createOptimizer(model: LoadedModel, learningRate: number, config: TrainConfig): AdamW {
+export function createOptimizer(
+  model: LoadedModel,
+  learningRate: number,
+  config: TrainConfig,
+): AdamW {
   return new AdamW(model.model.trainableParameters(), {
-    learningRate, beta1: config.optimizer.beta1, beta2: config.optimizer.beta2, epsilon: 1e-8,
-    weightDecay: config.optimizer.weightDecay, noDecay: decayExempt,
+    learningRate,
+    beta1: config.optimizer.beta1,
+    beta2: config.optimizer.beta2,
+    epsilon: 1e-8,
+    weightDecay: config.optimizer.weightDecay,
+    noDecay: decayExempt,
   });
 }
 
@@ -97,35 +146,63 @@ export function createOptimizer(model: LoadedModel, learningRate: number, config
  * A local agent's model, with LoRA adapters attached right after loading (before its optimizer
  * is created and before a checkpoint is restored onto it); null for a remote agent.
  */
-export async function loadAgentModel(agentConfig: AgentConfig, seed: number): Promise<LoadedModel | null> {
+export async function loadAgentModel(
+  agentConfig: AgentConfig,
+  seed: number,
+): Promise<LoadedModel | null> {
   if (agentConfig.endpoint) return null;
   const loaded = await loadModel(agentConfig.model!);
-  if (agentConfig.lora) await attachLora(loaded.model, agentConfig.lora, new RandomGenerator(`${seed}/lora/${agentConfig.name}`));
+  if (agentConfig.lora)
+    await attachLora(
+      loaded.model,
+      agentConfig.lora,
+      new RandomGenerator(`${seed}/lora/${agentConfig.name}`),
+    );
   return loaded;
 }
 
-async function loadAll(agentConfigs: readonly AgentConfig[], seed: number): Promise<Array<LoadedModel | null>> {
+async function loadAll(
+  agentConfigs: readonly AgentConfig[],
+  seed: number,
+): Promise<Array<LoadedModel | null>> {
   const result: Array<LoadedModel | null> = [];
   for (const agentConfig of agentConfigs) result.push(await loadAgentModel(agentConfig, seed));
   return result;
 }
 
-function validateAgents(agentConfigs: readonly AgentConfig[], config: TrainConfig, task: Task, sharedModel: boolean): void {
+function validateAgents(
+  agentConfigs: readonly AgentConfig[],
+  config: TrainConfig,
+  task: Task,
+  sharedModel: boolean,
+): void {
   const names = new Set<string>();
   agentConfigs.forEach((agentConfig, index) => {
-    if (names.has(agentConfig.name)) throw new ConfigError(`agents[${index}].name`, `"${agentConfig.name}" is used twice; agent names must be unique`);
+    if (names.has(agentConfig.name))
+      throw new ConfigError(
+        `agents[${index}].name`,
+        `"${agentConfig.name}" is used twice; agent names must be unique`,
+      );
     names.add(agentConfig.name);
   });
-  if (!agentConfigs.some((agentConfig) => agentConfig.trainable)) throw new ConfigError('agents', 'at least one agent must be trainable');
-  if (sharedModel && agentConfigs[0]!.endpoint) throw new ConfigError('agents[0]', 'the single-model schedule needs a local model for agent 0');
+  if (!agentConfigs.some((agentConfig) => agentConfig.trainable))
+    throw new ConfigError('agents', 'at least one agent must be trainable');
+  if (sharedModel && agentConfigs[0]!.endpoint)
+    throw new ConfigError('agents[0]', 'the single-model schedule needs a local model for agent 0');
   const turnOrder = config.protocol.turnOrder ?? task.protocol.turnOrder;
   turnOrder.forEach((agentIndex, turn) => {
     if (agentIndex >= agentConfigs.length) {
-      throw new ConfigError(`protocol.turnOrder[${turn}]`, `agent ${agentIndex} does not exist (the team has ${agentConfigs.length} agents: 0..${agentConfigs.length - 1})`);
+      throw new ConfigError(
+        `protocol.turnOrder[${turn}]`,
+        `agent ${agentIndex} does not exist (the team has ${agentConfigs.length} agents: 0..${agentConfigs.length - 1})`,
+      );
     }
   });
   const answerTurn = config.protocol.answerTurn;
   if (answerTurn !== undefined && answerTurn >= turnOrder.length) {
-    throw new ConfigError('protocol.answerTurn', `${answerTurn} is past the last turn (${turnOrder.length - 1})`);
+    throw new ConfigError(
+      'protocol.answerTurn',
+      `${answerTurn} is past the last turn (${turnOrder.length - 1})`,
+    );
   }
 }

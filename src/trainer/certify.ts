@@ -1,6 +1,13 @@
 import {
-  certificate, grpoAdvantages, offPolicyImprovementEstimate, probabilityShiftByRank,
-  staleShiftPenalty, surrogateGain, trajectoryShift, trustRegionPenalty, broadcastToTokens,
+  certificate,
+  grpoAdvantages,
+  offPolicyImprovementEstimate,
+  probabilityShiftByRank,
+  staleShiftPenalty,
+  surrogateGain,
+  trajectoryShift,
+  trustRegionPenalty,
+  broadcastToTokens,
 } from '../rl/index.js';
 import type { TeamBatch } from '../team/types.js';
 import type { RankShiftSummary } from './records.js';
@@ -41,21 +48,38 @@ export function certifyUpdate(options: {
   const { tokens } = result;
   const rewards = batch.trajectories.map((trajectory) => trajectory.reward);
   const groupIds = batch.trajectories.map((trajectory) => trajectory.problemIndex);
-  const centered = grpoAdvantages({ rewards, groupIds, normalizeStd: false, leaveOneOut: true }).advantages;
+  const centered = grpoAdvantages({
+    rewards,
+    groupIds,
+    normalizeStd: false,
+    leaveOneOut: true,
+  }).advantages;
   const rowAdvantages = rowValues(tokens, centered);
   const grid = { mask: tokens.mask, rows: tokens.rows };
   const gain = surrogateGain({
-    logProbs: result.newLogProbs, oldLogProbs: tokens.oldLogProbs,
-    advantages: broadcastToTokens({ perTrajectory: rowAdvantages, ...grid }), ...grid,
+    logProbs: result.newLogProbs,
+    oldLogProbs: tokens.oldLogProbs,
+    advantages: broadcastToTokens({ perTrajectory: rowAdvantages, ...grid }),
+    ...grid,
   });
   const penalty = trustRegionPenalty({ perTokenKl: result.perTokenKl, ...grid, epsilon });
-  const stalePenalty = staleShiftPenalty({ earlierAgentsTrajectoryShift: options.earlierShifts, epsilon });
+  const stalePenalty = staleShiftPenalty({
+    earlierAgentsTrajectoryShift: options.earlierShifts,
+    epsilon,
+  });
   const bound = certificate({ surrogate: gain.mean, penalty: penalty.penalty, stalePenalty });
   const rowRewards = rowValues(tokens, rewards);
-  const baselines = rowValues(tokens, rewards.map((reward, index) => reward - centered[index]!));
+  const baselines = rowValues(
+    tokens,
+    rewards.map((reward, index) => reward - centered[index]!),
+  );
   const offPolicy = offPolicyImprovementEstimate({
-    logProbs: result.newLogProbs, oldLogProbs: tokens.oldLogProbs, ...grid,
-    rewards: rowRewards, baseline: baselines, confidence: options.confidence,
+    logProbs: result.newLogProbs,
+    oldLogProbs: tokens.oldLogProbs,
+    ...grid,
+    rewards: rowRewards,
+    baseline: baselines,
+    confidence: options.confidence,
   });
   const shift = trajectoryShift({ perTokenKl: result.perTokenKl, ...grid });
   return {
@@ -79,7 +103,9 @@ function rankShift(result: TrustRegionResult, vocab: number): RankShiftSummary[]
   return probabilityShiftByRank({
     oldProbsFull: toProbabilities(result.referenceDistributions),
     newProbsFull: toProbabilities(result.finalDistributions),
-    positions, vocab, rankBuckets,
+    positions,
+    vocab,
+    rankBuckets,
   }).map((bucket) => ({
     lowestRank: bucket.lowestRank,
     highestRank: bucket.highestRank,

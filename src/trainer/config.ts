@@ -11,7 +11,10 @@ import { remoteEndpointSchema } from '../team/remote-policy.js';
 
 export const agentConfigSchema = z
   .strictObject({
-    name: z.string().min(1).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-" only (it names a folder)'),
+    name: z
+      .string()
+      .min(1)
+      .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-" only (it names a folder)'),
     /**
      * The agent's model: a teamtr checkpoint directory, a Hugging Face model directory, or
      * `builtin:<task>/<role>` for the tiny models `teamtr pretrain` makes. Required unless
@@ -34,10 +37,18 @@ export const agentConfigSchema = z
   })
   .superRefine((agent, context) => {
     if ((agent.model === undefined) === (agent.endpoint === undefined)) {
-      context.addIssue({ code: 'custom', path: ['model'], message: 'give exactly one of "model" (a local model) and "endpoint" (a remote one)' });
+      context.addIssue({
+        code: 'custom',
+        path: ['model'],
+        message: 'give exactly one of "model" (a local model) and "endpoint" (a remote one)',
+      });
     }
     if (agent.endpoint && agent.trainable) {
-      context.addIssue({ code: 'custom', path: ['trainable'], message: 'a remote agent cannot be trained; set "trainable": false' });
+      context.addIssue({
+        code: 'custom',
+        path: ['trainable'],
+        message: 'a remote agent cannot be trained; set "trainable": false',
+      });
     }
     if (agent.endpoint && agent.lora) {
       context.addIssue({ code: 'custom', path: ['lora'], message: 'LoRA needs a local model' });
@@ -100,76 +111,92 @@ export const trainConfigSchema = z.strictObject({
   task: taskSpecSchema.prefault({ name: 'arithmetic-chain' }),
   /** @default one built-in agent per role of the task */
   agents: z.array(agentConfigSchema).min(1).optional(),
-  protocol: z.strictObject({
-    /** Agent index of each turn. @default the task's turn order */
-    turnOrder: z.array(z.number().int().nonnegative()).min(1).optional(),
-    /** Index of the turn whose text is verified. @default the task's answer turn */
-    answerTurn: z.number().int().nonnegative().optional(),
-    permutePerEpisode: z.boolean().default(false),
-    /** @default the task's longest turn + 2 */
-    maxTurnTokens: z.number().int().positive().optional(),
-  }).prefault({}),
+  protocol: z
+    .strictObject({
+      /** Agent index of each turn. @default the task's turn order */
+      turnOrder: z.array(z.number().int().nonnegative()).min(1).optional(),
+      /** Index of the turn whose text is verified. @default the task's answer turn */
+      answerTurn: z.number().int().nonnegative().optional(),
+      permutePerEpisode: z.boolean().default(false),
+      /** @default the task's longest turn + 2 */
+      maxTurnTokens: z.number().int().positive().optional(),
+    })
+    .prefault({}),
   schedule: z.enum(scheduleNames).default('teamtr'),
   /** Order of agent updates in a stage: reverse turn order makes suffix resampling cheapest. */
   updateOrder: z.enum(['reverse', 'fixed', 'random']).default('reverse'),
-  objective: z.strictObject({
-    kind: z.enum(objectiveNames).default('grpo'),
-    /** @default 0.2 */
-    clipLow: z.number().positive().optional(),
-    /** @default 0.2 (0.28 for dapo) */
-    clipHigh: z.number().positive().optional(),
-    /** @default sequence-mean for grpo, token-mean for dapo and ppo */
-    aggregation: z.enum(['token-mean', 'sequence-mean', 'sequence-sum-normalized']).optional(),
-    /** GRPO baseline: mean of the other members of the group. */
-    leaveOneOut: z.boolean().default(false),
-    /** Dr. MAS: normalize advantages with each agent's own statistics. */
-    agentWiseNormalization: z.boolean().default(false),
-    /** DAPO: drop groups whose rewards are all equal. @default true for dapo */
-    dynamicSampling: z.boolean().optional(),
-  }).prefault({}),
-  rollout: z.strictObject({
-    problemsPerBatch: z.number().int().positive().default(16),
-    groupSize: z.number().int().min(2).default(8),
-    temperature: z.number().positive().default(1),
-    /** Reuse unchanged prefixes between a stage's batches (teamtr, single-round fixed order). */
-    suffixResampling: z.boolean().default(true),
-  }).prefault({}),
-  trustRegion: z.strictObject({
-    delta: z.number().nonnegative().default(0.01),
-    epochs: z.number().int().positive().default(2),
-    minibatches: z.number().int().positive().default(2),
-    /** What an out-of-region step does: undo it, or halve it until back in region. */
-    backoff: z.enum(['restore', 'line-search']).default('line-search'),
-    maxGradNorm: z.number().positive().default(1),
-  }).prefault({}),
-  optimizer: z.strictObject({
-    learningRate: z.number().positive().default(1e-4),
-    beta1: z.number().min(0).lt(1).default(0.9),
-    beta2: z.number().min(0).lt(1).default(0.99),
-    weightDecay: z.number().nonnegative().default(0),
-  }).prefault({}),
-  budget: z.strictObject({
-    /** Stop once the policies generated this many tokens (the matched-budget axis). */
-    generatedTokens: z.number().int().positive().default(400_000),
-    maxStages: z.number().int().positive().optional(),
-  }).prefault({}),
-  evaluation: z.strictObject({
-    problems: z.number().int().positive().default(200),
-    /** Evaluate every this many stages (and always at the start and the end). */
-    every: z.number().int().positive().default(10),
-    /**
-     * 1 = the policy itself (what training optimizes and what the team does when sampled);
-     * 0 = greedy decoding.
-     */
-    temperature: z.number().nonnegative().default(1),
-  }).prefault({}),
+  objective: z
+    .strictObject({
+      kind: z.enum(objectiveNames).default('grpo'),
+      /** @default 0.2 */
+      clipLow: z.number().positive().optional(),
+      /** @default 0.2 (0.28 for dapo) */
+      clipHigh: z.number().positive().optional(),
+      /** @default sequence-mean for grpo, token-mean for dapo and ppo */
+      aggregation: z.enum(['token-mean', 'sequence-mean', 'sequence-sum-normalized']).optional(),
+      /** GRPO baseline: mean of the other members of the group. */
+      leaveOneOut: z.boolean().default(false),
+      /** Dr. MAS: normalize advantages with each agent's own statistics. */
+      agentWiseNormalization: z.boolean().default(false),
+      /** DAPO: drop groups whose rewards are all equal. @default true for dapo */
+      dynamicSampling: z.boolean().optional(),
+    })
+    .prefault({}),
+  rollout: z
+    .strictObject({
+      problemsPerBatch: z.number().int().positive().default(16),
+      groupSize: z.number().int().min(2).default(8),
+      temperature: z.number().positive().default(1),
+      /** Reuse unchanged prefixes between a stage's batches (teamtr, single-round fixed order). */
+      suffixResampling: z.boolean().default(true),
+    })
+    .prefault({}),
+  trustRegion: z
+    .strictObject({
+      delta: z.number().nonnegative().default(0.01),
+      epochs: z.number().int().positive().default(2),
+      minibatches: z.number().int().positive().default(2),
+      /** What an out-of-region step does: undo it, or halve it until back in region. */
+      backoff: z.enum(['restore', 'line-search']).default('line-search'),
+      maxGradNorm: z.number().positive().default(1),
+    })
+    .prefault({}),
+  optimizer: z
+    .strictObject({
+      learningRate: z.number().positive().default(1e-4),
+      beta1: z.number().min(0).lt(1).default(0.9),
+      beta2: z.number().min(0).lt(1).default(0.99),
+      weightDecay: z.number().nonnegative().default(0),
+    })
+    .prefault({}),
+  budget: z
+    .strictObject({
+      /** Stop once the policies generated this many tokens (the matched-budget axis). */
+      generatedTokens: z.number().int().positive().default(400_000),
+      maxStages: z.number().int().positive().optional(),
+    })
+    .prefault({}),
+  evaluation: z
+    .strictObject({
+      problems: z.number().int().positive().default(200),
+      /** Evaluate every this many stages (and always at the start and the end). */
+      every: z.number().int().positive().default(10),
+      /**
+       * 1 = the policy itself (what training optimizes and what the team does when sampled);
+       * 0 = greedy decoding.
+       */
+      temperature: z.number().nonnegative().default(1),
+    })
+    .prefault({}),
   /** Save a resumable checkpoint every this many stages. */
   checkpointEvery: z.number().int().positive().default(5),
-  certificate: z.strictObject({
-    /** Bound on |E_{a∼π_new} A(s, a)|: the reward range unless something tighter is known. */
-    epsilon: z.number().positive().default(1),
-    confidence: z.number().gt(0).lt(1).default(0.95),
-  }).prefault({}),
+  certificate: z
+    .strictObject({
+      /** Bound on |E_{a∼π_new} A(s, a)|: the reward range unless something tighter is known. */
+      epsilon: z.number().positive().default(1),
+      confidence: z.number().gt(0).lt(1).default(0.95),
+    })
+    .prefault({}),
   /** Replace agents' models mid-training (plug-and-play, TEAMTR.md §6). */
   swaps: z.array(swapConfigSchema).default([]),
 });

@@ -9,12 +9,21 @@ export interface Evaluation {
   interval: [number, number];
   count: number;
   meanReward: number;
-  agents: Array<{ agent: string; turnAccuracy: number | null; interval: [number, number] | null; count: number }>;
+  agents: Array<{
+    agent: string;
+    turnAccuracy: number | null;
+    interval: [number, number] | null;
+    count: number;
+  }>;
   batch: TeamBatch;
 }
 
 /** Wilson score interval for a binomial proportion. */
-export function wilsonInterval(successes: number, count: number, confidence = 0.95): [number, number] {
+export function wilsonInterval(
+  successes: number,
+  count: number,
+  confidence = 0.95,
+): [number, number] {
   if (count === 0) return [0, 1];
   const z = normalQuantile(0.5 + confidence / 2);
   const p = successes / count;
@@ -29,9 +38,22 @@ export function wilsonInterval(successes: number, count: number, confidence = 0.
  * interval, and each agent's turn accuracy where the task can judge a single turn: the turn
  * equals what an ideal agent in that role would write given the turns actually before it.
  */
-export async function evaluateTeam(options: { team: Team; task: Task; problems: Problem[]; temperature: number; seed: string }): Promise<Evaluation> {
+export async function evaluateTeam(options: {
+  team: Team;
+  task: Task;
+  problems: Problem[];
+  temperature: number;
+  seed: string;
+}): Promise<Evaluation> {
   const { team, task, problems } = options;
-  const batch = await rollout({ team, task, problems, groupSize: 1, seed: options.seed, temperature: options.temperature || 1e-9 });
+  const batch = await rollout({
+    team,
+    task,
+    problems,
+    groupSize: 1,
+    seed: options.seed,
+    temperature: options.temperature || 1e-9,
+  });
   const correct = batch.trajectories.filter((trajectory) => trajectory.correct).length;
   const rewards = meanWithStandardError(batch.trajectories.map((trajectory) => trajectory.reward));
   const demonstrator = task.demonstrator;
@@ -50,7 +72,12 @@ export async function evaluateTeam(options: { team: Team; task: Task; problems: 
         if (ideal === turn.text) hits++;
       });
     }
-    return { agent: agent.name, turnAccuracy: count ? hits / count : null, interval: count ? wilsonInterval(hits, count) : null, count };
+    return {
+      agent: agent.name,
+      turnAccuracy: count ? hits / count : null,
+      interval: count ? wilsonInterval(hits, count) : null,
+      count,
+    };
   });
   return {
     accuracy: problems.length ? correct / problems.length : 0,

@@ -14,7 +14,10 @@ export interface ObjectiveSettings {
   groupBaseline: boolean;
 }
 
-type Preset = Pick<ObjectiveSettings, 'clipLow' | 'clipHigh' | 'aggregation' | 'dynamicSampling' | 'groupBaseline'>;
+type Preset = Pick<
+  ObjectiveSettings,
+  'clipLow' | 'clipHigh' | 'aggregation' | 'dynamicSampling' | 'groupBaseline'
+>;
 
 /**
  * The objectives the paper compares. `ppo` here is the clipped surrogate with a whitened
@@ -22,9 +25,27 @@ type Preset = Pick<ObjectiveSettings, 'clipLow' | 'clipHigh' | 'aggregation' | '
  * per-token values a value head would provide).
  */
 const presets: Record<TrainConfig['objective']['kind'], Preset> = {
-  grpo: { clipLow: 0.2, clipHigh: 0.2, aggregation: 'sequence-mean', dynamicSampling: false, groupBaseline: true },
-  dapo: { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', dynamicSampling: true, groupBaseline: true },
-  ppo: { clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', dynamicSampling: false, groupBaseline: false },
+  grpo: {
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    aggregation: 'sequence-mean',
+    dynamicSampling: false,
+    groupBaseline: true,
+  },
+  dapo: {
+    clipLow: 0.2,
+    clipHigh: 0.28,
+    aggregation: 'token-mean',
+    dynamicSampling: true,
+    groupBaseline: true,
+  },
+  ppo: {
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    aggregation: 'token-mean',
+    dynamicSampling: false,
+    groupBaseline: false,
+  },
 };
 
 export function resolveObjective(objective: TrainConfig['objective']): ObjectiveSettings {

@@ -16,11 +16,19 @@ export interface OpenedRun {
 /** A run's team with the weights of its latest checkpoint (for eval, serve, swap, export). */
 export async function openRun(directory: string): Promise<OpenedRun> {
   const run = await RunDirectory.open(directory);
-  const config = parseWithSchema(trainConfigSchema, await run.readConfig(), `${directory}/config.json`);
+  const config = parseWithSchema(
+    trainConfigSchema,
+    await run.readConfig(),
+    `${directory}/config.json`,
+  );
   const task = await getTask(config.task, 'task');
   // After a swap the checkpoint holds the incoming model: build the team as of its stage.
   const saved = run.hasCheckpoint() ? await run.readCheckpointState() : null;
-  const built = await buildTeam(configAtStage(config, task, saved?.stage ?? 0), task, schedules[config.schedule]);
+  const built = await buildTeam(
+    configAtStage(config, task, saved?.stage ?? 0),
+    task,
+    schedules[config.schedule],
+  );
   if (run.hasCheckpoint()) await run.restoreCheckpoint(built.units, { truncateMetrics: false });
   return { run, config, task, built };
 }

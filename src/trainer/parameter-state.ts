@@ -14,12 +14,20 @@ export function captureSnapshot(parameters: readonly NamedParameter[]): Paramete
   return { values: parameters.map(({ tensor }) => tensor.data.slice()) };
 }
 
-export function restoreSnapshot(parameters: readonly NamedParameter[], snapshot: ParameterSnapshot): void {
+export function restoreSnapshot(
+  parameters: readonly NamedParameter[],
+  snapshot: ParameterSnapshot,
+): void {
   parameters.forEach(({ tensor }, index) => tensor.data.set(snapshot.values[index]!));
 }
 
 /** θ ← θ_from + α·(θ_to − θ_from), for a backtracking line search along a step. */
-export function interpolateParameters(parameters: readonly NamedParameter[], from: ParameterSnapshot, to: Float32Array[], alpha: number): void {
+export function interpolateParameters(
+  parameters: readonly NamedParameter[],
+  from: ParameterSnapshot,
+  to: Float32Array[],
+  alpha: number,
+): void {
   parameters.forEach(({ tensor }, index) => {
     const start = from.values[index]!;
     const end = to[index]!;

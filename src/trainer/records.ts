@@ -88,7 +88,12 @@ export interface EvaluationRecord {
   count: number;
   meanReward: number;
   /** Per-agent turn accuracy where the task can judge a single turn. */
-  agents: Array<{ agent: string; turnAccuracy: number | null; interval: [number, number] | null; count: number }>;
+  agents: Array<{
+    agent: string;
+    turnAccuracy: number | null;
+    interval: [number, number] | null;
+    count: number;
+  }>;
 }
 
 /**
@@ -146,4 +151,5 @@ export interface SwapRecoveryRecord {
   rewardAfter: number;
 }
 
-export type MetricsRecord = UpdateRecord | StageRecord | EvaluationRecord | SwapRecord | SwapRecoveryRecord;
+export type MetricsRecord =
+  UpdateRecord | StageRecord | EvaluationRecord | SwapRecord | SwapRecoveryRecord;

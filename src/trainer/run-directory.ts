@@ -1,8 +1,20 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+} from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { loadCheckpoint, saveCheckpoint } from '../io/checkpoint.js';
-import { replaceDirectoryAtomic, recoverInterruptedReplace, writeJsonAtomic } from '../io/atomic.js';
+import {
+  replaceDirectoryAtomic,
+  recoverInterruptedReplace,
+  writeJsonAtomic,
+} from '../io/atomic.js';
 import { readJsonFile } from '../io/json-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
@@ -29,7 +41,11 @@ export const runFiles = {
   summary: 'summary.json',
 } as const;
 
-const markerSchema = z.strictObject({ format: z.literal('teamtr-run'), version: z.literal(1), createdAt: z.string() });
+const markerSchema = z.strictObject({
+  format: z.literal('teamtr-run'),
+  version: z.literal(1),
+  createdAt: z.string(),
+});
 
 export const runStateSchema = z.strictObject({
   stage: z.number().int().nonnegative(),
@@ -53,16 +69,25 @@ export class RunDirectory {
   /** A new run in an empty (or absent) directory. */
   static async create(directory: string, config: unknown): Promise<RunDirectory> {
     if (existsSync(directory)) {
-      if (!statSync(directory).isDirectory()) throw new TeamtrError(`${directory} exists and is not a directory`);
+      if (!statSync(directory).isDirectory())
+        throw new TeamtrError(`${directory} exists and is not a directory`);
       if (readdirSync(directory).length > 0) {
-        const hint = existsSync(path.join(directory, runFiles.marker)) ? ' (continue it with --resume)' : '';
-        throw new TeamtrError(`run directory ${directory} is not empty${hint}; choose another --run-dir`);
+        const hint = existsSync(path.join(directory, runFiles.marker))
+          ? ' (continue it with --resume)'
+          : '';
+        throw new TeamtrError(
+          `run directory ${directory} is not empty${hint}; choose another --run-dir`,
+        );
       }
     }
     mkdirSync(directory, { recursive: true });
     const run = new RunDirectory(directory);
     await writeJsonAtomic(path.join(directory, runFiles.config), config);
-    await writeJsonAtomic(path.join(directory, runFiles.marker), { format: 'teamtr-run', version: 1, createdAt: new Date().toISOString() });
+    await writeJsonAtomic(path.join(directory, runFiles.marker), {
+      format: 'teamtr-run',
+      version: 1,
+      createdAt: new Date().toISOString(),
+    });
     appendFileSync(run.metricsPath, '');
     return run;
   }
@@ -72,10 +97,17 @@ export class RunDirectory {
     const markerPath = path.join(directory, runFiles.marker);
     if (!existsSync(directory)) throw new TeamtrError(`run directory ${directory} does not exist`);
     if (!existsSync(markerPath)) {
-      throw new FileFormatError(directory, `not a teamtr run directory (no ${runFiles.marker}); point --run-dir at a directory \`teamtr train\` created`);
+      throw new FileFormatError(
+        directory,
+        `not a teamtr run directory (no ${runFiles.marker}); point --run-dir at a directory \`teamtr train\` created`,
+      );
     }
     parseWithSchema(markerSchema, await readJsonFile(markerPath), markerPath);
-    if (!existsSync(path.join(directory, runFiles.config))) throw new FileFormatError(directory, `${runFiles.config} is missing: the run directory is damaged`);
+    if (!existsSync(path.join(directory, runFiles.config)))
+      throw new FileFormatError(
+        directory,
+        `${runFiles.config} is missing: the run directory is damaged`,
+      );
     return new RunDirectory(directory);
   }
 
@@ -85,7 +117,10 @@ export class RunDirectory {
 
   appendMetrics(records: readonly MetricsRecord[]): void {
     if (records.length === 0) return;
-    appendFileSync(this.metricsPath, records.map((record) => JSON.stringify(record)).join('\n') + '\n');
+    appendFileSync(
+      this.metricsPath,
+      records.map((record) => JSON.stringify(record)).join('\n') + '\n',
+    );
   }
 
   metricsBytes(): number {
@@ -94,13 +129,16 @@ export class RunDirectory {
 
   readMetrics(): MetricsRecord[] {
     if (!existsSync(this.metricsPath)) return [];
-    return readFileSync(this.metricsPath, 'utf8').split('\n').filter((line) => line.trim()).flatMap((line) => {
-      try {
-        return [JSON.parse(line) as MetricsRecord];
-      } catch {
-        return []; // a half-written last line from an interrupted run
-      }
-    });
+    return readFileSync(this.metricsPath, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim())
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as MetricsRecord];
+        } catch {
+          return []; // a half-written last line from an interrupted run
+        }
+      });
   }
 
   hasCheckpoint(): boolean {
@@ -108,19 +146,26 @@ export class RunDirectory {
   }
 
   /** Saves every unit and the run state as one atomic directory replacement. */
-  async saveCheckpoint(state: RunState, units: readonly UpdateUnit[], tokenizers: ReadonlyMap<string, unknown>): Promise<void> {
-    await replaceDirectoryAtomic(path.join(this.directory, runFiles.checkpoint), async (temporary) => {
-      for (const unit of units) {
-        const optimizer = unit.optimizer.stateDict();
-        await saveCheckpoint(path.join(temporary, 'units', unit.name), {
-          config: unit.model.config,
-          parameters: unit.model.stateDict(),
-          optimizer: { state: optimizer.moments, scalars: { step: optimizer.step } },
-          tokenizer: tokenizers.get(unit.name),
-        });
-      }
-      await writeJsonAtomic(path.join(temporary, runFiles.state), state);
-    });
+  async saveCheckpoint(
+    state: RunState,
+    units: readonly UpdateUnit[],
+    tokenizers: ReadonlyMap<string, unknown>,
+  ): Promise<void> {
+    await replaceDirectoryAtomic(
+      path.join(this.directory, runFiles.checkpoint),
+      async (temporary) => {
+        for (const unit of units) {
+          const optimizer = unit.optimizer.stateDict();
+          await saveCheckpoint(path.join(temporary, 'units', unit.name), {
+            config: unit.model.config,
+            parameters: unit.model.stateDict(),
+            optimizer: { state: optimizer.moments, scalars: { step: optimizer.step } },
+            tokenizer: tokenizers.get(unit.name),
+          });
+        }
+        await writeJsonAtomic(path.join(temporary, runFiles.state), state);
+      },
+    );
   }
 
   /** Replaces config.json atomically (a swap scheduled on an existing run rewrites it). */
@@ -138,20 +183,35 @@ export class RunDirectory {
   }
 
   /** Restores every unit's weights and optimizer; returns the saved state. */
-  async restoreCheckpoint(units: readonly UpdateUnit[], options: { truncateMetrics?: boolean } = {}): Promise<RunState> {
+  async restoreCheckpoint(
+    units: readonly UpdateUnit[],
+    options: { truncateMetrics?: boolean } = {},
+  ): Promise<RunState> {
     const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);
     await recoverInterruptedReplace(checkpointDirectory);
     const statePath = path.join(checkpointDirectory, runFiles.state);
-    if (!existsSync(statePath)) throw new TeamtrError(`${this.directory} has no checkpoint to resume from yet; start it again without --resume`);
+    if (!existsSync(statePath))
+      throw new TeamtrError(
+        `${this.directory} has no checkpoint to resume from yet; start it again without --resume`,
+      );
     const state = parseWithSchema(runStateSchema, await readJsonFile(statePath), statePath);
     for (const unit of units) {
       const saved = await loadCheckpoint(path.join(checkpointDirectory, 'units', unit.name));
       unit.model.loadStateDict(saved.parameters);
-      if (saved.optimizer) unit.optimizer.loadStateDict({ step: Number(saved.optimizer.scalars.step ?? 0), moments: saved.optimizer.state });
+      if (saved.optimizer)
+        unit.optimizer.loadStateDict({
+          step: Number(saved.optimizer.scalars.step ?? 0),
+          moments: saved.optimizer.state,
+        });
     }
     // Records written after the checkpoint are produced again, identically, by the resumed run.
     const truncate = options.truncateMetrics ?? true;
-    if (truncate && existsSync(this.metricsPath) && statSync(this.metricsPath).size > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
+    if (
+      truncate &&
+      existsSync(this.metricsPath) &&
+      statSync(this.metricsPath).size > state.metricsBytes
+    )
+      truncateSync(this.metricsPath, state.metricsBytes);
     return state;
   }
 

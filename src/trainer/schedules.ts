@@ -52,7 +52,8 @@ async function freshSequentialStage(runner: StageRunner): Promise<StageOutcome> 
 function staleBatchStage(sequential: boolean) {
   return async (runner: StageRunner): Promise<StageOutcome> => {
     const first = await runner.sample();
-    for (const unit of runner.orderedUnits()) runner.update(unit, first, { stale: true, correctForEarlierAgents: sequential });
+    for (const unit of runner.orderedUnits())
+      runner.update(unit, first, { stale: true, correctForEarlierAgents: sequential });
     const last = await runner.sample();
     return { first, last };
   };
@@ -60,7 +61,11 @@ function staleBatchStage(sequential: boolean) {
 
 export const schedules: Record<ScheduleName, Schedule> = {
   teamtr: { name: 'teamtr', sharedModel: false, runStage: freshSequentialStage },
-  'sequential-stale': { name: 'sequential-stale', sharedModel: false, runStage: staleBatchStage(true) },
+  'sequential-stale': {
+    name: 'sequential-stale',
+    sharedModel: false,
+    runStage: staleBatchStage(true),
+  },
   // Every agent's step is computed from the same start-of-stage batch; parameters are disjoint,
   // so applying them one after another equals applying them at once. The certificate counts the
   // agents stepped before each one, as for sequential-stale.

@@ -1,4 +1,11 @@
-import { grpoAdvantages, agentWiseNormalize, dynamicSamplingFilter, measuredImprovement, meanWithStandardError, occupancyGap } from '../rl/index.js';
+import {
+  grpoAdvantages,
+  agentWiseNormalize,
+  dynamicSamplingFilter,
+  measuredImprovement,
+  meanWithStandardError,
+  occupancyGap,
+} from '../rl/index.js';
 import { scoreToArrays } from '../nn/score.js';
 import type { Problem, Task } from '../tasks/index.js';
 import { rollout } from '../team/rollout.js';
@@ -54,7 +61,8 @@ export class StageRunner {
   /** Units in the order this stage updates them. */
   orderedUnits(): UpdateUnit[] {
     const { units, team, updateOrder, random } = this.environment;
-    const firstTurn = (unit: UpdateUnit) => Math.min(...unit.agentIndices.map((index) => firstTurnOf(team.protocol, index)));
+    const firstTurn = (unit: UpdateUnit) =>
+      Math.min(...unit.agentIndices.map((index) => firstTurnOf(team.protocol, index)));
     const byTurn = [...units].sort((a, b) => firstTurn(a) - firstTurn(b));
     if (updateOrder === 'fixed') return byTurn;
     if (updateOrder === 'reverse') return byTurn.reverse();
@@ -65,8 +73,14 @@ export class StageRunner {
     const { team, task, problems, groupSize, seed, temperature } = this.environment;
     const fromTurn = reuseAfter ? this.suffixStart(reuseAfter.changed) : null;
     const batch = await rollout({
-      team, task, problems, groupSize, seed, temperature,
-      reuse: reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
+      team,
+      task,
+      problems,
+      groupSize,
+      seed,
+      temperature,
+      reuse:
+        reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
     });
     this.generatedTokens += batch.generatedTokens;
     if (!this.startBatch) {
@@ -79,19 +93,35 @@ export class StageRunner {
   /** First turn to resample after `changed` was updated, or null when a full resample is needed. */
   private suffixStart(changed: UpdateUnit): number | null {
     const { team, suffixResampling } = this.environment;
-    if (!suffixResampling || hasSeveralRounds(team.protocol) || team.protocol.permutePerEpisode) return null;
-    const turns = changed.agentIndices.map((index) => firstTurnOf(team.protocol, index)).filter((turn) => turn >= 0);
+    if (!suffixResampling || hasSeveralRounds(team.protocol) || team.protocol.permutePerEpisode)
+      return null;
+    const turns = changed.agentIndices
+      .map((index) => firstTurnOf(team.protocol, index))
+      .filter((turn) => turn >= 0);
     return turns.length > 0 ? Math.min(...turns) : null;
   }
 
   /** Per-trajectory loss advantages under the objective (GRPO, Dr. MAS, dynamic sampling). */
-  private advantages(batch: TeamBatch, unit: UpdateUnit, correctForEarlierAgents: boolean): { advantages: Float64Array; trajectories: number[]; droppedGroups: number } {
+  private advantages(
+    batch: TeamBatch,
+    unit: UpdateUnit,
+    correctForEarlierAgents: boolean,
+  ): { advantages: Float64Array; trajectories: number[]; droppedGroups: number } {
     const { objective } = this.environment;
     const rewards = batch.trajectories.map((trajectory) => trajectory.reward);
-    const groupIds = batch.trajectories.map((trajectory) => (objective.groupBaseline ? trajectory.problemIndex : 0));
-    let advantages = grpoAdvantages({ rewards, groupIds, normalizeStd: true, leaveOneOut: objective.leaveOneOut }).advantages;
+    const groupIds = batch.trajectories.map((trajectory) =>
+      objective.groupBaseline ? trajectory.problemIndex : 0,
+    );
+    let advantages = grpoAdvantages({
+      rewards,
+      groupIds,
+      normalizeStd: true,
+      leaveOneOut: objective.leaveOneOut,
+    }).advantages;
     if (objective.agentWiseNormalization) {
-      const acts = batch.trajectories.map((trajectory) => (trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0));
+      const acts = batch.trajectories.map((trajectory) =>
+        trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0,
+      );
       advantages = agentWiseNormalize({ values: advantages, agentIds: acts }).normalized;
     }
     if (correctForEarlierAgents && batch === this.startBatch && this.startLogRatio) {
@@ -99,12 +129,17 @@ export class StageRunner {
       // ratio W_{<i} of the agents already updated this stage (clipped to [1/2, 2] for variance),
       // so agent i optimizes against its predecessors' new policies — but on their old contexts.
       const ratios = this.startLogRatio;
-      advantages = advantages.map((value, index) => value * Math.min(2, Math.max(0.5, Math.exp(ratios[index]!))));
+      advantages = advantages.map(
+        (value, index) => value * Math.min(2, Math.max(0.5, Math.exp(ratios[index]!))),
+      );
     }
     let trajectories = batch.trajectories.map((_trajectory, index) => index);
     let droppedGroups = 0;
     if (objective.dynamicSampling) {
-      const filter = dynamicSamplingFilter({ rewards, groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex) });
+      const filter = dynamicSamplingFilter({
+        rewards,
+        groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
+      });
       trajectories = Array.from(filter.keptIndices);
       droppedGroups = filter.droppedGroupCount;
     }
@@ -116,31 +151,70 @@ export class StageRunner {
    * `stale`: the batch predates earlier updates of this stage (the certificate then pays for
    * their shift). `correctForEarlierAgents`: reweight the stale batch by their likelihood ratio.
    */
-  update(unit: UpdateUnit, batch: TeamBatch, options: { stale: boolean; correctForEarlierAgents?: boolean }): UpdateRecord {
+  update(
+    unit: UpdateUnit,
+    batch: TeamBatch,
+    options: { stale: boolean; correctForEarlierAgents?: boolean },
+  ): UpdateRecord {
     const environment = this.environment;
-    const { advantages, trajectories, droppedGroups } = this.advantages(batch, unit, options.correctForEarlierAgents ?? false);
-    const result = trustRegionUpdate({ unit, batch, advantages, trajectories, settings: environment.trustRegion, random: environment.random });
-    const certified = certifyUpdate({
-      batch, result, epsilon: environment.epsilon, confidence: environment.confidence,
-      earlierShifts: options.stale ? this.updatedShifts : [], vocab: unit.model.config.vocabSize,
+    const { advantages, trajectories, droppedGroups } = this.advantages(
+      batch,
+      unit,
+      options.correctForEarlierAgents ?? false,
+    );
+    const result = trustRegionUpdate({
+      unit,
+      batch,
+      advantages,
+      trajectories,
+      settings: environment.trustRegion,
+      random: environment.random,
     });
-    const gap = this.records.length > 0 && this.startLogRatio ? occupancyGap({ logRatioEarlierAgents: this.startLogRatio }) : null;
+    const certified = certifyUpdate({
+      batch,
+      result,
+      epsilon: environment.epsilon,
+      confidence: environment.confidence,
+      earlierShifts: options.stale ? this.updatedShifts : [],
+      vocab: unit.model.config.vocabSize,
+    });
+    const gap =
+      this.records.length > 0 && this.startLogRatio
+        ? occupancyGap({ logRatioEarlierAgents: this.startLogRatio })
+        : null;
     this.updatedShifts.push(certified.trajectoryShift);
     this.accumulateStartLogRatio(unit);
-    const rewards = meanWithStandardError(batch.trajectories.map((trajectory) => trajectory.reward));
+    const rewards = meanWithStandardError(
+      batch.trajectories.map((trajectory) => trajectory.reward),
+    );
     const record: UpdateRecord = {
-      type: 'update', stage: environment.stage, updateIndex: this.records.length,
-      globalUpdate: environment.updatesBefore + this.records.length, schedule: environment.schedule, agent: unit.name,
+      type: 'update',
+      stage: environment.stage,
+      updateIndex: this.records.length,
+      globalUpdate: environment.updatesBefore + this.records.length,
+      schedule: environment.schedule,
+      agent: unit.name,
       generatedTokens: environment.tokensBefore + this.generatedTokens,
-      batchRewardMean: rewards.mean, batchRewardStandardError: rewards.standardError,
-      resampledFromTurn: batch.resampledFromTurn, delta: unit.delta,
-      kl: result.kl, maxTokenKl: result.maxTokenKl, inRegion: result.inRegion,
-      stepsTaken: result.stepsTaken, stepsUndone: result.stepsUndone, lastStepScale: result.lastStepScale,
-      loss: result.lossMean, clipFraction: result.clipFraction, gradientNorm: result.gradientNorm,
-      tokens: result.tokens.totalTokens, droppedGroups,
+      batchRewardMean: rewards.mean,
+      batchRewardStandardError: rewards.standardError,
+      resampledFromTurn: batch.resampledFromTurn,
+      delta: unit.delta,
+      kl: result.kl,
+      maxTokenKl: result.maxTokenKl,
+      inRegion: result.inRegion,
+      stepsTaken: result.stepsTaken,
+      stepsUndone: result.stepsUndone,
+      lastStepScale: result.lastStepScale,
+      loss: result.lossMean,
+      clipFraction: result.clipFraction,
+      gradientNorm: result.gradientNorm,
+      tokens: result.tokens.totalTokens,
+      droppedGroups,
       ...certified,
-      occupancyGap: gap ? gap.gap : null, occupancyGapStandardError: gap ? gap.standardError : null,
-      measuredImprovement: null, measuredImprovementStandardError: null,
+      occupancyGap: gap ? gap.gap : null,
+      occupancyGapStandardError: gap ? gap.standardError : null,
+      measuredImprovement: null,
+      measuredImprovementStandardError: null,
     };
     this.records.push(record);
     return record;
@@ -154,7 +228,9 @@ export class StageRunner {
     const scores = scoreToArrays(unit.model, tokens.items);
     let itemIndex = 0;
     tokens.rowTrajectories.forEach((trajectoryIndex) => {
-      const turns = this.startBatch!.trajectories[trajectoryIndex]!.turns.filter((turn) => unit.agentIndices.includes(turn.agentIndex));
+      const turns = this.startBatch!.trajectories[trajectoryIndex]!.turns.filter((turn) =>
+        unit.agentIndices.includes(turn.agentIndex),
+      );
       for (const turn of turns) {
         const fresh = scores[itemIndex++]!.logProbs;
         turn.logProbs.forEach((old, offset) => {
@@ -173,7 +249,10 @@ export class StageRunner {
 }
 
 /** Change in mean reward between two batches of the same prompts, paired per prompt group. */
-export function pairedImprovement(before: TeamBatch, after: TeamBatch): { improvement: number; standardError: number } {
+export function pairedImprovement(
+  before: TeamBatch,
+  after: TeamBatch,
+): { improvement: number; standardError: number } {
   const result = measuredImprovement({
     rewardsBefore: before.trajectories.map((trajectory) => trajectory.reward),
     rewardsAfter: after.trajectories.map((trajectory) => trajectory.reward),

@@ -39,19 +39,29 @@ export interface CertificateStatistics {
 
 export function certificateStatistics(records: readonly MetricsRecord[]): CertificateStatistics {
   const updates = records.filter((record): record is UpdateRecord => record.type === 'update');
-  const measured = updates.filter((record) => record.measuredImprovement !== null && Number.isFinite(record.measuredImprovement));
-  const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
-  const cumulative = (values: number[]) => values.map((_value, index) => values.slice(0, index + 1).reduce((a, b) => a + b, 0));
+  const measured = updates.filter(
+    (record) => record.measuredImprovement !== null && Number.isFinite(record.measuredImprovement),
+  );
+  const mean = (values: number[]) =>
+    values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
+  const cumulative = (values: number[]) =>
+    values.map((_value, index) => values.slice(0, index + 1).reduce((a, b) => a + b, 0));
   const certificates = measured.map((record) => record.certificate);
   const improvements = measured.map((record) => record.measuredImprovement!);
-  const correlation = (x: number[], y: number[]) => (x.length >= 3 ? finiteOrNull(rankCorrelation({ x, y })) : null);
+  const correlation = (x: number[], y: number[]) =>
+    x.length >= 3 ? finiteOrNull(rankCorrelation({ x, y })) : null;
   return {
     updates: updates.length,
     meanKl: mean(updates.map((record) => record.kl)),
-    outOfRegionRate: updates.length ? updates.filter((record) => !record.inRegion).length / updates.length : 0,
+    outOfRegionRate: updates.length
+      ? updates.filter((record) => !record.inRegion).length / updates.length
+      : 0,
     cumulativeRankCorrelation: correlation(cumulative(certificates), cumulative(improvements)),
     perUpdateRankCorrelation: correlation(certificates, improvements),
-    certificateAboveMeasuredFraction: measured.length ? measured.filter((record) => record.certificate > record.measuredImprovement!).length / measured.length : null,
+    certificateAboveMeasuredFraction: measured.length
+      ? measured.filter((record) => record.certificate > record.measuredImprovement!).length /
+        measured.length
+      : null,
     meanCertificate: mean(updates.map((record) => record.certificate)),
     meanMeasuredImprovement: measured.length ? mean(improvements) : null,
   };
@@ -62,7 +72,9 @@ function finiteOrNull(value: number): number | null {
 }
 
 export function lastEvaluation(records: readonly MetricsRecord[]): EvaluationRecord | null {
-  const evaluations = records.filter((record): record is EvaluationRecord => record.type === 'eval');
+  const evaluations = records.filter(
+    (record): record is EvaluationRecord => record.type === 'eval',
+  );
   return evaluations[evaluations.length - 1] ?? null;
 }
 

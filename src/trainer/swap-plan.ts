@@ -8,7 +8,13 @@ import { ConfigError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import { resolveAlignmentMode, sharesVocabulary } from './alignment.js';
 import { defaultAgents } from './build-team.js';
-import { swapConfigSchema, trainConfigSchema, type AgentConfig, type SwapConfig, type TrainConfig } from './config.js';
+import {
+  swapConfigSchema,
+  trainConfigSchema,
+  type AgentConfig,
+  type SwapConfig,
+  type TrainConfig,
+} from './config.js';
 import { RunDirectory, type RunState } from './run-directory.js';
 import { schedules } from './schedules.js';
 
@@ -21,13 +27,34 @@ import { schedules } from './schedules.js';
 
 /** What RunState.extra.swaps holds: applied swaps and swaps still waiting to recover. */
 export const swapProgressSchema = z.strictObject({
-  applied: z.array(z.strictObject({ index: z.number().int().nonnegative(), stage: z.number().int().positive(), agent: z.string(), model: z.string() })).default([]),
-  pendingRecovery: z.array(z.strictObject({ agent: z.string(), swapStage: z.number().int().positive(), threshold: z.number() })).default([]),
+  applied: z
+    .array(
+      z.strictObject({
+        index: z.number().int().nonnegative(),
+        stage: z.number().int().positive(),
+        agent: z.string(),
+        model: z.string(),
+      }),
+    )
+    .default([]),
+  pendingRecovery: z
+    .array(
+      z.strictObject({
+        agent: z.string(),
+        swapStage: z.number().int().positive(),
+        threshold: z.number(),
+      }),
+    )
+    .default([]),
 });
 export type SwapProgress = z.output<typeof swapProgressSchema>;
 
 export function swapProgress(state: RunState): SwapProgress {
-  const progress = parseWithSchema(swapProgressSchema, state.extra.swaps ?? {}, 'checkpoint state.extra.swaps');
+  const progress = parseWithSchema(
+    swapProgressSchema,
+    state.extra.swaps ?? {},
+    'checkpoint state.extra.swaps',
+  );
   state.extra.swaps = progress;
   return progress;
 }
@@ -45,9 +72,15 @@ export function swappedAgentConfig(agentConfig: AgentConfig, swap: SwapConfig): 
 }
 
 /** Agent configs after every swap scheduled at or before `throughStage`, in stage order. */
-export function agentConfigsAtStage(config: TrainConfig, task: Task, throughStage: number): AgentConfig[] {
+export function agentConfigsAtStage(
+  config: TrainConfig,
+  task: Task,
+  throughStage: number,
+): AgentConfig[] {
   const agents = [...(config.agents ?? defaultAgents(task))];
-  const due = config.swaps.filter((swap) => swap.stage <= throughStage).sort((a, b) => a.stage - b.stage);
+  const due = config.swaps
+    .filter((swap) => swap.stage <= throughStage)
+    .sort((a, b) => a.stage - b.stage);
   for (const swap of due) {
     const index = agents.findIndex((agent) => agent.name === swap.agent);
     if (index >= 0) agents[index] = swappedAgentConfig(agents[index]!, swap);
@@ -56,8 +89,14 @@ export function agentConfigsAtStage(config: TrainConfig, task: Task, throughStag
 }
 
 /** The config to build the team of a run whose last completed stage is `completedStage`. */
-export function configAtStage(config: TrainConfig, task: Task, completedStage: number): TrainConfig {
-  return config.swaps.length === 0 ? config : { ...config, agents: agentConfigsAtStage(config, task, completedStage) };
+export function configAtStage(
+  config: TrainConfig,
+  task: Task,
+  completedStage: number,
+): TrainConfig {
+  return config.swaps.length === 0
+    ? config
+    : { ...config, agents: agentConfigsAtStage(config, task, completedStage) };
 }
 
 /**
@@ -67,21 +106,40 @@ export function configAtStage(config: TrainConfig, task: Task, completedStage: n
  * alignment across tokenizers, two swaps of one agent at one stage, and (on resume) swaps
  * scheduled at or before the checkpoint that were never applied.
  */
-export async function validateSwaps(config: TrainConfig, task: Task, options: { completedStage: number; applied: SwapProgress['applied'] }): Promise<void> {
+export async function validateSwaps(
+  config: TrainConfig,
+  task: Task,
+  options: { completedStage: number; applied: SwapProgress['applied'] },
+): Promise<void> {
   if (config.swaps.length === 0) return;
   if (schedules[config.schedule].sharedModel) {
-    throw new ConfigError('swaps', `schedule "${config.schedule}" plays every role with one model; swaps need one model per agent`);
+    throw new ConfigError(
+      'swaps',
+      `schedule "${config.schedule}" plays every role with one model; swaps need one model per agent`,
+    );
   }
   const seen = new Set<string>();
   for (const [index, swap] of config.swaps.entries()) {
     const where = `swaps[${index}]`;
     const key = `${swap.stage}/${swap.agent}`;
-    if (seen.has(key)) throw new ConfigError(where, `agent "${swap.agent}" is already swapped at stage ${swap.stage}; one swap per agent and stage`);
+    if (seen.has(key))
+      throw new ConfigError(
+        where,
+        `agent "${swap.agent}" is already swapped at stage ${swap.stage}; one swap per agent and stage`,
+      );
     seen.add(key);
     if (swap.stage <= options.completedStage) {
       const applied = options.applied.find((entry) => entry.index === index);
-      if (!applied || applied.stage !== swap.stage || applied.agent !== swap.agent || applied.model !== swap.model) {
-        throw new ConfigError(where, `stage ${swap.stage} is at or before the checkpoint's stage ${options.completedStage} but this swap was never applied there; schedule it at stage ${options.completedStage + 1} or later`);
+      if (
+        !applied ||
+        applied.stage !== swap.stage ||
+        applied.agent !== swap.agent ||
+        applied.model !== swap.model
+      ) {
+        throw new ConfigError(
+          where,
+          `stage ${swap.stage} is at or before the checkpoint's stage ${options.completedStage} but this swap was never applied there; schedule it at stage ${options.completedStage + 1} or later`,
+        );
       }
       continue;
     }
@@ -89,25 +147,60 @@ export async function validateSwaps(config: TrainConfig, task: Task, options: { 
   }
   for (const applied of options.applied) {
     const swap = config.swaps[applied.index];
-    if (!swap || swap.stage !== applied.stage || swap.agent !== applied.agent || swap.model !== applied.model) {
-      throw new ConfigError('swaps', `the swap of "${applied.agent}" applied at stage ${applied.stage} is no longer listed as swaps[${applied.index}]; restore it in config.json`);
+    if (
+      !swap ||
+      swap.stage !== applied.stage ||
+      swap.agent !== applied.agent ||
+      swap.model !== applied.model
+    ) {
+      throw new ConfigError(
+        'swaps',
+        `the swap of "${applied.agent}" applied at stage ${applied.stage} is no longer listed as swaps[${applied.index}]; restore it in config.json`,
+      );
     }
   }
 }
 
-async function validatePendingSwap(config: TrainConfig, task: Task, swap: SwapConfig, where: string): Promise<void> {
+async function validatePendingSwap(
+  config: TrainConfig,
+  task: Task,
+  swap: SwapConfig,
+  where: string,
+): Promise<void> {
   const agents = agentConfigsAtStage(config, task, swap.stage - 1);
   const agentIndex = agents.findIndex((agent) => agent.name === swap.agent);
-  if (agentIndex < 0) throw new ConfigError(`${where}.agent`, `"${swap.agent}" is not an agent of this run (agents: ${agents.map((agent) => agent.name).join(', ')})`);
-  if (!agents[agentIndex]!.trainable) throw new ConfigError(`${where}.agent`, `"${swap.agent}" is frozen (trainable: false); only trainable agents can be swapped`);
+  if (agentIndex < 0)
+    throw new ConfigError(
+      `${where}.agent`,
+      `"${swap.agent}" is not an agent of this run (agents: ${agents.map((agent) => agent.name).join(', ')})`,
+    );
+  if (!agents[agentIndex]!.trainable)
+    throw new ConfigError(
+      `${where}.agent`,
+      `"${swap.agent}" is frozen (trainable: false); only trainable agents can be swapped`,
+    );
   const incoming = await loadForSwap(swap.model, `${where}.model`);
   try {
-    checkPlaysRole(incoming, config, task, agents, agentIndex, swapSpeaker(swappedAgentConfig(agents[agentIndex]!, swap), agentIndex, task), `${where}.model`);
+    checkPlaysRole(
+      incoming,
+      config,
+      task,
+      agents,
+      agentIndex,
+      swapSpeaker(swappedAgentConfig(agents[agentIndex]!, swap), agentIndex, task),
+      `${where}.model`,
+    );
     if (swap.alignment.mode !== 'sft') {
-      const outgoing = await loadForSwap(agents[agentIndex]!.model!, // trainable agents are local (config schema)
-         `${where} (outgoing model)`);
+      const outgoing = await loadForSwap(
+        agents[agentIndex]!.model!, // trainable agents are local (config schema)
+        `${where} (outgoing model)`,
+      );
       try {
-        resolveAlignmentMode(swap.alignment.mode, sharesVocabulary(outgoing, incoming), `${where}.alignment.mode`);
+        resolveAlignmentMode(
+          swap.alignment.mode,
+          sharesVocabulary(outgoing, incoming),
+          `${where}.alignment.mode`,
+        );
       } finally {
         outgoing.model.destroy();
       }
@@ -126,28 +219,57 @@ async function loadForSwap(spec: string, where: string): Promise<LoadedModel> {
   }
 }
 
-function swapSpeaker(agentConfig: AgentConfig, index: number, task: Task): { rolePrompt: string; speakerTag: string } {
-  return { rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '', speakerTag: agentConfig.speakerTag ?? speakerTagFor(index) };
+function swapSpeaker(
+  agentConfig: AgentConfig,
+  index: number,
+  task: Task,
+): { rolePrompt: string; speakerTag: string } {
+  return {
+    rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
+    speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
+  };
 }
 
 /** The incoming model must end turns, cover the role's text, and fit its longest context. */
-function checkPlaysRole(incoming: LoadedModel, config: TrainConfig, task: Task, agents: AgentConfig[], agentIndex: number, speaker: { rolePrompt: string; speakerTag: string }, where: string): void {
+function checkPlaysRole(
+  incoming: LoadedModel,
+  config: TrainConfig,
+  task: Task,
+  agents: AgentConfig[],
+  agentIndex: number,
+  speaker: { rolePrompt: string; speakerTag: string },
+  where: string,
+): void {
   let policy: LocalPolicy;
   try {
     policy = new LocalPolicy(incoming.model, incoming.tokenizer);
   } catch (error) {
-    throw new ConfigError(where, `${incoming.source} cannot play a turn: ${(error as Error).message}`);
+    throw new ConfigError(
+      where,
+      `${incoming.source} cannot play a turn: ${(error as Error).message}`,
+    );
   }
   const tags = agents.map((agent, index) => swapSpeaker(agent, index, task).speakerTag);
-  const missing = uncoveredCharacters(incoming, `${task.alphabet}${speaker.rolePrompt}${tags.join('')}`);
+  const missing = uncoveredCharacters(
+    incoming,
+    `${task.alphabet}${speaker.rolePrompt}${tags.join('')}`,
+  );
   if (missing.length > 0) {
-    throw new ConfigError(where, `the tokenizer of ${incoming.source} cannot encode ${missing.map((character) => JSON.stringify(character)).join(', ')}, which the task and the team's turns use; pick a model whose tokenizer covers them`);
+    throw new ConfigError(
+      where,
+      `the tokenizer of ${incoming.source} cannot encode ${missing.map((character) => JSON.stringify(character)).join(', ')}, which the task and the team's turns use; pick a model whose tokenizer covers them`,
+    );
   }
   const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
   const maxTurnTokens = config.protocol.maxTurnTokens ?? task.protocol.maxTurnChars + 2;
-  const needed = longestInputTokens(policy, task, turnOrder, agentIndex, speaker, tags, maxTurnTokens) + maxTurnTokens;
+  const needed =
+    longestInputTokens(policy, task, turnOrder, agentIndex, speaker, tags, maxTurnTokens) +
+    maxTurnTokens;
   if (needed > incoming.model.config.maxPositions) {
-    throw new ConfigError(where, `${incoming.source} has maxPositions ${incoming.model.config.maxPositions} but the role needs about ${needed} (its longest context plus maxTurnTokens ${maxTurnTokens})`);
+    throw new ConfigError(
+      where,
+      `${incoming.source} has maxPositions ${incoming.model.config.maxPositions} but the role needs about ${needed} (its longest context plus maxTurnTokens ${maxTurnTokens})`,
+    );
   }
 }
 
@@ -156,7 +278,8 @@ function uncoveredCharacters(incoming: LoadedModel, text: string): string[] {
   const missing = new Set<string>();
   for (const character of new Set(text)) {
     try {
-      if (tokenizer.unkId !== undefined && tokenizer.encode(character).includes(tokenizer.unkId)) missing.add(character);
+      if (tokenizer.unkId !== undefined && tokenizer.encode(character).includes(tokenizer.unkId))
+        missing.add(character);
     } catch {
       missing.add(character);
     }
@@ -165,12 +288,30 @@ function uncoveredCharacters(incoming: LoadedModel, text: string): string[] {
 }
 
 /** Token count of the agent's longest rendered input: longest prompt, every earlier turn full. */
-function longestInputTokens(policy: LocalPolicy, task: Task, turnOrder: number[], agentIndex: number, speaker: { rolePrompt: string; speakerTag: string }, tags: string[], maxTurnTokens: number): number {
+function longestInputTokens(
+  policy: LocalPolicy,
+  task: Task,
+  turnOrder: number[],
+  agentIndex: number,
+  speaker: { rolePrompt: string; speakerTag: string },
+  tags: string[],
+  maxTurnTokens: number,
+): number {
   const lastTurn = turnOrder.lastIndexOf(agentIndex);
-  const filler = Array.from({ length: Math.max(0, maxTurnTokens - 1) }, (_unused, index) => task.alphabet[index % Math.max(1, task.alphabet.length)] ?? 'x').join('');
-  const earlier: SharedTurn[] = turnOrder.slice(0, Math.max(0, lastTurn)).map((speakerIndex) => ({ speakerTag: tags[speakerIndex] ?? '', text: filler }));
+  const filler = Array.from(
+    { length: Math.max(0, maxTurnTokens - 1) },
+    (_unused, index) => task.alphabet[index % Math.max(1, task.alphabet.length)] ?? 'x',
+  ).join('');
+  const earlier: SharedTurn[] = turnOrder
+    .slice(0, Math.max(0, lastTurn))
+    .map((speakerIndex) => ({ speakerTag: tags[speakerIndex] ?? '', text: filler }));
   const prompts = task.split('train', { seed: 0, count: 64 }).map((problem) => problem.prompt);
-  return Math.max(0, ...prompts.map((prompt) => policy.encodeInput(renderAgentInput(speaker, prompt, earlier)).length));
+  return Math.max(
+    0,
+    ...prompts.map(
+      (prompt) => policy.encodeInput(renderAgentInput(speaker, prompt, earlier)).length,
+    ),
+  );
 }
 
 export interface SwapRequest {
@@ -180,7 +321,14 @@ export interface SwapRequest {
   rolePrompt?: string;
   learningRate?: number;
   measureProblems?: number;
-  alignment?: { steps?: number; mode?: string; learningRate?: number; warmupSteps?: number; minibatches?: number; epochs?: number };
+  alignment?: {
+    steps?: number;
+    mode?: string;
+    learningRate?: number;
+    warmupSteps?: number;
+    minibatches?: number;
+    epochs?: number;
+  };
 }
 
 export interface ScheduledSwap {
@@ -201,20 +349,45 @@ export async function scheduleSwap(request: SwapRequest): Promise<ScheduledSwap>
   const configPath = path.join(request.runDirectory, 'config.json');
   const config = parseWithSchema(trainConfigSchema, await run.readConfig(), configPath);
   const state = await run.readCheckpointState();
-  if (!state) throw new TeamtrError(`${request.runDirectory} has no checkpoint yet; a swap is applied when a run resumes from one`);
-  const budgetSpent = state.generatedTokens >= config.budget.generatedTokens || (config.budget.maxStages !== undefined && state.stage >= config.budget.maxStages);
-  if (budgetSpent) throw new TeamtrError(`${request.runDirectory} has spent its budget (stage ${state.stage}, ${state.generatedTokens} generated tokens), so a swap would never run; start a new run with a \`swaps\` entry in its config`);
+  if (!state)
+    throw new TeamtrError(
+      `${request.runDirectory} has no checkpoint yet; a swap is applied when a run resumes from one`,
+    );
+  const budgetSpent =
+    state.generatedTokens >= config.budget.generatedTokens ||
+    (config.budget.maxStages !== undefined && state.stage >= config.budget.maxStages);
+  if (budgetSpent)
+    throw new TeamtrError(
+      `${request.runDirectory} has spent its budget (stage ${state.stage}, ${state.generatedTokens} generated tokens), so a swap would never run; start a new run with a \`swaps\` entry in its config`,
+    );
   const model = request.model.startsWith('builtin:') ? request.model : path.resolve(request.model);
-  const swap = parseWithSchema(swapConfigSchema, {
-    stage: state.stage + 1, agent: request.agent, model,
-    ...(request.rolePrompt !== undefined ? { rolePrompt: request.rolePrompt } : {}),
-    ...(request.learningRate !== undefined ? { learningRate: request.learningRate } : {}),
-    ...(request.measureProblems !== undefined ? { measureProblems: request.measureProblems } : {}),
-    alignment: Object.fromEntries(Object.entries(request.alignment ?? {}).filter(([, value]) => value !== undefined)),
-  }, 'swap');
-  const updated = parseWithSchema(trainConfigSchema, { ...config, swaps: [...config.swaps, swap] }, configPath);
+  const swap = parseWithSchema(
+    swapConfigSchema,
+    {
+      stage: state.stage + 1,
+      agent: request.agent,
+      model,
+      ...(request.rolePrompt !== undefined ? { rolePrompt: request.rolePrompt } : {}),
+      ...(request.learningRate !== undefined ? { learningRate: request.learningRate } : {}),
+      ...(request.measureProblems !== undefined
+        ? { measureProblems: request.measureProblems }
+        : {}),
+      alignment: Object.fromEntries(
+        Object.entries(request.alignment ?? {}).filter(([, value]) => value !== undefined),
+      ),
+    },
+    'swap',
+  );
+  const updated = parseWithSchema(
+    trainConfigSchema,
+    { ...config, swaps: [...config.swaps, swap] },
+    configPath,
+  );
   const task = await getTask(updated.task, 'task');
-  await validateSwaps(updated, task, { completedStage: state.stage, applied: swapProgress(state).applied });
+  await validateSwaps(updated, task, {
+    completedStage: state.stage,
+    applied: swapProgress(state).applied,
+  });
   await run.writeConfig(updated);
   return { runDirectory: request.runDirectory, swap, checkpointStage: state.stage };
 }

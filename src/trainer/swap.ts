@@ -48,44 +48,95 @@ export async function applyDueSwaps(target: SwapTarget, state: RunState): Promis
   const progress = swapProgress(state);
   const results: AppliedSwap[] = [];
   for (const [index, swap] of target.config.swaps.entries()) {
-    if (swap.stage !== state.stage + 1 || progress.applied.some((entry) => entry.index === index)) continue;
+    if (swap.stage !== state.stage + 1 || progress.applied.some((entry) => entry.index === index))
+      continue;
     const result = await applySwap(target, swap, state);
     progress.applied.push({ index, stage: swap.stage, agent: swap.agent, model: swap.model });
-    progress.pendingRecovery.push({ agent: swap.agent, swapStage: swap.stage, threshold: result.record.recoveryThreshold });
+    progress.pendingRecovery.push({
+      agent: swap.agent,
+      swapStage: swap.stage,
+      threshold: result.record.recoveryThreshold,
+    });
     results.push(result);
   }
   return results;
 }
 
 /** Replaces one agent's model now (see the file comment); advances state.generatedTokens. */
-export async function applySwap(target: SwapTarget, swap: SwapConfig, state: RunState): Promise<AppliedSwap> {
+export async function applySwap(
+  target: SwapTarget,
+  swap: SwapConfig,
+  state: RunState,
+): Promise<AppliedSwap> {
   const { config, task, built } = target;
   const team = built.team;
   const agentIndex = team.agents.findIndex((agent) => agent.name === swap.agent);
-  const unit = built.units.find((candidate) => candidate.name === swap.agent && candidate.agentIndices.length === 1);
-  if (agentIndex < 0 || !unit) throw new Error(`swap: agent "${swap.agent}" has no update unit of its own (validateSwaps refuses this)`);
+  const unit = built.units.find(
+    (candidate) => candidate.name === swap.agent && candidate.agentIndices.length === 1,
+  );
+  if (agentIndex < 0 || !unit)
+    throw new Error(
+      `swap: agent "${swap.agent}" has no update unit of its own (validateSwaps refuses this)`,
+    );
   const outgoingConfig = agentConfigsAtStage(config, task, swap.stage - 1)[agentIndex]!;
   const incomingConfig = swappedAgentConfig(outgoingConfig, swap);
   // Loaded as buildTeam loads it (adapters included), so a team rebuilt on resume is the same.
   const incoming = (await loadAgentModel(incomingConfig, config.seed))!;
   const newcomer = agentFromConfig(incomingConfig, agentIndex, incoming, config, task);
   const seed = `${config.seed}/stage/${swap.stage}/swap`;
-  const problems = task.split('train', { seed: new RandomGenerator(seed).nextUint32(), count: swap.measureProblems ?? config.rollout.problemsPerBatch });
-  const swappedTeam: Team = { ...team, agents: team.agents.map((agent, index) => (index === agentIndex ? newcomer : agent)) };
-  const measure = (team: Team, previous?: TeamBatch) => measurementBatch(config, task, team, problems, `${seed}/measure`, previous, agentIndex);
+  const problems = task.split('train', {
+    seed: new RandomGenerator(seed).nextUint32(),
+    count: swap.measureProblems ?? config.rollout.problemsPerBatch,
+  });
+  const swappedTeam: Team = {
+    ...team,
+    agents: team.agents.map((agent, index) => (index === agentIndex ? newcomer : agent)),
+  };
+  const measure = (team: Team, previous?: TeamBatch) =>
+    measurementBatch(config, task, team, problems, `${seed}/measure`, previous, agentIndex);
   const before = await measure(team);
   const afterSwap = await measure(swappedTeam, before);
-  const alignment = swap.alignment.steps > 0
-    ? await alignNewcomer({
-        team, task, agentIndex, newcomer, temperature: config.rollout.temperature,
-        settings: { ...swap.alignment, problemsPerBatch: swap.alignment.problemsPerBatch ?? config.rollout.problemsPerBatch, groupSize: swap.alignment.groupSize ?? config.rollout.groupSize },
-        beta1: config.optimizer.beta1, beta2: config.optimizer.beta2, seed: `${seed}/align`,
-      })
-    : null;
+  const alignment =
+    swap.alignment.steps > 0
+      ? await alignNewcomer({
+          team,
+          task,
+          agentIndex,
+          newcomer,
+          temperature: config.rollout.temperature,
+          settings: {
+            ...swap.alignment,
+            problemsPerBatch: swap.alignment.problemsPerBatch ?? config.rollout.problemsPerBatch,
+            groupSize: swap.alignment.groupSize ?? config.rollout.groupSize,
+          },
+          beta1: config.optimizer.beta1,
+          beta2: config.optimizer.beta2,
+          seed: `${seed}/align`,
+        })
+      : null;
   const afterAlignment = alignment ? await measure(swappedTeam, before) : null;
-  commitSwap(target, agentIndex, newcomer, incoming, incomingConfig.learningRate ?? config.optimizer.learningRate);
-  const swapTokens = before.generatedTokens + afterSwap.generatedTokens + (alignment?.generatedTokens ?? 0) + (afterAlignment?.generatedTokens ?? 0);
-  const record = swapRecord({ swap, state, outgoingModel: outgoingConfig.model ?? 'remote endpoint', before, afterSwap, afterAlignment, alignment, swapTokens });
+  commitSwap(
+    target,
+    agentIndex,
+    newcomer,
+    incoming,
+    incomingConfig.learningRate ?? config.optimizer.learningRate,
+  );
+  const swapTokens =
+    before.generatedTokens +
+    afterSwap.generatedTokens +
+    (alignment?.generatedTokens ?? 0) +
+    (afterAlignment?.generatedTokens ?? 0);
+  const record = swapRecord({
+    swap,
+    state,
+    outgoingModel: outgoingConfig.model ?? 'remote endpoint',
+    before,
+    afterSwap,
+    afterAlignment,
+    alignment,
+    swapTokens,
+  });
   state.generatedTokens += swapTokens;
   return { record, alignment };
 }
@@ -94,18 +145,42 @@ export async function applySwap(target: SwapTarget, swap: SwapConfig, state: Run
  * A batch of the measurement prompts. After the swap only the swapped agent changed, so with a
  * single-round fixed order the turns before its first turn are reused (suffix resampling).
  */
-async function measurementBatch(config: TrainConfig, task: Task, team: Team, problems: TeamBatch['problems'], seed: string, previous: TeamBatch | undefined, agentIndex: number): Promise<TeamBatch> {
+async function measurementBatch(
+  config: TrainConfig,
+  task: Task,
+  team: Team,
+  problems: TeamBatch['problems'],
+  seed: string,
+  previous: TeamBatch | undefined,
+  agentIndex: number,
+): Promise<TeamBatch> {
   const { protocol } = team;
   const fromTurn = firstTurnOf(protocol, agentIndex);
-  const reusable = previous && config.rollout.suffixResampling && !hasSeveralRounds(protocol) && !protocol.permutePerEpisode && fromTurn >= 0;
+  const reusable =
+    previous &&
+    config.rollout.suffixResampling &&
+    !hasSeveralRounds(protocol) &&
+    !protocol.permutePerEpisode &&
+    fromTurn >= 0;
   return rollout({
-    team, task, problems, groupSize: config.rollout.groupSize, seed, temperature: config.rollout.temperature,
+    team,
+    task,
+    problems,
+    groupSize: config.rollout.groupSize,
+    seed,
+    temperature: config.rollout.temperature,
     reuse: reusable ? { previous, fromTurn } : undefined,
   });
 }
 
 /** Puts the newcomer in the team and its model, with a fresh optimizer, in the agent's unit. */
-function commitSwap(target: SwapTarget, agentIndex: number, newcomer: Agent, incoming: LoadedModel, learningRate: number): void {
+function commitSwap(
+  target: SwapTarget,
+  agentIndex: number,
+  newcomer: Agent,
+  incoming: LoadedModel,
+  learningRate: number,
+): void {
   const { built } = target;
   const unit = built.units.find((candidate) => candidate.name === newcomer.name)!;
   built.team.agents[agentIndex] = newcomer;
@@ -118,28 +193,51 @@ function commitSwap(target: SwapTarget, agentIndex: number, newcomer: Agent, inc
 }
 
 function swapRecord(options: {
-  swap: SwapConfig; state: RunState; outgoingModel: string; before: TeamBatch; afterSwap: TeamBatch;
-  afterAlignment: TeamBatch | null; alignment: AlignmentResult | null; swapTokens: number;
+  swap: SwapConfig;
+  state: RunState;
+  outgoingModel: string;
+  before: TeamBatch;
+  afterSwap: TeamBatch;
+  afterAlignment: TeamBatch | null;
+  alignment: AlignmentResult | null;
+  swapTokens: number;
 }): SwapRecord {
   const { swap, alignment } = options;
   const rewards = (batch: TeamBatch) => {
-    const estimate = meanWithStandardError(batch.trajectories.map((trajectory) => trajectory.reward));
-    return { mean: estimate.mean, standardError: Number.isFinite(estimate.standardError) ? estimate.standardError : 0 };
+    const estimate = meanWithStandardError(
+      batch.trajectories.map((trajectory) => trajectory.reward),
+    );
+    return {
+      mean: estimate.mean,
+      standardError: Number.isFinite(estimate.standardError) ? estimate.standardError : 0,
+    };
   };
   const before = rewards(options.before);
   const afterSwap = rewards(options.afterSwap);
   const afterAlignment = options.afterAlignment ? rewards(options.afterAlignment) : null;
   const shock = pairedImprovement(options.before, options.afterSwap);
   return {
-    type: 'swap', stage: swap.stage, generatedTokens: options.state.generatedTokens, agent: swap.agent,
-    fromModel: options.outgoingModel, toModel: swap.model,
-    rewardBefore: before.mean, rewardBeforeStandardError: before.standardError,
-    rewardAfterSwap: afterSwap.mean, rewardAfterSwapStandardError: afterSwap.standardError,
-    rewardAfterAlignment: afterAlignment?.mean ?? null, rewardAfterAlignmentStandardError: afterAlignment?.standardError ?? null,
-    shock: shock.improvement, shockStandardError: shock.standardError,
-    alignmentSteps: alignment?.steps ?? 0, alignmentMode: alignment ? alignment.mode : 'none', alignmentNote: alignment?.note ?? null,
-    alignmentLossFirst: alignment?.losses[0] ?? null, alignmentLossLast: alignment?.losses[alignment.losses.length - 1] ?? null,
-    alignmentTokens: alignment?.generatedTokens ?? 0, swapTokens: options.swapTokens,
+    type: 'swap',
+    stage: swap.stage,
+    generatedTokens: options.state.generatedTokens,
+    agent: swap.agent,
+    fromModel: options.outgoingModel,
+    toModel: swap.model,
+    rewardBefore: before.mean,
+    rewardBeforeStandardError: before.standardError,
+    rewardAfterSwap: afterSwap.mean,
+    rewardAfterSwapStandardError: afterSwap.standardError,
+    rewardAfterAlignment: afterAlignment?.mean ?? null,
+    rewardAfterAlignmentStandardError: afterAlignment?.standardError ?? null,
+    shock: shock.improvement,
+    shockStandardError: shock.standardError,
+    alignmentSteps: alignment?.steps ?? 0,
+    alignmentMode: alignment ? alignment.mode : 'none',
+    alignmentNote: alignment?.note ?? null,
+    alignmentLossFirst: alignment?.losses[0] ?? null,
+    alignmentLossLast: alignment?.losses[alignment.losses.length - 1] ?? null,
+    alignmentTokens: alignment?.generatedTokens ?? 0,
+    swapTokens: options.swapTokens,
     recoveryThreshold: before.mean - before.standardError,
   };
 }
@@ -151,11 +249,20 @@ function swapRecord(options: {
 export function recoveryRecords(state: RunState, stage: StageRecord): SwapRecoveryRecord[] {
   if (state.extra.swaps === undefined) return [];
   const progress = swapProgress(state);
-  const recovered = progress.pendingRecovery.filter((pending) => pending.swapStage <= stage.stage && stage.rewardAfter >= pending.threshold);
-  progress.pendingRecovery = progress.pendingRecovery.filter((pending) => !recovered.includes(pending));
+  const recovered = progress.pendingRecovery.filter(
+    (pending) => pending.swapStage <= stage.stage && stage.rewardAfter >= pending.threshold,
+  );
+  progress.pendingRecovery = progress.pendingRecovery.filter(
+    (pending) => !recovered.includes(pending),
+  );
   return recovered.map((pending) => ({
-    type: 'swap-recovery', stage: stage.stage, generatedTokens: stage.generatedTokens, agent: pending.agent,
-    swapStage: pending.swapStage, stagesToRecover: stage.stage - pending.swapStage + 1,
-    threshold: pending.threshold, rewardAfter: stage.rewardAfter,
+    type: 'swap-recovery',
+    stage: stage.stage,
+    generatedTokens: stage.generatedTokens,
+    agent: pending.agent,
+    swapStage: pending.swapStage,
+    stagesToRecover: stage.stage - pending.swapStage + 1,
+    threshold: pending.threshold,
+    rewardAfter: stage.rewardAfter,
   }));
 }

@@ -23,11 +23,20 @@ export interface UnitTokens {
   totalTokens: number;
 }
 
-export function collectUnitTokens(batch: TeamBatch, agentIndices: readonly number[], rowTrajectories?: readonly number[]): UnitTokens {
+export function collectUnitTokens(
+  batch: TeamBatch,
+  agentIndices: readonly number[],
+  rowTrajectories?: readonly number[],
+): UnitTokens {
   const members = new Set(agentIndices);
   const selected = rowTrajectories ?? batch.trajectories.map((_trajectory, index) => index);
-  const turnsPerRow = selected.map((trajectoryIndex) => batch.trajectories[trajectoryIndex]!.turns.filter((turn) => members.has(turn.agentIndex)));
-  const length = Math.max(1, ...turnsPerRow.map((turns) => turns.reduce((total, turn) => total + turn.tokens.length, 0)));
+  const turnsPerRow = selected.map((trajectoryIndex) =>
+    batch.trajectories[trajectoryIndex]!.turns.filter((turn) => members.has(turn.agentIndex)),
+  );
+  const length = Math.max(
+    1,
+    ...turnsPerRow.map((turns) => turns.reduce((total, turn) => total + turn.tokens.length, 0)),
+  );
   const rows = selected.length;
   const mask = new Float32Array(rows * length);
   const oldLogProbs = new Float32Array(rows * length);
@@ -47,26 +56,37 @@ export function collectUnitTokens(batch: TeamBatch, agentIndices: readonly numbe
     }
   });
   return {
-    rows, length, rowTrajectories: [...selected], mask, oldLogProbs, items,
-    gridIndex: Int32Array.from(gridIndex), totalTokens: gridIndex.length,
+    rows,
+    length,
+    rowTrajectories: [...selected],
+    mask,
+    oldLogProbs,
+    items,
+    gridIndex: Int32Array.from(gridIndex),
+    totalTokens: gridIndex.length,
   };
 }
 
 /** Scatters values in flat scoring order into a zeroed [rows·length] grid. */
 export function toGrid(tokens: UnitTokens, flat: ArrayLike<number>): Float32Array {
   const grid = new Float32Array(tokens.rows * tokens.length);
-  for (let index = 0; index < tokens.totalTokens; index++) grid[tokens.gridIndex[index]!] = flat[index]!;
+  for (let index = 0; index < tokens.totalTokens; index++)
+    grid[tokens.gridIndex[index]!] = flat[index]!;
   return grid;
 }
 
 /** Gathers grid values back into flat scoring order. */
 export function fromGrid(tokens: UnitTokens, grid: ArrayLike<number>): Float32Array {
   const flat = new Float32Array(tokens.totalTokens);
-  for (let index = 0; index < tokens.totalTokens; index++) flat[index] = grid[tokens.gridIndex[index]!]!;
+  for (let index = 0; index < tokens.totalTokens; index++)
+    flat[index] = grid[tokens.gridIndex[index]!]!;
   return flat;
 }
 
 /** Per-row values from per-trajectory values. */
 export function rowValues(tokens: UnitTokens, perTrajectory: ArrayLike<number>): Float64Array {
-  return Float64Array.from(tokens.rowTrajectories, (trajectoryIndex) => perTrajectory[trajectoryIndex]!);
+  return Float64Array.from(
+    tokens.rowTrajectories,
+    (trajectoryIndex) => perTrajectory[trajectoryIndex]!,
+  );
 }

@@ -9,14 +9,27 @@ import type { EvaluationRecord, MetricsRecord, StageRecord, SwapRecord } from '.
 import { RunDirectory, type RunState } from './run-directory.js';
 import { schedules } from './schedules.js';
 import { pairedImprovement, StageRunner } from './stage.js';
-import { certificateStatistics, lastEvaluation, type EvaluationSummary, type TrainSummary } from './summary.js';
+import {
+  certificateStatistics,
+  lastEvaluation,
+  type EvaluationSummary,
+  type TrainSummary,
+} from './summary.js';
 import { applyDueSwaps, recoveryRecords } from './swap.js';
 import { configAtStage, swapProgress, validateSwaps } from './swap-plan.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
 export type TrainProgress =
   | { kind: 'start'; budget: number; stage: number; generatedTokens: number }
-  | { kind: 'stage'; stage: number; generatedTokens: number; budget: number; reward: number; meanKl: number; agent: string }
+  | {
+      kind: 'stage';
+      stage: number;
+      generatedTokens: number;
+      budget: number;
+      reward: number;
+      meanKl: number;
+      agent: string;
+    }
   | { kind: 'eval'; stage: number; accuracy: number }
   | { kind: 'checkpoint'; stage: number }
   | { kind: 'swap'; record: SwapRecord };
@@ -52,9 +65,22 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   const { config, run } = context;
   const state: RunState = options.resume
     ? await run.restoreCheckpoint(context.built.units)
-    : { stage: 0, generatedTokens: 0, updates: 0, metricsBytes: 0, elapsedSeconds: 0, evaluationBefore: null, extra: {} };
+    : {
+        stage: 0,
+        generatedTokens: 0,
+        updates: 0,
+        metricsBytes: 0,
+        elapsedSeconds: 0,
+        evaluationBefore: null,
+        extra: {},
+      };
   const emit = options.onProgress ?? (() => undefined);
-  emit({ kind: 'start', budget: config.budget.generatedTokens, stage: state.stage, generatedTokens: state.generatedTokens });
+  emit({
+    kind: 'start',
+    budget: config.budget.generatedTokens,
+    stage: state.stage,
+    generatedTokens: state.generatedTokens,
+  });
   if (!options.resume) {
     const before = await evaluationRecord(context, state);
     run.appendMetrics([before]);
@@ -63,7 +89,10 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   }
   const elapsedBefore = state.elapsedSeconds;
   let interrupted = false;
-  while (state.generatedTokens < config.budget.generatedTokens && (config.budget.maxStages === undefined || state.stage < config.budget.maxStages)) {
+  while (
+    state.generatedTokens < config.budget.generatedTokens &&
+    (config.budget.maxStages === undefined || state.stage < config.budget.maxStages)
+  ) {
     if (options.signal?.aborted) {
       interrupted = true;
       break;
@@ -76,7 +105,15 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     const records = await runStage(context, state);
     const stageRecord = records[records.length - 1] as StageRecord;
     records.push(...recoveryRecords(state, stageRecord));
-    emit({ kind: 'stage', stage: state.stage, generatedTokens: state.generatedTokens, budget: config.budget.generatedTokens, reward: stageRecord.rewardAfter, meanKl: meanKl(records), agent: '' });
+    emit({
+      kind: 'stage',
+      stage: state.stage,
+      generatedTokens: state.generatedTokens,
+      budget: config.budget.generatedTokens,
+      reward: stageRecord.rewardAfter,
+      meanKl: meanKl(records),
+      agent: '',
+    });
     if (state.stage % config.evaluation.every === 0) {
       const evaluation = await evaluationRecord(context, state);
       records.push(evaluation);
@@ -105,7 +142,11 @@ async function prepare(options: TrainOptions): Promise<RunContext> {
   let run: RunDirectory;
   if (options.resume) {
     run = await RunDirectory.open(options.runDirectory);
-    config = parseWithSchema(trainConfigSchema, await run.readConfig(), `${options.runDirectory}/config.json`);
+    config = parseWithSchema(
+      trainConfigSchema,
+      await run.readConfig(),
+      `${options.runDirectory}/config.json`,
+    );
   } else {
     config = parseWithSchema(trainConfigSchema, options.config, 'config');
   }
@@ -113,14 +154,27 @@ async function prepare(options: TrainOptions): Promise<RunContext> {
   // Swaps (issue #7): refuse bad ones before anything is written; on resume, build the team with
   // the models of swaps applied up to the checkpoint, so its weights fit.
   const saved = options.resume ? await run!.readCheckpointState() : null;
-  await validateSwaps(config, task, { completedStage: saved?.stage ?? 0, applied: saved ? swapProgress(saved).applied : [] });
-  const built = await buildTeam(configAtStage(config, task, saved?.stage ?? 0), task, schedules[config.schedule]);
-  if (!options.resume) run = await RunDirectory.create(options.runDirectory, { ...config, agents: built.agentConfigs });
+  await validateSwaps(config, task, {
+    completedStage: saved?.stage ?? 0,
+    applied: saved ? swapProgress(saved).applied : [],
+  });
+  const built = await buildTeam(
+    configAtStage(config, task, saved?.stage ?? 0),
+    task,
+    schedules[config.schedule],
+  );
+  if (!options.resume)
+    run = await RunDirectory.create(options.runDirectory, {
+      ...config,
+      agents: built.agentConfigs,
+    });
   const evalProblems = task.split('eval', { seed: config.seed, count: config.evaluation.problems });
-  const tokenizers = new Map(built.units.map((unit) => {
-    const agent = built.team.agents[unit.agentIndices[0]!]!;
-    return [unit.name, agent.policy.tokenizer.toJSON()] as const;
-  }));
+  const tokenizers = new Map(
+    built.units.map((unit) => {
+      const agent = built.team.agents[unit.agentIndices[0]!]!;
+      return [unit.name, agent.policy.tokenizer.toJSON()] as const;
+    }),
+  );
   return { config, task, built, run: run!, evalProblems, tokenizers };
 }
 
@@ -130,41 +184,70 @@ async function runStage(context: RunContext, state: RunState): Promise<MetricsRe
   const seed = `${config.seed}/stage/${state.stage}`;
   const schedule = schedules[config.schedule];
   const runner = new StageRunner({
-    stage: state.stage, schedule: schedule.name, team: built.team, task, units: built.units,
-    problems: task.split('train', { seed: new RandomGenerator(seed).nextUint32(), count: config.rollout.problemsPerBatch }),
-    groupSize: config.rollout.groupSize, temperature: config.rollout.temperature,
-    suffixResampling: config.rollout.suffixResampling, updateOrder: config.updateOrder,
+    stage: state.stage,
+    schedule: schedule.name,
+    team: built.team,
+    task,
+    units: built.units,
+    problems: task.split('train', {
+      seed: new RandomGenerator(seed).nextUint32(),
+      count: config.rollout.problemsPerBatch,
+    }),
+    groupSize: config.rollout.groupSize,
+    temperature: config.rollout.temperature,
+    suffixResampling: config.rollout.suffixResampling,
+    updateOrder: config.updateOrder,
     objective: resolveObjective(config.objective),
     trustRegion: { ...config.trustRegion, ...resolveObjective(config.objective) },
-    epsilon: config.certificate.epsilon, confidence: config.certificate.confidence,
-    seed, random: new RandomGenerator(`${seed}/updates`),
-    tokensBefore: state.generatedTokens, updatesBefore: state.updates,
+    epsilon: config.certificate.epsilon,
+    confidence: config.certificate.confidence,
+    seed,
+    random: new RandomGenerator(`${seed}/updates`),
+    tokensBefore: state.generatedTokens,
+    updatesBefore: state.updates,
   });
   const outcome = await schedule.runStage(runner);
   state.generatedTokens += runner.generatedTokens;
   state.updates += runner.records.length;
   const change = pairedImprovement(outcome.first, outcome.last);
-  const mean = (batch: typeof outcome.first) => batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) / Math.max(1, batch.trajectories.length);
+  const mean = (batch: typeof outcome.first) =>
+    batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) /
+    Math.max(1, batch.trajectories.length);
   const stageRecord: StageRecord = {
-    type: 'stage', stage: state.stage, schedule: schedule.name, generatedTokens: state.generatedTokens,
+    type: 'stage',
+    stage: state.stage,
+    schedule: schedule.name,
+    generatedTokens: state.generatedTokens,
     elapsedSeconds: (Date.now() - stageStarted) / 1000,
-    rewardBefore: mean(outcome.first), rewardAfter: mean(outcome.last),
-    improvement: change.improvement, improvementStandardError: change.standardError,
+    rewardBefore: mean(outcome.first),
+    rewardAfter: mean(outcome.last),
+    improvement: change.improvement,
+    improvementStandardError: change.standardError,
     regression: change.standardError > 0 && change.improvement < -2 * change.standardError,
     certificateSum: runner.records.reduce((total, record) => total + record.certificate, 0),
-    updates: runner.records.length, outOfRegion: runner.records.filter((record) => !record.inRegion).length,
+    updates: runner.records.length,
+    outOfRegion: runner.records.filter((record) => !record.inRegion).length,
   };
   return [...runner.records, stageRecord];
 }
 
 async function evaluationRecord(context: RunContext, state: RunState): Promise<EvaluationRecord> {
   const evaluation = await evaluateTeam({
-    team: context.built.team, task: context.task, problems: context.evalProblems,
-    temperature: context.config.evaluation.temperature, seed: `${context.config.seed}/eval`,
+    team: context.built.team,
+    task: context.task,
+    problems: context.evalProblems,
+    temperature: context.config.evaluation.temperature,
+    seed: `${context.config.seed}/eval`,
   });
   return {
-    type: 'eval', stage: state.stage, generatedTokens: state.generatedTokens, accuracy: evaluation.accuracy,
-    interval: evaluation.interval, count: evaluation.count, meanReward: evaluation.meanReward, agents: evaluation.agents,
+    type: 'eval',
+    stage: state.stage,
+    generatedTokens: state.generatedTokens,
+    accuracy: evaluation.accuracy,
+    interval: evaluation.interval,
+    count: evaluation.count,
+    meanReward: evaluation.meanReward,
+    agents: evaluation.agents,
   };
 }
 

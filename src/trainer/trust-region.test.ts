@@ -13,15 +13,29 @@ import { collectUnitTokens, fromGrid, rowValues, toGrid } from './token-grid.js'
 import { trustRegionUpdate, type TrustRegionSettings } from './trust-region.js';
 
 const settings: TrustRegionSettings = {
-  epochs: 1, minibatches: 1, backoff: 'line-search', maxGradNorm: 1, clipLow: 0.2, clipHigh: 0.2, aggregation: 'sequence-mean',
+  epochs: 1,
+  minibatches: 1,
+  backoff: 'line-search',
+  maxGradNorm: 1,
+  clipLow: 0.2,
+  clipHigh: 0.2,
+  aggregation: 'sequence-mean',
 };
 
 async function oneAgentBatch() {
   const team = tinyTeam({ agents: 1, seed: 5, initStd: 6 });
   const task = tinyTask(1);
-  const batch = await rollout({ team, task, problems: task.split('train', { seed: 0, count: 4 }), groupSize: 8, seed: 'ppo' });
+  const batch = await rollout({
+    team,
+    task,
+    problems: task.split('train', { seed: 0, count: 4 }),
+    groupSize: 8,
+    seed: 'ppo',
+  });
   // Rewards that vary: reward trajectories whose answer is longer.
-  batch.trajectories.forEach((trajectory) => (trajectory.reward = trajectory.answerText.length > 1 ? 1 : 0));
+  batch.trajectories.forEach(
+    (trajectory) => (trajectory.reward = trajectory.answerText.length > 1 ? 1 : 0),
+  );
   const advantages = grpoAdvantages({
     rewards: batch.trajectories.map((trajectory) => trajectory.reward),
     groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
@@ -35,41 +49,88 @@ describe('trust-region update', () => {
     const twin = new TransformerLM(model.config, new RandomGenerator(0));
     twin.loadStateDict(model.stateDict());
     const adam = { learningRate: 1e-4, beta1: 0.9, beta2: 0.99, epsilon: 1e-8, weightDecay: 0 };
-    const unit = { name: 'solo', model, optimizer: new AdamW(model.trainableParameters(), adam), agentIndices: [0], delta: 1e9, learningRate: 1e-4 };
+    const unit = {
+      name: 'solo',
+      model,
+      optimizer: new AdamW(model.trainableParameters(), adam),
+      agentIndices: [0],
+      delta: 1e9,
+      learningRate: 1e-4,
+    };
     const trajectories = batch.trajectories.map((_trajectory, index) => index);
-    const result = trustRegionUpdate({ unit, batch, advantages, trajectories, settings, random: new RandomGenerator(1) });
+    const result = trustRegionUpdate({
+      unit,
+      batch,
+      advantages,
+      trajectories,
+      settings,
+      random: new RandomGenerator(1),
+    });
     assert.equal(result.stepsTaken, 1);
     assert.ok(result.kl > 0);
     // The same step by hand: PPO's clipped surrogate, its gradient, clipping, AdamW.
     const twinOptimizer = new AdamW(twin.trainableParameters(), adam);
     // Same minibatch order as the update (one minibatch, shuffled by its generator), so even the
     // floating-point summation order matches.
-    const rows = new RandomGenerator(1).shuffle(batch.trajectories.map((_trajectory, index) => index));
+    const rows = new RandomGenerator(1).shuffle(
+      batch.trajectories.map((_trajectory, index) => index),
+    );
     const tokens = collectUnitTokens(batch, [0], rows);
     tidy(() => {
       const scores = scoreCompletions(twin, tokens.items);
       const surrogate = clippedSurrogate({
-        logProbs: toGrid(tokens, scores.logProbs.data), oldLogProbs: tokens.oldLogProbs,
-        advantages: broadcastToTokens({ perTrajectory: rowValues(tokens, advantages), mask: tokens.mask, rows: tokens.rows }),
-        mask: tokens.mask, rows: tokens.rows, clipLow: 0.2, clipHigh: 0.2, aggregation: 'sequence-mean',
+        logProbs: toGrid(tokens, scores.logProbs.data),
+        oldLogProbs: tokens.oldLogProbs,
+        advantages: broadcastToTokens({
+          perTrajectory: rowValues(tokens, advantages),
+          mask: tokens.mask,
+          rows: tokens.rows,
+        }),
+        mask: tokens.mask,
+        rows: tokens.rows,
+        clipLow: 0.2,
+        clipHigh: 0.2,
+        aggregation: 'sequence-mean',
       });
       scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
     });
     const clipping = clipGradientNorm(twin.trainableParameters(), 1);
     twinOptimizer.update({ learningRate: 1e-4, gradientScale: clipping.scale });
     const expected = twin.stateDict();
-    model.stateDict().forEach((entry, index) => assert.deepEqual(Array.from(entry.data), Array.from(expected[index]!.data), entry.name));
+    model
+      .stateDict()
+      .forEach((entry, index) =>
+        assert.deepEqual(Array.from(entry.data), Array.from(expected[index]!.data), entry.name),
+      );
   });
 
   test('never ends out of region, whatever the learning rate', async () => {
     for (const learningRate of [1e-5, 1e-4, 1e-3, 1e-2]) {
       for (const backoff of ['line-search', 'restore'] as const) {
         const { model, batch, advantages } = await oneAgentBatch();
-        const unit = { name: 'solo', model, optimizer: new AdamW(model.trainableParameters()), agentIndices: [0], delta: 0.002, learningRate };
+        const unit = {
+          name: 'solo',
+          model,
+          optimizer: new AdamW(model.trainableParameters()),
+          agentIndices: [0],
+          delta: 0.002,
+          learningRate,
+        };
         const trajectories = batch.trajectories.map((_trajectory, index) => index);
-        const result = trustRegionUpdate({ unit, batch, advantages, trajectories, settings: { ...settings, epochs: 4, minibatches: 2, backoff }, random: new RandomGenerator(2) });
-        assert.ok(result.kl <= 0.002 + 1e-9 && result.inRegion, `lr ${learningRate} ${backoff}: KL ${result.kl}`);
-        if (learningRate >= 1e-3) assert.ok(result.lastStepScale < 1, `lr ${learningRate}: the region must have bound`);
+        const result = trustRegionUpdate({
+          unit,
+          batch,
+          advantages,
+          trajectories,
+          settings: { ...settings, epochs: 4, minibatches: 2, backoff },
+          random: new RandomGenerator(2),
+        });
+        assert.ok(
+          result.kl <= 0.002 + 1e-9 && result.inRegion,
+          `lr ${learningRate} ${backoff}: KL ${result.kl}`,
+        );
+        if (learningRate >= 1e-3)
+          assert.ok(result.lastStepScale < 1, `lr ${learningRate}: the region must have bound`);
         if (backoff === 'restore' && result.lastStepScale < 1) assert.equal(result.stepsUndone, 1);
       }
     }
@@ -78,8 +139,26 @@ describe('trust-region update', () => {
   test('δ = 0 leaves the agent unchanged', async () => {
     const { model, batch, advantages } = await oneAgentBatch();
     const before = model.stateDict();
-    const unit = { name: 'solo', model, optimizer: new AdamW(model.trainableParameters()), agentIndices: [0], delta: 0, learningRate: 1e-3 };
-    trustRegionUpdate({ unit, batch, advantages, trajectories: batch.trajectories.map((_t, index) => index), settings, random: new RandomGenerator(3) });
-    model.stateDict().forEach((entry, index) => assert.deepEqual(Array.from(entry.data), Array.from(before[index]!.data)));
+    const unit = {
+      name: 'solo',
+      model,
+      optimizer: new AdamW(model.trainableParameters()),
+      agentIndices: [0],
+      delta: 0,
+      learningRate: 1e-3,
+    };
+    trustRegionUpdate({
+      unit,
+      batch,
+      advantages,
+      trajectories: batch.trajectories.map((_t, index) => index),
+      settings,
+      random: new RandomGenerator(3),
+    });
+    model
+      .stateDict()
+      .forEach((entry, index) =>
+        assert.deepEqual(Array.from(entry.data), Array.from(before[index]!.data)),
+      );
   });
 });

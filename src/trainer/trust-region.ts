@@ -1,4 +1,10 @@
-import { clippedSurrogate, broadcastToTokens, meanTokenKl, tokenKl, type LossAggregation } from '../rl/index.js';
+import {
+  clippedSurrogate,
+  broadcastToTokens,
+  meanTokenKl,
+  tokenKl,
+  type LossAggregation,
+} from '../rl/index.js';
 import { completionLogDistributions, scoreCompletions } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
@@ -77,12 +83,27 @@ export function trustRegionUpdate(options: {
   const all = collectUnitTokens(batch, unit.agentIndices);
   const vocab = model.config.vocabSize;
   const reference = completionLogDistributions(model, all.items);
-  const measure = (): { kl: number; max: number; perToken: Float32Array; distributions: Float32Array } => {
+  const measure = (): {
+    kl: number;
+    max: number;
+    perToken: Float32Array;
+    distributions: Float32Array;
+  } => {
     const distributions = completionLogDistributions(model, all.items);
-    const flat = tokenKl({ oldLogProbsFull: reference, newLogProbsFull: distributions, positions: all.totalTokens, vocab });
+    const flat = tokenKl({
+      oldLogProbsFull: reference,
+      newLogProbsFull: distributions,
+      positions: all.totalTokens,
+      vocab,
+    });
     const perToken = toGrid(all, flat);
     const summary = meanTokenKl({ perTokenKl: perToken, mask: all.mask, rows: all.rows });
-    return { kl: all.totalTokens > 0 ? summary.mean : 0, max: all.totalTokens > 0 ? summary.max : 0, perToken, distributions };
+    return {
+      kl: all.totalTokens > 0 ? summary.mean : 0,
+      max: all.totalTokens > 0 ? summary.max : 0,
+      perToken,
+      distributions,
+    };
   };
   let snapshot = captureSnapshot(parameters);
   let stepsTaken = 0;
@@ -98,9 +119,18 @@ export function trustRegionUpdate(options: {
     const shuffled = options.random.shuffle([...participating]);
     const size = Math.ceil(shuffled.length / settings.minibatches);
     for (let start = 0; start < shuffled.length && !stopped; start += size) {
-      const minibatch = collectUnitTokens(batch, unit.agentIndices, shuffled.slice(start, start + size));
+      const minibatch = collectUnitTokens(
+        batch,
+        unit.agentIndices,
+        shuffled.slice(start, start + size),
+      );
       if (minibatch.totalTokens === 0) continue;
-      const step = gradientStep(model, minibatch, rowValues(minibatch, options.advantages), settings);
+      const step = gradientStep(
+        model,
+        minibatch,
+        rowValues(minibatch, options.advantages),
+        settings,
+      );
       losses.push(step.loss);
       clipFractions.push(step.clipFraction);
       const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
@@ -114,7 +144,12 @@ export function trustRegionUpdate(options: {
       }
       // Out of region: back off and end the update.
       stopped = true;
-      lastStepScale = backOff(parameters, snapshot, settings.backoff, () => measure().kl <= unit.delta);
+      lastStepScale = backOff(
+        parameters,
+        snapshot,
+        settings.backoff,
+        () => measure().kl <= unit.delta,
+      );
       if (lastStepScale === 0) stepsUndone++;
     }
   }
@@ -122,22 +157,42 @@ export function trustRegionUpdate(options: {
   inRegion = final.kl <= unit.delta + 1e-9;
   const newLogProbs = gatherTakenLogProbs(all, final.distributions, vocab);
   return {
-    tokens: all, kl: final.kl, maxTokenKl: final.max, perTokenKl: final.perToken, newLogProbs, inRegion,
-    stepsTaken, stepsUndone, lastStepScale,
+    tokens: all,
+    kl: final.kl,
+    maxTokenKl: final.max,
+    perTokenKl: final.perToken,
+    newLogProbs,
+    inRegion,
+    stepsTaken,
+    stepsUndone,
+    lastStepScale,
     lossMean: losses.length ? losses.reduce((a, b) => a + b, 0) / losses.length : 0,
-    clipFraction: clipFractions.length ? clipFractions.reduce((a, b) => a + b, 0) / clipFractions.length : 0,
-    gradientNorm, referenceDistributions: reference, finalDistributions: final.distributions,
+    clipFraction: clipFractions.length
+      ? clipFractions.reduce((a, b) => a + b, 0) / clipFractions.length
+      : 0,
+    gradientNorm,
+    referenceDistributions: reference,
+    finalDistributions: final.distributions,
   };
 }
 
 /** Forward, clipped-surrogate loss (pure, from src/rl), and its gradient injected into the graph. */
-function gradientStep(model: TransformerLM, tokens: UnitTokens, rowAdvantages: Float64Array, settings: TrustRegionSettings): { loss: number; clipFraction: number } {
+function gradientStep(
+  model: TransformerLM,
+  tokens: UnitTokens,
+  rowAdvantages: Float64Array,
+  settings: TrustRegionSettings,
+): { loss: number; clipFraction: number } {
   return tidy(() => {
     const scores = scoreCompletions(model, tokens.items);
     const surrogate = clippedSurrogate({
       logProbs: toGrid(tokens, scores.logProbs.data),
       oldLogProbs: tokens.oldLogProbs,
-      advantages: broadcastToTokens({ perTrajectory: rowAdvantages, mask: tokens.mask, rows: tokens.rows }),
+      advantages: broadcastToTokens({
+        perTrajectory: rowAdvantages,
+        mask: tokens.mask,
+        rows: tokens.rows,
+      }),
       mask: tokens.mask,
       rows: tokens.rows,
       clipLow: settings.clipLow,
@@ -171,7 +226,11 @@ function backOff(
 }
 
 /** log π(token) of each sampled token, from full log-distributions, as a grid. */
-function gatherTakenLogProbs(tokens: UnitTokens, distributions: Float32Array, vocab: number): Float32Array {
+function gatherTakenLogProbs(
+  tokens: UnitTokens,
+  distributions: Float32Array,
+  vocab: number,
+): Float32Array {
   const flat = new Float32Array(tokens.totalTokens);
   let cursor = 0;
   for (const item of tokens.items) {

@@ -14,7 +14,10 @@ export function parseWithSchema<Schema extends z.ZodType>(
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const messages = result.error.issues.map((issue) => describeIssue(schema, issue, value));
-  throw new ConfigError(source, messages.length === 1 ? messages[0]! : `\n  - ${messages.join('\n  - ')}`);
+  throw new ConfigError(
+    source,
+    messages.length === 1 ? messages[0]! : `\n  - ${messages.join('\n  - ')}`,
+  );
 }
 
 export function formatPath(path: readonly PropertyKey[]): string {

@@ -5,13 +5,30 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { benchmarkSgemm } from '../../backend/benchmark.js';
 import { getBackend, setBackend } from '../../backend/index.js';
-import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep, type BenchmarkResult } from '../../bench/workloads.js';
+import {
+  benchmarkGenerate,
+  benchmarkScore,
+  benchmarkTrainStep,
+  type BenchmarkResult,
+} from '../../bench/workloads.js';
 
-const sgemmShapes: Array<[number, number, number]> = [[64, 256, 256], [512, 256, 1024], [2048, 512, 512], [4096, 1024, 1024]];
+const sgemmShapes: Array<[number, number, number]> = [
+  [64, 256, 256],
+  [512, 256, 1024],
+  [2048, 512, 512],
+  [4096, 1024, 1024],
+];
 const pythonWithTorch = '/usr/bin/python3';
 
 function referenceScript(): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bench', 'torch_reference.py');
+  return path.resolve(
+    path.dirname(fileURLToPath(import.meta.url)),
+    '..',
+    '..',
+    '..',
+    'bench',
+    'torch_reference.py',
+  );
 }
 
 /**
@@ -25,9 +42,14 @@ function torchReference(repeats: number): Map<string, BenchmarkResult> | null {
   if (probe.status !== 0) return null;
   const best = new Map<string, BenchmarkResult>();
   for (const threads of [1, 2]) {
-    const run = spawnSync(pythonWithTorch, [referenceScript(), '--threads', String(threads), '--repeats', String(repeats)], {
-      encoding: 'utf8', env: { ...process.env, OPENBLAS_NUM_THREADS: '2', OMP_WAIT_POLICY: 'PASSIVE' },
-    });
+    const run = spawnSync(
+      pythonWithTorch,
+      [referenceScript(), '--threads', String(threads), '--repeats', String(repeats)],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, OPENBLAS_NUM_THREADS: '2', OMP_WAIT_POLICY: 'PASSIVE' },
+      },
+    );
     if (run.status !== 0) throw new Error(`the PyTorch reference failed:\n${run.stderr}`);
     for (const line of run.stdout.trim().split('\n')) {
       const result = JSON.parse(line) as BenchmarkResult;
@@ -41,7 +63,9 @@ function torchReference(repeats: number): Map<string, BenchmarkResult> | null {
 export function register(program: Command): void {
   program
     .command('bench')
-    .description('measure the engine: sgemm GFLOP/s and the llama-3m train/generate/score workloads, with PyTorch ratios when available')
+    .description(
+      'measure the engine: sgemm GFLOP/s and the llama-3m train/generate/score workloads, with PyTorch ratios when available',
+    )
     .option('--backend <name>', 'kernel backend: auto, native or typescript', 'auto')
     .option('--repeats <n>', 'timed repetitions per workload (after 3 warm-ups)', '10')
     .option('--no-torch', 'skip the PyTorch reference')
@@ -54,16 +78,27 @@ export function register(program: Command): void {
       const emit = (result: BenchmarkResult): void => {
         results.push(result);
         if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-        else process.stdout.write(`${result.name.padEnd(40)} ${result.value.toFixed(result.unit === 'x' ? 2 : 1).padStart(10)} ${result.unit}\n`);
+        else
+          process.stdout.write(
+            `${result.name.padEnd(40)} ${result.value.toFixed(result.unit === 'x' ? 2 : 1).padStart(10)} ${result.unit}\n`,
+          );
       };
       if (!flags.json) process.stdout.write(`backend: ${backend.description}\n`);
-      for (const [m, n, k] of sgemmShapes) emit({ name: `sgemm-${m}x${n}x${k}`, value: benchmarkSgemm(backend, { m, n, k, minimumSeconds: 1 }), unit: 'GFLOP/s' });
+      for (const [m, n, k] of sgemmShapes)
+        emit({
+          name: `sgemm-${m}x${n}x${k}`,
+          value: benchmarkSgemm(backend, { m, n, k, minimumSeconds: 1 }),
+          unit: 'GFLOP/s',
+        });
       emit(benchmarkTrainStep({ repeats, warmup: 3 }));
       emit(benchmarkGenerate({ repeats: Math.max(3, Math.round(repeats / 2)), warmup: 1 }));
       emit(benchmarkScore({ repeats, warmup: 3 }));
       const reference = flags.torch ? torchReference(repeats) : null;
       if (!reference) {
-        if (!flags.json) process.stdout.write('(no PyTorch reference: install Debian\'s python3-torch for ratios)\n');
+        if (!flags.json)
+          process.stdout.write(
+            "(no PyTorch reference: install Debian's python3-torch for ratios)\n",
+          );
         return;
       }
       for (const ours of [...results]) {

@@ -23,36 +23,59 @@ export interface ScheduleComparison {
 
 function meanAndStd(values: number[]): { mean: number; std: number } {
   const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
-  const variance = values.length > 1 ? values.reduce((total, value) => total + (value - mean) ** 2, 0) / (values.length - 1) : 0;
+  const variance =
+    values.length > 1
+      ? values.reduce((total, value) => total + (value - mean) ** 2, 0) / (values.length - 1)
+      : 0;
   return { mean, std: Math.sqrt(variance) };
 }
 
 function parseList(text: string, flag: string): string[] {
-  const items = text.split(',').map((item) => item.trim()).filter(Boolean);
+  const items = text
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
   if (items.length === 0) throw new ConfigError(flag, 'needs at least one value');
   return items;
 }
 
 export function summarizeSchedule(schedule: string, summaries: TrainSummary[]): ScheduleComparison {
-  const accuracy = meanAndStd(summaries.map((summary) => summary.evalAfter?.accuracy ?? Number.NaN));
-  const correlations = summaries.map((summary) => summary.certificates.cumulativeRankCorrelation).filter((value): value is number => value !== null);
+  const accuracy = meanAndStd(
+    summaries.map((summary) => summary.evalAfter?.accuracy ?? Number.NaN),
+  );
+  const correlations = summaries
+    .map((summary) => summary.certificates.cumulativeRankCorrelation)
+    .filter((value): value is number => value !== null);
   return {
     schedule,
     seeds: summaries.map((summary) => summary.seed),
     accuracyMean: accuracy.mean,
     accuracyStd: accuracy.std,
-    accuracyBeforeMean: meanAndStd(summaries.map((summary) => summary.evalBefore?.accuracy ?? Number.NaN)).mean,
+    accuracyBeforeMean: meanAndStd(
+      summaries.map((summary) => summary.evalBefore?.accuracy ?? Number.NaN),
+    ).mean,
     regressionsMean: meanAndStd(summaries.map((summary) => summary.regressions)).mean,
     generatedTokensMean: meanAndStd(summaries.map((summary) => summary.generatedTokens)).mean,
     wallSecondsMean: meanAndStd(summaries.map((summary) => summary.wallSeconds)).mean,
-    outOfRegionRateMean: meanAndStd(summaries.map((summary) => summary.certificates.outOfRegionRate)).mean,
+    outOfRegionRateMean: meanAndStd(
+      summaries.map((summary) => summary.certificates.outOfRegionRate),
+    ).mean,
     cumulativeRankCorrelationMean: correlations.length ? meanAndStd(correlations).mean : null,
     runs: summaries.map((summary) => summary.runDirectory),
   };
 }
 
 export function formatComparison(rows: ScheduleComparison[]): string {
-  const header = ['schedule', 'eval acc (mean ± std)', 'before', 'regressions', 'tokens', 'wall s', 'out-of-region', 'cert~measured ρ'];
+  const header = [
+    'schedule',
+    'eval acc (mean ± std)',
+    'before',
+    'regressions',
+    'tokens',
+    'wall s',
+    'out-of-region',
+    'cert~measured ρ',
+  ];
   const body = rows.map((row) => [
     row.schedule,
     `${(100 * row.accuracyMean).toFixed(1)}% ± ${(100 * row.accuracyStd).toFixed(1)}`,
@@ -61,32 +84,55 @@ export function formatComparison(rows: ScheduleComparison[]): string {
     Math.round(row.generatedTokensMean).toLocaleString('en-US'),
     row.wallSecondsMean.toFixed(0),
     `${(100 * row.outOfRegionRateMean).toFixed(1)}%`,
-    row.cumulativeRankCorrelationMean === null ? 'n/a' : row.cumulativeRankCorrelationMean.toFixed(2),
+    row.cumulativeRankCorrelationMean === null
+      ? 'n/a'
+      : row.cumulativeRankCorrelationMean.toFixed(2),
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...body.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ');
-  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n') + '\n';
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...body.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ');
+  return (
+    [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n') +
+    '\n'
+  );
 }
 
 export function register(program: Command): void {
   const command = program
     .command('compare')
-    .description('train several schedules × seeds at the same generated-token budget and compare them')
+    .description(
+      'train several schedules × seeds at the same generated-token budget and compare them',
+    )
     .option('-c, --config <file>', 'base config (YAML or JSON); its schedule and seed are replaced')
     .option('--schedules <list>', 'comma-separated schedules', scheduleNames.join(','))
     .option('--seeds <list>', 'comma-separated seeds', '0,1,2')
-    .option('--out <dir>', 'directory for the runs (one sub-directory per schedule and seed)', path.join('runs', 'compare'))
+    .option(
+      '--out <dir>',
+      'directory for the runs (one sub-directory per schedule and seed)',
+      path.join('runs', 'compare'),
+    )
     .option('--json', 'print one JSON object per schedule on stdout');
   addConfigFlags(command, trainConfigSchema, ['schedule', 'seed']);
   command.action(async (flags: Record<string, unknown>) => {
-    const base = configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
+    const base = configFromFileAndFlags(
+      trainConfigSchema,
+      flags.config as string | undefined,
+      flags,
+    );
     const requested = parseList(String(flags.schedules), '--schedules');
     for (const schedule of requested) {
-      if (!(scheduleNames as readonly string[]).includes(schedule)) throw new ConfigError('--schedules', `unknown schedule "${schedule}" (valid: ${scheduleNames.join(', ')})`);
+      if (!(scheduleNames as readonly string[]).includes(schedule))
+        throw new ConfigError(
+          '--schedules',
+          `unknown schedule "${schedule}" (valid: ${scheduleNames.join(', ')})`,
+        );
     }
     const seeds = parseList(String(flags.seeds), '--seeds').map((seed) => {
       const value = Number(seed);
-      if (!Number.isInteger(value) || value < 0) throw new ConfigError('--seeds', `"${seed}" is not a non-negative integer`);
+      if (!Number.isInteger(value) || value < 0)
+        throw new ConfigError('--seeds', `"${seed}" is not a non-negative integer`);
       return value;
     });
     const rows: ScheduleComparison[] = [];
@@ -95,14 +141,25 @@ export function register(program: Command): void {
       for (const seed of seeds) {
         const runDirectory = path.join(String(flags.out), `${schedule}-seed${seed}`);
         const summaryPath = path.join(runDirectory, 'summary.json');
-        const finished = existsSync(summaryPath) ? (JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary) : null;
+        const finished = existsSync(summaryPath)
+          ? (JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary)
+          : null;
         if (finished && !finished.interrupted) {
-          process.stderr.write(`compare: ${schedule} seed ${seed} already finished in ${runDirectory}\n`);
+          process.stderr.write(
+            `compare: ${schedule} seed ${seed} already finished in ${runDirectory}\n`,
+          );
           summaries.push(finished);
           continue;
         }
         process.stderr.write(`compare: ${schedule} seed ${seed} → ${runDirectory}\n`);
-        summaries.push(await runTraining({ config: { ...base, schedule, seed }, runDirectory, resume: existsSync(path.join(runDirectory, 'checkpoint')), quiet: true }));
+        summaries.push(
+          await runTraining({
+            config: { ...base, schedule, seed },
+            runDirectory,
+            resume: existsSync(path.join(runDirectory, 'checkpoint')),
+            quiet: true,
+          }),
+        );
       }
       const row = summarizeSchedule(schedule, summaries);
       rows.push(row);

@@ -6,7 +6,9 @@ import { TeamtrError } from '../../util/errors.js';
 export function register(program: Command): void {
   program
     .command('eval')
-    .description("evaluate a run's latest team on held-out problems: team accuracy and per-agent turn accuracy with 95% intervals")
+    .description(
+      "evaluate a run's latest team on held-out problems: team accuracy and per-agent turn accuracy with 95% intervals",
+    )
     .argument('<run-dir>', 'a run directory written by `teamtr train`')
     .option('--problems <n>', 'number of eval problems (default: the run config)')
     .option('--temperature <t>', 'sampling temperature, 0 = greedy (default: the run config)')
@@ -14,23 +16,45 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object on stdout')
     .action(async (runDirectory: string, flags: Record<string, string | boolean | undefined>) => {
       const { config, task, built } = await openRun(runDirectory);
-      const count = flags.problems === undefined ? config.evaluation.problems : Number(flags.problems);
+      const count =
+        flags.problems === undefined ? config.evaluation.problems : Number(flags.problems);
       const seed = flags.seed === undefined ? config.seed : Number(flags.seed);
-      const temperature = flags.temperature === undefined ? config.evaluation.temperature : Number(flags.temperature);
-      if (!Number.isInteger(count) || count <= 0) throw new TeamtrError(`--problems must be a positive integer, got ${flags.problems}`);
-      if (!Number.isInteger(seed) || seed < 0) throw new TeamtrError(`--seed must be a non-negative integer, got ${flags.seed}`);
-      if (!(temperature >= 0)) throw new TeamtrError(`--temperature must be ≥ 0, got ${flags.temperature}`);
+      const temperature =
+        flags.temperature === undefined ? config.evaluation.temperature : Number(flags.temperature);
+      if (!Number.isInteger(count) || count <= 0)
+        throw new TeamtrError(`--problems must be a positive integer, got ${flags.problems}`);
+      if (!Number.isInteger(seed) || seed < 0)
+        throw new TeamtrError(`--seed must be a non-negative integer, got ${flags.seed}`);
+      if (!(temperature >= 0))
+        throw new TeamtrError(`--temperature must be ≥ 0, got ${flags.temperature}`);
       const problems = task.split('eval', { seed, count });
-      const evaluation = await evaluateTeam({ team: built.team, task, problems, temperature, seed: `${seed}/eval` });
-      const result = { runDirectory, accuracy: evaluation.accuracy, interval: evaluation.interval, count: evaluation.count, meanReward: evaluation.meanReward, agents: evaluation.agents };
+      const evaluation = await evaluateTeam({
+        team: built.team,
+        task,
+        problems,
+        temperature,
+        seed: `${seed}/eval`,
+      });
+      const result = {
+        runDirectory,
+        accuracy: evaluation.accuracy,
+        interval: evaluation.interval,
+        count: evaluation.count,
+        meanReward: evaluation.meanReward,
+        agents: evaluation.agents,
+      };
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(result)}\n`);
         return;
       }
       const percent = (value: number) => `${(100 * value).toFixed(1)}%`;
-      process.stdout.write(`team accuracy ${percent(result.accuracy)} [${percent(result.interval[0])}, ${percent(result.interval[1])}] on ${result.count} ${task.name} eval problems\n`);
+      process.stdout.write(
+        `team accuracy ${percent(result.accuracy)} [${percent(result.interval[0])}, ${percent(result.interval[1])}] on ${result.count} ${task.name} eval problems\n`,
+      );
       for (const agent of result.agents) {
-        process.stdout.write(`  ${agent.agent}: ${agent.turnAccuracy === null ? 'turn accuracy n/a (the task cannot judge single turns)' : `turn accuracy ${percent(agent.turnAccuracy)} [${percent(agent.interval![0])}, ${percent(agent.interval![1])}] over ${agent.count} turns`}\n`);
+        process.stdout.write(
+          `  ${agent.agent}: ${agent.turnAccuracy === null ? 'turn accuracy n/a (the task cannot judge single turns)' : `turn accuracy ${percent(agent.turnAccuracy)} [${percent(agent.interval![0])}, ${percent(agent.interval![1])}] over ${agent.count} turns`}\n`,
+        );
       }
     });
 }

@@ -8,15 +8,27 @@ import { ProgressReporter } from '../progress.js';
 export function register(program: Command): void {
   const command = program
     .command('pretrain')
-    .description('train the tiny per-role base models of a built-in task on noisy synthetic demonstrations')
+    .description(
+      'train the tiny per-role base models of a built-in task on noisy synthetic demonstrations',
+    )
     .option('-c, --config <file>', 'config file (YAML or JSON)')
-    .option('--out <dir>', 'output directory (default: the package models/<task>, used by builtin:<task>/role-<r>)')
+    .option(
+      '--out <dir>',
+      'output directory (default: the package models/<task>, used by builtin:<task>/role-<r>)',
+    )
     .option('--json', 'print one JSON result object on stdout');
   addConfigFlags(command, pretrainConfigSchema, ['model']);
   command.action(async (flags: Record<string, unknown>) => {
-    const config = configFromFileAndFlags(pretrainConfigSchema, flags.config as string | undefined, flags);
-    const taskName = String((config.task as { name?: string } | undefined)?.name ?? 'arithmetic-chain');
-    const output = (flags.out as string | undefined) ?? path.join(builtinModelsDirectory(), taskName);
+    const config = configFromFileAndFlags(
+      pretrainConfigSchema,
+      flags.config as string | undefined,
+      flags,
+    );
+    const taskName = String(
+      (config.task as { name?: string } | undefined)?.name ?? 'arithmetic-chain',
+    );
+    const output =
+      (flags.out as string | undefined) ?? path.join(builtinModelsDirectory(), taskName);
     const progress = new ProgressReporter(false);
     let current = -1;
     const result = await pretrain(config, output, (event) => {
@@ -29,6 +41,9 @@ export function register(program: Command): void {
     });
     progress.stop();
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-    else process.stdout.write(`Saved ${result.directories.length} base models for ${result.task}:\n${result.directories.map((directory, index) => `  ${directory} (final loss ${result.finalLosses[index]!.toFixed(3)})`).join('\n')}\n`);
+    else
+      process.stdout.write(
+        `Saved ${result.directories.length} base models for ${result.task}:\n${result.directories.map((directory, index) => `  ${directory} (final loss ${result.finalLosses[index]!.toFixed(3)})`).join('\n')}\n`,
+      );
   });
 }

@@ -17,9 +17,20 @@ after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, 
 function runCli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const script = `const { main } = await import(${JSON.stringify(pathToFileURL(mainModule).href)}); process.exitCode = await main(JSON.parse(process.env.TEAMTR_TEST_ARGV));`;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, TEAMTR_TEST_ARGV: JSON.stringify(argv), TEAMTR_QUIET_BACKEND: '1' } }, (error, stdout, stderr) => {
-      resolve({ code: error && typeof error.code === 'number' ? error.code : error ? 1 : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        env: { ...process.env, TEAMTR_TEST_ARGV: JSON.stringify(argv), TEAMTR_QUIET_BACKEND: '1' },
+      },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error && typeof error.code === 'number' ? error.code : error ? 1 : 0,
+          stdout,
+          stderr,
+        });
+      },
+    );
   });
 }
 
@@ -29,21 +40,71 @@ test('teamtr swap schedules a swap on an existing run (one JSON object with --js
   const models = await createSwapModels(fixture.directory);
   const runDirectory = path.join(fixture.directory, 'run');
   const controller = new AbortController();
-  await train({ config: fixture.config, runDirectory, signal: controller.signal, onProgress: (event) => { if (event.kind === 'stage' && event.stage === 2) controller.abort(); } });
+  await train({
+    config: fixture.config,
+    runDirectory,
+    signal: controller.signal,
+    onProgress: (event) => {
+      if (event.kind === 'stage' && event.stage === 2) controller.abort();
+    },
+  });
   const untouched = directorySnapshot(runDirectory);
-  const missing = await runCli(['swap', runDirectory, '--agent', 'agent2', '--model', path.join(fixture.directory, 'nothing-here'), '--json']);
+  const missing = await runCli([
+    'swap',
+    runDirectory,
+    '--agent',
+    'agent2',
+    '--model',
+    path.join(fixture.directory, 'nothing-here'),
+    '--json',
+  ]);
   assert.equal(missing.code, 2);
   assert.equal(missing.stdout, '');
-  assert.match(missing.stderr, /^teamtr: ConfigError: swaps\[0\]\.model: model ".*nothing-here" not found/);
+  assert.match(
+    missing.stderr,
+    /^teamtr: ConfigError: swaps\[0\]\.model: model ".*nothing-here" not found/,
+  );
   assert.doesNotMatch(missing.stderr, /\n\s+at /, 'no stack trace for bad input');
   assert.deepEqual(directorySnapshot(runDirectory), untouched);
 
-  const scheduled = await runCli(['swap', runDirectory, '--agent', 'agent2', '--model', models.wide, '--align-steps', '3', '--align-mode', 'sft+kl', '--json']);
+  const scheduled = await runCli([
+    'swap',
+    runDirectory,
+    '--agent',
+    'agent2',
+    '--model',
+    models.wide,
+    '--align-steps',
+    '3',
+    '--align-mode',
+    'sft+kl',
+    '--json',
+  ]);
   assert.equal(scheduled.code, 0, scheduled.stderr);
   const lines = scheduled.stdout.trim().split('\n');
   assert.equal(lines.length, 1);
-  const result = JSON.parse(lines[0]!) as { checkpointStage: number; swap: { stage: number; agent: string; model: string; alignment: { steps: number; mode: string } } };
-  assert.deepEqual([result.checkpointStage, result.swap.stage, result.swap.agent, result.swap.model, result.swap.alignment.steps, result.swap.alignment.mode], [2, 3, 'agent2', models.wide, 3, 'sft+kl']);
-  const config = JSON.parse(readFileSync(path.join(runDirectory, 'config.json'), 'utf8')) as { swaps: unknown[] };
+  const result = JSON.parse(lines[0]!) as {
+    checkpointStage: number;
+    swap: {
+      stage: number;
+      agent: string;
+      model: string;
+      alignment: { steps: number; mode: string };
+    };
+  };
+  assert.deepEqual(
+    [
+      result.checkpointStage,
+      result.swap.stage,
+      result.swap.agent,
+      result.swap.model,
+      result.swap.alignment.steps,
+      result.swap.alignment.mode,
+    ],
+    [2, 3, 'agent2', models.wide, 3, 'sft+kl'],
+  );
+  const config = JSON.parse(readFileSync(path.join(runDirectory, 'config.json'), 'utf8')) as {
+    swaps: unknown[];
+  };
   assert.deepEqual(config.swaps, [result.swap]);
 });

@@ -15,9 +15,18 @@ after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, 
 function teamtr(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const script = `const { main } = await import(${JSON.stringify(mainModule)}); process.exitCode = await main(${JSON.stringify(argv)});`;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, TEAMTR_QUIET_BACKEND: '1' }, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { env: { ...process.env, TEAMTR_QUIET_BACKEND: '1' }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : 1) : 0,
+          stdout,
+          stderr,
+        });
+      },
+    );
   });
 }
 
@@ -28,23 +37,52 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     const configPath = path.join(fixture.directory, 'team.yaml');
     writeFileSync(configPath, YAML.stringify(fixture.config));
     const runDirectory = path.join(fixture.directory, 'run');
-    const trained = await teamtr(['train', '--config', configPath, '--run-dir', runDirectory, '--budget-max-stages', '2', '--json']);
+    const trained = await teamtr([
+      'train',
+      '--config',
+      configPath,
+      '--run-dir',
+      runDirectory,
+      '--budget-max-stages',
+      '2',
+      '--json',
+    ]);
     assert.equal(trained.code, 0, trained.stderr);
     const summary = JSON.parse(trained.stdout);
     assert.equal(summary.stages, 2);
     assert.equal(summary.schedule, 'teamtr');
     assert.ok(summary.evalBefore && summary.evalAfter);
-    for (const file of ['config.json', 'metrics.jsonl', 'summary.json', 'teamtr-run.json', 'checkpoint/state.json']) {
+    for (const file of [
+      'config.json',
+      'metrics.jsonl',
+      'summary.json',
+      'teamtr-run.json',
+      'checkpoint/state.json',
+    ]) {
       assert.ok(existsSync(path.join(runDirectory, file)), file);
     }
-    assert.equal(JSON.parse(readFileSync(path.join(runDirectory, 'config.json'), 'utf8')).budget.maxStages, 2);
+    assert.equal(
+      JSON.parse(readFileSync(path.join(runDirectory, 'config.json'), 'utf8')).budget.maxStages,
+      2,
+    );
     const evaluated = await teamtr(['eval', runDirectory, '--problems', '8', '--json']);
     assert.equal(evaluated.code, 0, evaluated.stderr);
     const evaluation = JSON.parse(evaluated.stdout);
     assert.equal(evaluation.count, 8);
     assert.equal(evaluation.agents.length, 3);
-    assert.ok(evaluation.interval[0] <= evaluation.accuracy && evaluation.accuracy <= evaluation.interval[1]);
-    const human = await teamtr(['train', '--config', configPath, '--run-dir', path.join(fixture.directory, 'human'), '--budget-max-stages', '1']);
+    assert.ok(
+      evaluation.interval[0] <= evaluation.accuracy &&
+        evaluation.accuracy <= evaluation.interval[1],
+    );
+    const human = await teamtr([
+      'train',
+      '--config',
+      configPath,
+      '--run-dir',
+      path.join(fixture.directory, 'human'),
+      '--budget-max-stages',
+      '1',
+    ]);
     assert.match(human.stdout, /eval accuracy after/);
     assert.match(human.stdout, /teamtr dashboard /);
   });
@@ -53,11 +91,31 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     const fixture = await createTrainingFixture();
     cleanup.push(fixture.directory);
     const configPath = path.join(fixture.directory, 'team.json');
-    writeFileSync(configPath, JSON.stringify({ ...fixture.config, budget: { generatedTokens: 400, maxStages: 3 } }));
-    const compared = await teamtr(['compare', '--config', configPath, '--schedules', 'teamtr,joint', '--seeds', '0,1', '--out', path.join(fixture.directory, 'cmp'), '--json']);
+    writeFileSync(
+      configPath,
+      JSON.stringify({ ...fixture.config, budget: { generatedTokens: 400, maxStages: 3 } }),
+    );
+    const compared = await teamtr([
+      'compare',
+      '--config',
+      configPath,
+      '--schedules',
+      'teamtr,joint',
+      '--seeds',
+      '0,1',
+      '--out',
+      path.join(fixture.directory, 'cmp'),
+      '--json',
+    ]);
     assert.equal(compared.code, 0, compared.stderr);
-    const rows = compared.stdout.trim().split('\n').map((line) => JSON.parse(line));
-    assert.deepEqual(rows.map((row) => row.schedule), ['teamtr', 'joint']);
+    const rows = compared.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      rows.map((row) => row.schedule),
+      ['teamtr', 'joint'],
+    );
     for (const row of rows) {
       assert.deepEqual(row.seeds, [0, 1]);
       assert.ok(row.generatedTokensMean >= 400, 'each run spends at least the budget');
@@ -69,19 +127,44 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     cleanup.push(fixture.directory);
     const bad = path.join(fixture.directory, 'bad.yaml');
     writeFileSync(bad, 'rollout: { groupSize: 8, problemsPerBach: 4 }\n');
-    const unknownKey = await teamtr(['train', '--config', bad, '--run-dir', path.join(fixture.directory, 'a')]);
+    const unknownKey = await teamtr([
+      'train',
+      '--config',
+      bad,
+      '--run-dir',
+      path.join(fixture.directory, 'a'),
+    ]);
     assert.equal(unknownKey.code, 2);
-    assert.match(unknownKey.stderr, /rollout: unknown key "problemsPerBach" \(valid keys: problemsPerBatch, groupSize/);
+    assert.match(
+      unknownKey.stderr,
+      /rollout: unknown key "problemsPerBach" \(valid keys: problemsPerBatch, groupSize/,
+    );
     assert.doesNotMatch(unknownKey.stderr, /at .*\.ts:\d+/);
-    assert.ok(!existsSync(path.join(fixture.directory, 'a')), 'no run directory for an invalid config');
+    assert.ok(
+      !existsSync(path.join(fixture.directory, 'a')),
+      'no run directory for an invalid config',
+    );
     writeFileSync(bad, 'rollout: [unclosed\n');
     const notYaml = await teamtr(['train', '--config', bad]);
     assert.equal(notYaml.code, 2);
     assert.match(notYaml.stderr, /bad\.yaml: is not valid YAML/);
-    const badFlag = await teamtr(['train', '--config', path.join(fixture.directory, 'missing.yaml')]);
+    const badFlag = await teamtr([
+      'train',
+      '--config',
+      path.join(fixture.directory, 'missing.yaml'),
+    ]);
     assert.match(badFlag.stderr, /missing\.yaml: cannot read the config file/);
-    const badSchedule = await teamtr(['train', '--schedule', 'parallel', '--run-dir', path.join(fixture.directory, 'b')]);
-    assert.match(badSchedule.stderr, /schedule: got "parallel" \(valid: "teamtr", "sequential-stale", "joint", "single"\)/);
+    const badSchedule = await teamtr([
+      'train',
+      '--schedule',
+      'parallel',
+      '--run-dir',
+      path.join(fixture.directory, 'b'),
+    ]);
+    assert.match(
+      badSchedule.stderr,
+      /schedule: got "parallel" \(valid: "teamtr", "sequential-stale", "joint", "single"\)/,
+    );
     const notRun = await teamtr(['eval', fixture.directory]);
     assert.equal(notRun.code, 2);
     assert.match(notRun.stderr, /not a teamtr run directory/);

@@ -17,12 +17,19 @@ export function defaultRunDirectory(schedule: string): string {
  * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
  * (the last checkpoint stays intact: every write is atomic).
  */
-export async function runTraining(options: { config: unknown; runDirectory: string; resume: boolean; quiet: boolean }): Promise<TrainSummary> {
+export async function runTraining(options: {
+  config: unknown;
+  runDirectory: string;
+  resume: boolean;
+  quiet: boolean;
+}): Promise<TrainSummary> {
   const progress = new ProgressReporter(options.quiet);
   const controller = new AbortController();
   const onInterrupt = (): void => {
     if (controller.signal.aborted) process.exit(130);
-    progress.log('teamtr: interrupted — finishing the current stage and saving (Ctrl-C again to quit now)');
+    progress.log(
+      'teamtr: interrupted — finishing the current stage and saving (Ctrl-C again to quit now)',
+    );
     controller.abort();
   };
   process.on('SIGINT', onInterrupt);
@@ -34,8 +41,15 @@ export async function runTraining(options: { config: unknown; runDirectory: stri
       signal: controller.signal,
       onProgress: (event: TrainProgress) => {
         if (event.kind === 'start') progress.start('train', event.budget, event.generatedTokens);
-        else if (event.kind === 'stage') progress.update(Math.min(event.generatedTokens, event.budget), `stage ${event.stage} reward ${event.reward.toFixed(3)} KL ${event.meanKl.toExponential(1)}`);
-        else if (event.kind === 'eval') progress.log(`  eval after stage ${event.stage}: team accuracy ${(100 * event.accuracy).toFixed(1)}%`);
+        else if (event.kind === 'stage')
+          progress.update(
+            Math.min(event.generatedTokens, event.budget),
+            `stage ${event.stage} reward ${event.reward.toFixed(3)} KL ${event.meanKl.toExponential(1)}`,
+          );
+        else if (event.kind === 'eval')
+          progress.log(
+            `  eval after stage ${event.stage}: team accuracy ${(100 * event.accuracy).toFixed(1)}%`,
+          );
       },
     });
   } finally {
@@ -54,9 +68,18 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON summary object on stdout');
   addConfigFlags(command, trainConfigSchema);
   command.action(async (flags: Record<string, unknown>) => {
-    const config = flags.resume ? {} : configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
-    const runDirectory = (flags.runDir as string | undefined) ?? defaultRunDirectory(String((config as { schedule?: string }).schedule ?? 'teamtr'));
-    const summary = await runTraining({ config, runDirectory, resume: Boolean(flags.resume), quiet: false });
+    const config = flags.resume
+      ? {}
+      : configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
+    const runDirectory =
+      (flags.runDir as string | undefined) ??
+      defaultRunDirectory(String((config as { schedule?: string }).schedule ?? 'teamtr'));
+    const summary = await runTraining({
+      config,
+      runDirectory,
+      resume: Boolean(flags.resume),
+      quiet: false,
+    });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(formatSummary(summary));
   });

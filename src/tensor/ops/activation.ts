@@ -20,9 +20,11 @@ export function softmax(input: Tensor): Tensor {
     for (let row = 0; row < rows; row++) {
       const offset = row * columns;
       let dot = 0;
-      for (let column = 0; column < columns; column++) dot += gradOutput[offset + column]! * output[offset + column]!;
+      for (let column = 0; column < columns; column++)
+        dot += gradOutput[offset + column]! * output[offset + column]!;
       for (let column = 0; column < columns; column++) {
-        gradient[offset + column]! += output[offset + column]! * (gradOutput[offset + column]! - dot);
+        gradient[offset + column]! +=
+          output[offset + column]! * (gradOutput[offset + column]! - dot);
       }
     }
   });
@@ -41,7 +43,8 @@ export function logSoftmax(input: Tensor): Tensor {
       let total = 0;
       for (let column = 0; column < columns; column++) total += gradOutput[offset + column]!;
       for (let column = 0; column < columns; column++) {
-        gradient[offset + column]! += gradOutput[offset + column]! - Math.exp(output[offset + column]!) * total;
+        gradient[offset + column]! +=
+          gradOutput[offset + column]! - Math.exp(output[offset + column]!) * total;
       }
     }
   });
@@ -50,7 +53,9 @@ export function logSoftmax(input: Tensor): Tensor {
 /** SwiGLU: silu(gate) ⊙ up, fused in the backend. */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
   if (gate.size !== up.size) {
-    throw new ShapeError(`swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} differ`);
+    throw new ShapeError(
+      `swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} differ`,
+    );
   }
   const backend = getBackend();
   const output = allocate(gate.size);

@@ -9,9 +9,15 @@ import { createResult, formatShape, gradientOf, isGradientEnabled, Tensor } from
  * heads·headDim] (the projection layout: no reshape needed), positions [batch·length].
  * Returns a new tensor; the backward pass rotates the gradient back.
  */
-export function rope(input: Tensor, positions: Int32Array, options: { heads: number; theta: number }): Tensor {
+export function rope(
+  input: Tensor,
+  positions: Int32Array,
+  options: { heads: number; theta: number },
+): Tensor {
   if (input.rank !== 3 || input.shape[2]! % options.heads !== 0) {
-    throw new ShapeError(`rope expects [batch, length, heads·headDim] with ${options.heads} heads, got ${formatShape(input.shape)}`);
+    throw new ShapeError(
+      `rope expects [batch, length, heads·headDim] with ${options.heads} heads, got ${formatShape(input.shape)}`,
+    );
   }
   const [batch, length, width] = input.shape as [number, number, number];
   const heads = options.heads;
@@ -22,11 +28,29 @@ export function rope(input: Tensor, positions: Int32Array, options: { heads: num
   const backend = getBackend();
   const output = allocate(input.size);
   output.set(input.data);
-  backend.rope({ data: output, positions, batch, length, heads, headDim, theta: options.theta, inverse: false });
+  backend.rope({
+    data: output,
+    positions,
+    batch,
+    length,
+    heads,
+    headDim,
+    theta: options.theta,
+    inverse: false,
+  });
   return createResult(output, input.shape, 'rope', [input], (gradOutput) => {
     const rotated = allocate(input.size);
     rotated.set(gradOutput);
-    backend.rope({ data: rotated, positions, batch, length, heads, headDim, theta: options.theta, inverse: true });
+    backend.rope({
+      data: rotated,
+      positions,
+      batch,
+      length,
+      heads,
+      headDim,
+      theta: options.theta,
+      inverse: true,
+    });
     const gradient = gradientOf(input);
     for (let index = 0; index < input.size; index++) gradient[index]! += rotated[index]!;
     release(rotated);
@@ -49,41 +73,87 @@ export interface AttentionOptions {
  * heads·headDim], key/value [batch, keyCapacity, kvHeads·headDim]. Output has the query's
  * shape. Query i sits at slot queryStart + i and sees key slots ≤ its own.
  */
-export function attention(query: Tensor, key: Tensor, value: Tensor, options: AttentionOptions): Tensor {
+export function attention(
+  query: Tensor,
+  key: Tensor,
+  value: Tensor,
+  options: AttentionOptions,
+): Tensor {
   const { heads, kvHeads } = options;
   if (query.rank !== 3 || key.rank !== 3 || value.rank !== 3) {
-    throw new ShapeError(`attention expects rank-3 query/key/value, got ${formatShape(query.shape)}, ${formatShape(key.shape)}, ${formatShape(value.shape)}`);
+    throw new ShapeError(
+      `attention expects rank-3 query/key/value, got ${formatShape(query.shape)}, ${formatShape(key.shape)}, ${formatShape(value.shape)}`,
+    );
   }
   const [batch, queryLength, queryWidth] = query.shape as [number, number, number];
   const [keyBatch, keyCapacity, keyWidth] = key.shape as [number, number, number];
   const headDim = queryWidth / heads;
   const keyLength = options.keyLength ?? keyCapacity;
   const queryStart = options.queryStart ?? 0;
-  const valid = Number.isInteger(headDim) && keyWidth === kvHeads * headDim && keyBatch === batch &&
-    heads % kvHeads === 0 && value.shape.every((dimension, index) => dimension === key.shape[index]) &&
-    keyLength <= keyCapacity && queryStart + queryLength <= keyLength;
+  const valid =
+    Number.isInteger(headDim) &&
+    keyWidth === kvHeads * headDim &&
+    keyBatch === batch &&
+    heads % kvHeads === 0 &&
+    value.shape.every((dimension, index) => dimension === key.shape[index]) &&
+    keyLength <= keyCapacity &&
+    queryStart + queryLength <= keyLength;
   if (!valid) {
-    throw new ShapeError(`attention: incompatible query ${formatShape(query.shape)}, key ${formatShape(key.shape)}, value ${formatShape(value.shape)} for ${heads} heads / ${kvHeads} kv heads, queryStart ${queryStart}, keyLength ${keyLength}`);
+    throw new ShapeError(
+      `attention: incompatible query ${formatShape(query.shape)}, key ${formatShape(key.shape)}, value ${formatShape(value.shape)} for ${heads} heads / ${kvHeads} kv heads, queryStart ${queryStart}, keyLength ${keyLength}`,
+    );
   }
   const keyMask = options.keyMask ?? null;
   if (keyMask && keyMask.length !== batch * keyCapacity) {
-    throw new ShapeError(`attention: keyMask has ${keyMask.length} entries, expected ${batch}×${keyCapacity}`);
+    throw new ShapeError(
+      `attention: keyMask has ${keyMask.length} entries, expected ${batch}×${keyCapacity}`,
+    );
   }
   const shape: AttentionShape = {
-    batch, queryLength, keyLength, keyCapacity, heads, kvHeads, headDim, queryStart,
-    scale: 1 / Math.sqrt(headDim), keyMask,
+    batch,
+    queryLength,
+    keyLength,
+    keyCapacity,
+    heads,
+    kvHeads,
+    headDim,
+    queryStart,
+    scale: 1 / Math.sqrt(headDim),
+    keyMask,
   };
   const backend = getBackend();
-  const needsGradient = isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
+  const needsGradient =
+    isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
   const output = allocate(query.size);
   const probabilities = needsGradient ? allocate(batch * heads * queryLength * keyLength) : null;
-  backend.attention({ ...shape, query: query.data, key: key.data, value: value.data, output, probabilities });
-  return createResult(output, query.shape, 'attention', [query, key, value], (gradOutput) => {
-    backend.attentionBackward({
-      ...shape, query: query.data, key: key.data, value: value.data, probabilities: probabilities!,
-      gradOutput, gradQuery: gradientOf(query), gradKey: gradientOf(key), gradValue: gradientOf(value),
-    });
-  }, () => {
-    if (probabilities) release(probabilities);
+  backend.attention({
+    ...shape,
+    query: query.data,
+    key: key.data,
+    value: value.data,
+    output,
+    probabilities,
   });
+  return createResult(
+    output,
+    query.shape,
+    'attention',
+    [query, key, value],
+    (gradOutput) => {
+      backend.attentionBackward({
+        ...shape,
+        query: query.data,
+        key: key.data,
+        value: value.data,
+        probabilities: probabilities!,
+        gradOutput,
+        gradQuery: gradientOf(query),
+        gradKey: gradientOf(key),
+        gradValue: gradientOf(value),
+      });
+    },
+    () => {
+      if (probabilities) release(probabilities);
+    },
+  );
 }

@@ -28,7 +28,8 @@ function binary(rule: BinaryRule, left: Tensor | number, right: Tensor | number)
   const dataB = b.data;
   const output = allocate(size);
   if (indexA === null && indexB === null) {
-    for (let index = 0; index < size; index++) output[index] = rule.forward(dataA[index]!, dataB[index]!);
+    for (let index = 0; index < size; index++)
+      output[index] = rule.forward(dataA[index]!, dataB[index]!);
   } else {
     for (let index = 0; index < size; index++) {
       output[index] = rule.forward(
@@ -118,14 +119,21 @@ export function add(a: Tensor | number, b: Tensor | number): Tensor {
   }
   return binary(addRule, a, b);
 }
-export const subtract = (a: Tensor | number, b: Tensor | number): Tensor => binary(subtractRule, a, b);
-export const multiply = (a: Tensor | number, b: Tensor | number): Tensor => binary(multiplyRule, a, b);
+export const subtract = (a: Tensor | number, b: Tensor | number): Tensor =>
+  binary(subtractRule, a, b);
+export const multiply = (a: Tensor | number, b: Tensor | number): Tensor =>
+  binary(multiplyRule, a, b);
 export const divide = (a: Tensor | number, b: Tensor | number): Tensor => binary(divideRule, a, b);
-export const maximum = (a: Tensor | number, b: Tensor | number): Tensor => binary(maximumRule, a, b);
-export const minimum = (a: Tensor | number, b: Tensor | number): Tensor => binary(minimumRule, a, b);
+export const maximum = (a: Tensor | number, b: Tensor | number): Tensor =>
+  binary(maximumRule, a, b);
+export const minimum = (a: Tensor | number, b: Tensor | number): Tensor =>
+  binary(minimumRule, a, b);
 
 function sameShape(a: Tensor, b: Tensor): boolean {
-  return a.shape.length === b.shape.length && a.shape.every((dimension, index) => dimension === b.shape[index]);
+  return (
+    a.shape.length === b.shape.length &&
+    a.shape.every((dimension, index) => dimension === b.shape[index])
+  );
 }
 
 interface UnaryRule {
@@ -148,7 +156,8 @@ function unary(rule: UnaryRule, input: Tensor): Tensor {
   });
 }
 
-const sigmoidValue = (x: number): number => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)));
+const sigmoidValue = (x: number): number =>
+  x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x));
 
 export const negate = (x: Tensor): Tensor =>
   unary({ name: 'negate', forward: (v) => -v, gradient: () => -1 }, x);

@@ -3,15 +3,22 @@ import { allocate } from '../memory.js';
 import { createResult, formatShape, gradientOf, Tensor } from '../tensor.js';
 
 /** Rows of `table` [vocab, dim] picked by `ids`; output [...shape, dim]. Scatter-add backward. */
-export function embedding(table: Tensor, ids: Int32Array, shape: readonly number[] = [ids.length]): Tensor {
-  if (table.rank !== 2) throw new ShapeError(`embedding table must be [vocab, dim], got ${formatShape(table.shape)}`);
+export function embedding(
+  table: Tensor,
+  ids: Int32Array,
+  shape: readonly number[] = [ids.length],
+): Tensor {
+  if (table.rank !== 2)
+    throw new ShapeError(`embedding table must be [vocab, dim], got ${formatShape(table.shape)}`);
   const [vocab, dimension] = table.shape as [number, number];
   const data = table.data;
   const output = allocate(ids.length * dimension);
   for (let row = 0; row < ids.length; row++) {
     const id = ids[row]!;
     if (!(id >= 0 && id < vocab)) {
-      throw new ShapeError(`token id ${id} at position ${row} is outside the vocabulary [0, ${vocab})`);
+      throw new ShapeError(
+        `token id ${id} at position ${row} is outside the vocabulary [0, ${vocab})`,
+      );
     }
     output.set(data.subarray(id * dimension, (id + 1) * dimension), row * dimension);
   }
@@ -20,7 +27,8 @@ export function embedding(table: Tensor, ids: Int32Array, shape: readonly number
     for (let row = 0; row < ids.length; row++) {
       const to = ids[row]! * dimension;
       const from = row * dimension;
-      for (let column = 0; column < dimension; column++) gradient[to + column]! += gradOutput[from + column]!;
+      for (let column = 0; column < dimension; column++)
+        gradient[to + column]! += gradOutput[from + column]!;
     }
   });
 }

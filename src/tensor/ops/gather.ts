@@ -14,7 +14,10 @@ export function selectRows(input: Tensor, indices: Int32Array): Tensor {
   const output = allocate(indices.length * features);
   for (let index = 0; index < indices.length; index++) {
     const row = indices[index]!;
-    if (!(row >= 0 && row < rows)) throw new ShapeError(`selectRows: row ${row} outside [0, ${rows}) of ${formatShape(input.shape)}`);
+    if (!(row >= 0 && row < rows))
+      throw new ShapeError(
+        `selectRows: row ${row} outside [0, ${rows}) of ${formatShape(input.shape)}`,
+      );
     output.set(data.subarray(row * features, (row + 1) * features), index * features);
   }
   return createResult(output, [indices.length, features], 'selectRows', [input], (gradOutput) => {
@@ -22,7 +25,8 @@ export function selectRows(input: Tensor, indices: Int32Array): Tensor {
     for (let index = 0; index < indices.length; index++) {
       const to = indices[index]! * features;
       const from = index * features;
-      for (let column = 0; column < features; column++) gradient[to + column]! += gradOutput[from + column]!;
+      for (let column = 0; column < features; column++)
+        gradient[to + column]! += gradOutput[from + column]!;
     }
   });
 }

@@ -19,7 +19,9 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   const transposeA = options.transposeA ?? false;
   const transposeB = options.transposeB ?? false;
   if (a.rank < 2 || b.rank < 2) {
-    throw new ShapeError(`matmul needs rank ≥ 2, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`);
+    throw new ShapeError(
+      `matmul needs rank ≥ 2, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`,
+    );
   }
   const [rowsA, columnsA] = a.shape.slice(-2) as [number, number];
   const [rowsB, columnsB] = b.shape.slice(-2) as [number, number];
@@ -35,16 +37,30 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
       `matmul: inner dimensions differ: ${formatShape(a.shape)}${transposeA ? 'ᵀ' : ''} × ${formatShape(b.shape)}${transposeB ? 'ᵀ' : ''}`,
     );
   }
-  if (!sharedB && (b.rank !== a.rank || b.shape.slice(0, -2).some((dimension, index) => dimension !== batchShape[index]))) {
-    throw new ShapeError(`matmul: batch dimensions of ${formatShape(a.shape)} and ${formatShape(b.shape)} differ`);
+  if (
+    !sharedB &&
+    (b.rank !== a.rank ||
+      b.shape.slice(0, -2).some((dimension, index) => dimension !== batchShape[index]))
+  ) {
+    throw new ShapeError(
+      `matmul: batch dimensions of ${formatShape(a.shape)} and ${formatShape(b.shape)} differ`,
+    );
   }
   const backend = getBackend();
   const output = allocate(batch * m * n);
   const folded = sharedB && !transposeA;
   backend.matmul({
-    a: a.data, b: b.data, c: output,
-    batch: folded ? 1 : batch, m: folded ? batch * m : m, n, k,
-    transposeA, transposeB, strideA: m * k, strideB: sharedB ? 0 : k * n,
+    a: a.data,
+    b: b.data,
+    c: output,
+    batch: folded ? 1 : batch,
+    m: folded ? batch * m : m,
+    n,
+    k,
+    transposeA,
+    transposeB,
+    strideA: m * k,
+    strideB: sharedB ? 0 : k * n,
   });
   return createResult(output, [...batchShape, m, n], 'matmul', [a, b], (gradOutput) => {
     if (a.requiresGrad) {
@@ -52,14 +68,34 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
       if (!transposeA) {
         // dA = dC · op(B)ᵀ
         backend.matmul({
-          a: gradOutput, b: b.data, c: gradA, batch: folded ? 1 : batch, m: folded ? batch * m : m, n: k, k: n,
-          transposeA: false, transposeB: !transposeB, strideA: m * n, strideB: sharedB ? 0 : k * n, beta: 1,
+          a: gradOutput,
+          b: b.data,
+          c: gradA,
+          batch: folded ? 1 : batch,
+          m: folded ? batch * m : m,
+          n: k,
+          k: n,
+          transposeA: false,
+          transposeB: !transposeB,
+          strideA: m * n,
+          strideB: sharedB ? 0 : k * n,
+          beta: 1,
         });
       } else {
         // A stored [K, M]: dA = op(B) · dCᵀ
         backend.matmul({
-          a: b.data, b: gradOutput, c: gradA, batch, m: k, n: m, k: n,
-          transposeA: transposeB, transposeB: true, strideA: sharedB ? 0 : k * n, strideB: m * n, beta: 1,
+          a: b.data,
+          b: gradOutput,
+          c: gradA,
+          batch,
+          m: k,
+          n: m,
+          k: n,
+          transposeA: transposeB,
+          transposeB: true,
+          strideA: sharedB ? 0 : k * n,
+          strideB: m * n,
+          beta: 1,
         });
       }
     }
@@ -69,11 +105,32 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
         accumulateSharedGradient(backend, a.data, gradOutput, gradB, batch * m, n, k, transposeB);
       } else if (sharedB) {
         for (let index = 0; index < batch; index++) {
-          accumulateBatchGradient(backend, a.data.subarray(index * m * k, (index + 1) * m * k),
-            gradOutput.subarray(index * m * n, (index + 1) * m * n), gradB, 1, m, n, k, transposeA, transposeB);
+          accumulateBatchGradient(
+            backend,
+            a.data.subarray(index * m * k, (index + 1) * m * k),
+            gradOutput.subarray(index * m * n, (index + 1) * m * n),
+            gradB,
+            1,
+            m,
+            n,
+            k,
+            transposeA,
+            transposeB,
+          );
         }
       } else {
-        accumulateBatchGradient(backend, a.data, gradOutput, gradB, batch, m, n, k, transposeA, transposeB);
+        accumulateBatchGradient(
+          backend,
+          a.data,
+          gradOutput,
+          gradB,
+          batch,
+          m,
+          n,
+          k,
+          transposeA,
+          transposeB,
+        );
       }
     }
   });
@@ -83,27 +140,93 @@ type Backend = ReturnType<typeof getBackend>;
 
 /** dB for a shared B with untransposed A folded to [rows, K]. */
 function accumulateSharedGradient(
-  backend: Backend, a: Float32Array, gradOutput: Float32Array, gradB: Float32Array,
-  rows: number, n: number, k: number, transposeB: boolean,
+  backend: Backend,
+  a: Float32Array,
+  gradOutput: Float32Array,
+  gradB: Float32Array,
+  rows: number,
+  n: number,
+  k: number,
+  transposeB: boolean,
 ): void {
   if (!transposeB) {
     // dB [K, N] = Aᵀ · dC
-    backend.matmul({ a, b: gradOutput, c: gradB, batch: 1, m: k, n, k: rows, transposeA: true, transposeB: false, strideA: 0, strideB: 0, beta: 1 });
+    backend.matmul({
+      a,
+      b: gradOutput,
+      c: gradB,
+      batch: 1,
+      m: k,
+      n,
+      k: rows,
+      transposeA: true,
+      transposeB: false,
+      strideA: 0,
+      strideB: 0,
+      beta: 1,
+    });
   } else {
     // B stored [N, K]: dB = dCᵀ · A
-    backend.matmul({ a: gradOutput, b: a, c: gradB, batch: 1, m: n, n: k, k: rows, transposeA: true, transposeB: false, strideA: 0, strideB: 0, beta: 1 });
+    backend.matmul({
+      a: gradOutput,
+      b: a,
+      c: gradB,
+      batch: 1,
+      m: n,
+      n: k,
+      k: rows,
+      transposeA: true,
+      transposeB: false,
+      strideA: 0,
+      strideB: 0,
+      beta: 1,
+    });
   }
 }
 
 function accumulateBatchGradient(
-  backend: Backend, a: Float32Array, gradOutput: Float32Array, gradB: Float32Array,
-  batch: number, m: number, n: number, k: number, transposeA: boolean, transposeB: boolean,
+  backend: Backend,
+  a: Float32Array,
+  gradOutput: Float32Array,
+  gradB: Float32Array,
+  batch: number,
+  m: number,
+  n: number,
+  k: number,
+  transposeA: boolean,
+  transposeB: boolean,
 ): void {
   if (!transposeB) {
     // dB [K, N] = op(A)ᵀ · dC
-    backend.matmul({ a, b: gradOutput, c: gradB, batch, m: k, n, k: m, transposeA: !transposeA, transposeB: false, strideA: m * k, strideB: m * n, beta: 1 });
+    backend.matmul({
+      a,
+      b: gradOutput,
+      c: gradB,
+      batch,
+      m: k,
+      n,
+      k: m,
+      transposeA: !transposeA,
+      transposeB: false,
+      strideA: m * k,
+      strideB: m * n,
+      beta: 1,
+    });
   } else {
     // B stored [N, K]: dB = dCᵀ · op(A)
-    backend.matmul({ a: gradOutput, b: a, c: gradB, batch, m: n, n: k, k: m, transposeA: true, transposeB: transposeA, strideA: m * n, strideB: m * k, beta: 1 });
+    backend.matmul({
+      a: gradOutput,
+      b: a,
+      c: gradB,
+      batch,
+      m: n,
+      n: k,
+      k: m,
+      transposeA: true,
+      transposeB: transposeA,
+      strideA: m * n,
+      strideB: m * k,
+      beta: 1,
+    });
   }
 }

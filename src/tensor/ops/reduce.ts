@@ -15,7 +15,12 @@ interface AxisView {
 
 function axisView(input: Tensor, axis: number | undefined, keepDimensions: boolean): AxisView {
   if (axis === undefined) {
-    return { outer: 1, length: input.size, inner: 1, outputShape: keepDimensions ? input.shape.map(() => 1) : [] };
+    return {
+      outer: 1,
+      length: input.size,
+      inner: 1,
+      outputShape: keepDimensions ? input.shape.map(() => 1) : [],
+    };
   }
   const rank = input.rank;
   const resolved = axis < 0 ? axis + rank : axis;
@@ -90,13 +95,15 @@ export function max(input: Tensor, axis?: number, keepDimensions = false): Tenso
   }
   return createResult(output, view.outputShape, 'max', [input], (gradOutput) => {
     const gradient = gradientOf(input);
-    for (let index = 0; index < argmax.length; index++) gradient[argmax[index]!]! += gradOutput[index]!;
+    for (let index = 0; index < argmax.length; index++)
+      gradient[argmax[index]!]! += gradOutput[index]!;
   });
 }
 
 /** Σ over all elements of a·b — a dot product helper used by tests and losses. */
 export function sumOfProducts(a: Tensor, b: Float32Array): Tensor {
-  if (a.size !== b.length) throw new ShapeError(`sumOfProducts: sizes ${a.size} and ${b.length} differ`);
+  if (a.size !== b.length)
+    throw new ShapeError(`sumOfProducts: sizes ${a.size} and ${b.length} differ`);
   const data = a.data;
   let total = 0;
   for (let index = 0; index < a.size; index++) total += data[index]! * b[index]!;

@@ -15,12 +15,16 @@ function validateTargets(logits: Tensor, targets: Int32Array): { rows: number; c
   const columns = logits.shape[logits.rank - 1]!;
   const rows = columns === 0 ? 0 : logits.size / columns;
   if (targets.length !== rows) {
-    throw new ShapeError(`gatherLogProbs: ${targets.length} targets for logits ${formatShape(logits.shape)} (${rows} rows)`);
+    throw new ShapeError(
+      `gatherLogProbs: ${targets.length} targets for logits ${formatShape(logits.shape)} (${rows} rows)`,
+    );
   }
   for (let row = 0; row < rows; row++) {
     const target = targets[row]!;
     if (target < 0 || target >= columns) {
-      throw new ShapeError(`gatherLogProbs: target ${target} at row ${row} is outside the vocabulary [0, ${columns})`);
+      throw new ShapeError(
+        `gatherLogProbs: target ${target} at row ${row} is outside the vocabulary [0, ${columns})`,
+      );
     }
   }
   return { rows, columns };
@@ -31,13 +35,25 @@ function validateTargets(logits: Tensor, targets: Int32Array): { rows: number; c
  * each row's entropy, without materializing the [rows, vocab] log-probabilities. Both
  * outputs are differentiable with respect to the logits.
  */
-export function gatherLogProbs(logits: Tensor, targets: Int32Array, options: { entropy?: boolean } = {}): GatheredLogProbs {
+export function gatherLogProbs(
+  logits: Tensor,
+  targets: Int32Array,
+  options: { entropy?: boolean } = {},
+): GatheredLogProbs {
   const { rows, columns } = validateTargets(logits, targets);
   const backend = getBackend();
   const logProbs = allocate(rows);
   const entropy = options.entropy ? allocate(rows) : null;
   const logSumExp = allocate(rows);
-  backend.gatherLogProbs({ logits: logits.data, targets, rows, columns, logProbs, entropy, logSumExp });
+  backend.gatherLogProbs({
+    logits: logits.data,
+    targets,
+    rows,
+    columns,
+    logProbs,
+    entropy,
+    logSumExp,
+  });
   // logSumExp is saved for both outputs' backward rules; freed when the last owner lets go.
   let owners = entropy ? 2 : 1;
   const releaseSaved = (): void => {
@@ -46,15 +62,33 @@ export function gatherLogProbs(logits: Tensor, targets: Int32Array, options: { e
   };
   const backward = (gradLogProbs: Float32Array, gradEntropy: Float32Array | null): void => {
     backend.gatherLogProbsBackward({
-      logits: logits.data, targets, rows, columns, logSumExp,
-      gradLogProbs, gradEntropy, gradLogits: gradientOf(logits),
+      logits: logits.data,
+      targets,
+      rows,
+      columns,
+      logSumExp,
+      gradLogProbs,
+      gradEntropy,
+      gradLogits: gradientOf(logits),
     });
   };
-  const logProbTensor = createResult(logProbs, [rows], 'gatherLogProbs', [logits],
-    (gradient) => backward(gradient, null), releaseSaved);
+  const logProbTensor = createResult(
+    logProbs,
+    [rows],
+    'gatherLogProbs',
+    [logits],
+    (gradient) => backward(gradient, null),
+    releaseSaved,
+  );
   const entropyTensor = entropy
-    ? createResult(entropy, [rows], 'gatherEntropy', [logits],
-        (gradient) => backward(new Float32Array(rows), gradient), releaseSaved)
+    ? createResult(
+        entropy,
+        [rows],
+        'gatherEntropy',
+        [logits],
+        (gradient) => backward(new Float32Array(rows), gradient),
+        releaseSaved,
+      )
     : null;
   return { logProbs: logProbTensor, entropy: entropyTensor };
 }
@@ -77,6 +111,7 @@ export function crossEntropy(logits: Tensor, targets: Int32Array, weights?: Floa
   return createResult(output, [], 'crossEntropy', [logProbs], (gradOutput) => {
     const gradient = gradientOf(logProbs);
     const upstream = gradOutput[0]!;
-    for (let row = 0; row < rows; row++) gradient[row]! -= upstream * normalizer * (weights ? weights[row]! : 1);
+    for (let row = 0; row < rows; row++)
+      gradient[row]! -= upstream * normalizer * (weights ? weights[row]! : 1);
   });
 }

@@ -16,9 +16,17 @@ export function reshape(input: Tensor, shape: readonly number[]): Tensor {
 function resolveShape(input: Tensor, shape: readonly number[]): number[] {
   const inferred = shape.filter((dimension) => dimension === -1).length;
   if (inferred > 1) throw new ShapeError(`reshape: at most one -1 in ${formatShape(shape)}`);
-  const known = shape.reduce((product, dimension) => (dimension === -1 ? product : product * dimension), 1);
-  const resolved = shape.map((dimension) => (dimension === -1 ? input.size / (known || 1) : dimension));
-  if (shapeSize(resolved) !== input.size || resolved.some((dimension) => !Number.isInteger(dimension))) {
+  const known = shape.reduce(
+    (product, dimension) => (dimension === -1 ? product : product * dimension),
+    1,
+  );
+  const resolved = shape.map((dimension) =>
+    dimension === -1 ? input.size / (known || 1) : dimension,
+  );
+  if (
+    shapeSize(resolved) !== input.size ||
+    resolved.some((dimension) => !Number.isInteger(dimension))
+  ) {
     throw new ShapeError(`cannot reshape ${formatShape(input.shape)} into ${formatShape(shape)}`);
   }
   return resolved;
@@ -38,8 +46,14 @@ function stridesOf(shape: readonly number[]): number[] {
 export function transpose(input: Tensor, axes?: readonly number[]): Tensor {
   const rank = input.rank;
   const permutation = axes ?? [...Array(rank).keys()].reverse();
-  if (permutation.length !== rank || new Set(permutation).size !== rank || permutation.some((axis) => axis < 0 || axis >= rank)) {
-    throw new ShapeError(`transpose: ${formatShape(permutation)} is not a permutation of ${rank} axes`);
+  if (
+    permutation.length !== rank ||
+    new Set(permutation).size !== rank ||
+    permutation.some((axis) => axis < 0 || axis >= rank)
+  ) {
+    throw new ShapeError(
+      `transpose: ${formatShape(permutation)} is not a permutation of ${rank} axes`,
+    );
   }
   const outputShape = permutation.map((axis) => input.shape[axis]!);
   const inputStrides = stridesOf(input.shape);
@@ -62,7 +76,8 @@ export function transpose(input: Tensor, axes?: readonly number[]): Tensor {
   for (let flat = 0; flat < input.size; flat++) output[flat] = data[sourceIndex[flat]!]!;
   return createResult(output, outputShape, 'transpose', [input], (gradOutput) => {
     const gradient = gradientOf(input);
-    for (let flat = 0; flat < input.size; flat++) gradient[sourceIndex[flat]!]! += gradOutput[flat]!;
+    for (let flat = 0; flat < input.size; flat++)
+      gradient[sourceIndex[flat]!]! += gradOutput[flat]!;
   });
 }
 
@@ -71,14 +86,25 @@ export function slice(input: Tensor, axis: number, start: number, end: number): 
   const rank = input.rank;
   const resolved = axis < 0 ? axis + rank : axis;
   const length = input.shape[resolved];
-  if (length === undefined) throw new ShapeError(`slice: axis ${axis} out of range for ${formatShape(input.shape)}`);
-  if (!(Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start <= end && end <= length)) {
-    throw new ShapeError(`slice: [${start}, ${end}) out of range for axis ${axis} of length ${length}`);
+  if (length === undefined)
+    throw new ShapeError(`slice: axis ${axis} out of range for ${formatShape(input.shape)}`);
+  if (!(
+    Number.isInteger(start) &&
+    Number.isInteger(end) &&
+    0 <= start &&
+    start <= end &&
+    end <= length
+  )) {
+    throw new ShapeError(
+      `slice: [${start}, ${end}) out of range for axis ${axis} of length ${length}`,
+    );
   }
   const outer = shapeSize(input.shape.slice(0, resolved));
   const inner = shapeSize(input.shape.slice(resolved + 1));
   const width = end - start;
-  const outputShape = input.shape.map((dimension, index) => (index === resolved ? width : dimension));
+  const outputShape = input.shape.map((dimension, index) =>
+    index === resolved ? width : dimension,
+  );
   const data = input.data;
   const output = allocate(outer * width * inner);
   for (let o = 0; o < outer; o++) {
@@ -90,7 +116,8 @@ export function slice(input: Tensor, axis: number, start: number, end: number): 
     for (let o = 0; o < outer; o++) {
       const to = (o * length + start) * inner;
       const from = o * width * inner;
-      for (let index = 0; index < width * inner; index++) gradient[to + index]! += gradOutput[from + index]!;
+      for (let index = 0; index < width * inner; index++)
+        gradient[to + index]! += gradOutput[from + index]!;
     }
   });
 }
@@ -101,17 +128,26 @@ export function concat(inputs: readonly Tensor[], axis: number): Tensor {
   const first = inputs[0]!;
   const rank = first.rank;
   const resolved = axis < 0 ? axis + rank : axis;
-  if (resolved < 0 || resolved >= rank) throw new ShapeError(`concat: axis ${axis} out of range for rank ${rank}`);
+  if (resolved < 0 || resolved >= rank)
+    throw new ShapeError(`concat: axis ${axis} out of range for rank ${rank}`);
   for (const input of inputs) {
-    const compatible = input.rank === rank && input.shape.every((dimension, index) => index === resolved || dimension === first.shape[index]);
+    const compatible =
+      input.rank === rank &&
+      input.shape.every(
+        (dimension, index) => index === resolved || dimension === first.shape[index],
+      );
     if (!compatible) {
-      throw new ShapeError(`concat: shape ${formatShape(input.shape)} does not match ${formatShape(first.shape)} off axis ${axis}`);
+      throw new ShapeError(
+        `concat: shape ${formatShape(input.shape)} does not match ${formatShape(first.shape)} off axis ${axis}`,
+      );
     }
   }
   const outer = shapeSize(first.shape.slice(0, resolved));
   const inner = shapeSize(first.shape.slice(resolved + 1));
   const total = inputs.reduce((length, input) => length + input.shape[resolved]!, 0);
-  const outputShape = first.shape.map((dimension, index) => (index === resolved ? total : dimension));
+  const outputShape = first.shape.map((dimension, index) =>
+    index === resolved ? total : dimension,
+  );
   const output = allocate(outer * total * inner);
   const offsets: number[] = [];
   let offset = 0;
@@ -119,7 +155,8 @@ export function concat(inputs: readonly Tensor[], axis: number): Tensor {
     offsets.push(offset);
     const width = input.shape[resolved]! * inner;
     const data = input.data;
-    for (let o = 0; o < outer; o++) output.set(data.subarray(o * width, (o + 1) * width), o * total * inner + offset);
+    for (let o = 0; o < outer; o++)
+      output.set(data.subarray(o * width, (o + 1) * width), o * total * inner + offset);
     offset += width;
   }
   return createResult(output, outputShape, 'concat', inputs, (gradOutput) => {
@@ -129,7 +166,8 @@ export function concat(inputs: readonly Tensor[], axis: number): Tensor {
       const width = input.shape[resolved]! * inner;
       for (let o = 0; o < outer; o++) {
         const from = o * total * inner + offsets[inputIndex]!;
-        for (let index = 0; index < width; index++) gradient[o * width + index]! += gradOutput[from + index]!;
+        for (let index = 0; index < width; index++)
+          gradient[o * width + index]! += gradOutput[from + index]!;
       }
     });
   });

@@ -50,12 +50,15 @@ export function checkGradients(options: GradientCheckOptions): void {
   for (const input of inputs) input.zeroGrad();
   output.backward(weights);
   const loss = (): number =>
-    noGrad(() => tidy(() => {
-      const values = fn(inputs).data;
-      let total = 0;
-      for (let index = 0; index < values.length; index++) total += values[index]! * weights[index]!;
-      return total;
-    }));
+    noGrad(() =>
+      tidy(() => {
+        const values = fn(inputs).data;
+        let total = 0;
+        for (let index = 0; index < values.length; index++)
+          total += values[index]! * weights[index]!;
+        return total;
+      }),
+    );
   inputs.forEach((input, inputIndex) => {
     if (!input.requiresGrad) return;
     const analytic = input.grad ?? new Float32Array(input.size);
@@ -70,8 +73,13 @@ export function checkGradients(options: GradientCheckOptions): void {
       input.data[index] = original;
       const numeric = (plus - minus) / (2 * step);
       const error = Math.abs(numeric - analytic[index]!);
-      const bound = absoluteTolerance + relativeTolerance * Math.max(Math.abs(numeric), Math.abs(analytic[index]!));
-      assert.ok(error <= bound, `input ${inputIndex} element ${index}: analytic ${analytic[index]} vs numeric ${numeric}`);
+      const bound =
+        absoluteTolerance +
+        relativeTolerance * Math.max(Math.abs(numeric), Math.abs(analytic[index]!));
+      assert.ok(
+        error <= bound,
+        `input ${inputIndex} element ${index}: analytic ${analytic[index]} vs numeric ${numeric}`,
+      );
     }
   });
 }

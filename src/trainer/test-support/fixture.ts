@@ -11,7 +11,9 @@ import type { TrainConfigInput } from '../config.js';
  * whose answer is a final text these agents produce about a third of the time, so rewards vary
  * and advantages are non-zero.
  */
-export async function createTrainingFixture(agents = 3): Promise<{ directory: string; config: TrainConfigInput }> {
+export async function createTrainingFixture(
+  agents = 3,
+): Promise<{ directory: string; config: TrainConfigInput }> {
   const directory = mkdtempSync(path.join(os.tmpdir(), 'teamtr-train-'));
   const team = tinyTeam({ agents, seed: 11, initStd: 6 });
   const answer = await commonAnswer(team);
@@ -23,13 +25,28 @@ export async function createTrainingFixture(agents = 3): Promise<{ directory: st
     });
     agent.policy.model!.destroy();
   }
-  const lines = Array.from({ length: 40 }, (_unused, index) => JSON.stringify({ id: `p${index}`, prompt: 'ab', answer, split: index < 30 ? 'train' : 'eval' }));
+  const lines = Array.from({ length: 40 }, (_unused, index) =>
+    JSON.stringify({ id: `p${index}`, prompt: 'ab', answer, split: index < 30 ? 'train' : 'eval' }),
+  );
   const dataset = path.join(directory, 'tiny.jsonl');
   writeFileSync(dataset, `${lines.join('\n')}\n`);
   const config: TrainConfigInput = {
     seed: 1,
-    task: { name: 'jsonl', path: dataset, verifier: 'exact', roles: Array.from({ length: agents }, (_unused, index) => ({ name: `r${index}`, prompt: '' })), maxTurnChars: 2 },
-    agents: team.agents.map((_agent, index) => ({ name: `agent${index}`, model: path.join(directory, `agent${index}`), rolePrompt: '' })),
+    task: {
+      name: 'jsonl',
+      path: dataset,
+      verifier: 'exact',
+      roles: Array.from({ length: agents }, (_unused, index) => ({
+        name: `r${index}`,
+        prompt: '',
+      })),
+      maxTurnChars: 2,
+    },
+    agents: team.agents.map((_agent, index) => ({
+      name: `agent${index}`,
+      model: path.join(directory, `agent${index}`),
+      rolePrompt: '',
+    })),
     protocol: { maxTurnTokens: 2 },
     rollout: { problemsPerBatch: 4, groupSize: 6 },
     trustRegion: { delta: 0.05, epochs: 2, minibatches: 2 },
@@ -45,9 +62,18 @@ export async function createTrainingFixture(agents = 3): Promise<{ directory: st
 /** The final text the untrained team produces closest to a third of the time. */
 async function commonAnswer(team: ReturnType<typeof tinyTeam>): Promise<string> {
   const task = tinyTask(team.agents.length);
-  const batch = await rollout({ team, task, problems: [{ id: 'probe', prompt: 'ab', answer: '' }], groupSize: 300, seed: 'probe' });
+  const batch = await rollout({
+    team,
+    task,
+    problems: [{ id: 'probe', prompt: 'ab', answer: '' }],
+    groupSize: 300,
+    seed: 'probe',
+  });
   const counts = new Map<string, number>();
-  for (const trajectory of batch.trajectories) counts.set(trajectory.answerText, (counts.get(trajectory.answerText) ?? 0) + 1);
-  const ranked = [...counts.entries()].filter(([text]) => text.trim() !== '').sort((a, b) => Math.abs(a[1] / 300 - 1 / 3) - Math.abs(b[1] / 300 - 1 / 3));
+  for (const trajectory of batch.trajectories)
+    counts.set(trajectory.answerText, (counts.get(trajectory.answerText) ?? 0) + 1);
+  const ranked = [...counts.entries()]
+    .filter(([text]) => text.trim() !== '')
+    .sort((a, b) => Math.abs(a[1] / 300 - 1 / 3) - Math.abs(b[1] / 300 - 1 / 3));
   return ranked[0]![0];
 }

@@ -18,7 +18,10 @@ export function directorySnapshot(directory: string): Record<string, string> {
 }
 
 export function readRecords(runDirectory: string): MetricsRecord[] {
-  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as MetricsRecord);
+  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as MetricsRecord);
 }
 
 /** Metrics without wall-clock fields, which legitimately differ between runs. */

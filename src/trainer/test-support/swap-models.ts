@@ -19,23 +19,64 @@ export interface SwapModels {
   shortContext: string;
 }
 
-async function saveModel(directory: string, alphabet: string, config: Omit<ModelConfigInput, 'vocabSize'>, seed: string): Promise<string> {
+async function saveModel(
+  directory: string,
+  alphabet: string,
+  config: Omit<ModelConfigInput, 'vocabSize'>,
+  seed: string,
+): Promise<string> {
   const tokenizer = new CharTokenizer({ alphabet });
-  const model = new TransformerLM({ ...config, vocabSize: tokenizer.vocabSize } as ModelConfigInput, new RandomGenerator(seed));
+  const model = new TransformerLM(
+    { ...config, vocabSize: tokenizer.vocabSize } as ModelConfigInput,
+    new RandomGenerator(seed),
+  );
   // Sharp random policies, like the fixture team's (initStd 6).
-  for (const { tensor } of model.namedParameters()) tensor.data.forEach((value, position) => (tensor.data[position] = value * 6));
-  await saveCheckpoint(directory, { config: model.config, parameters: model.stateDict(), tokenizer: tokenizer.toJSON() });
+  for (const { tensor } of model.namedParameters())
+    tensor.data.forEach((value, position) => (tensor.data[position] = value * 6));
+  await saveCheckpoint(directory, {
+    config: model.config,
+    parameters: model.stateDict(),
+    tokenizer: tokenizer.toJSON(),
+  });
   model.destroy();
   return directory;
 }
 
 /** Incoming models for swap tests, saved as teamtr checkpoints under `directory`. */
 export async function createSwapModels(directory: string): Promise<SwapModels> {
-  const small = { architecture: 'llama' as const, hiddenSize: 16, layers: 1, heads: 2, intermediateSize: 32, maxPositions: 64, tieEmbeddings: true };
+  const small = {
+    architecture: 'llama' as const,
+    hiddenSize: 16,
+    layers: 1,
+    heads: 2,
+    intermediateSize: 32,
+    maxPositions: 64,
+    tieEmbeddings: true,
+  };
   return {
-    wide: await saveModel(path.join(directory, 'swap-wide'), fixtureAlphabet, { ...small, hiddenSize: 24, intermediateSize: 48 }, 'swap/wide'),
-    otherAlphabet: await saveModel(path.join(directory, 'swap-other-alphabet'), 'C:BA\nbaz', small, 'swap/other'),
-    noLetters: await saveModel(path.join(directory, 'swap-no-letters'), '\n:ABCxyz', small, 'swap/none'),
-    shortContext: await saveModel(path.join(directory, 'swap-short-context'), fixtureAlphabet, { ...small, maxPositions: 6 }, 'swap/short'),
+    wide: await saveModel(
+      path.join(directory, 'swap-wide'),
+      fixtureAlphabet,
+      { ...small, hiddenSize: 24, intermediateSize: 48 },
+      'swap/wide',
+    ),
+    otherAlphabet: await saveModel(
+      path.join(directory, 'swap-other-alphabet'),
+      'C:BA\nbaz',
+      small,
+      'swap/other',
+    ),
+    noLetters: await saveModel(
+      path.join(directory, 'swap-no-letters'),
+      '\n:ABCxyz',
+      small,
+      'swap/none',
+    ),
+    shortContext: await saveModel(
+      path.join(directory, 'swap-short-context'),
+      fixtureAlphabet,
+      { ...small, maxPositions: 6 },
+      'swap/short',
+    ),
   };
 }
