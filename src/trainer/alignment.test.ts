@@ -136,12 +136,10 @@ describe('stage-0 alignment', () => {
       const expectedInput = renderAgentInput(
         newcomer,
         batch.problems[trajectory.problemIndex]!.prompt,
-        trajectory.turns
-          .slice(0, 2)
-          .map((earlier) => ({
-            speakerTag: team.agents[earlier.agentIndex]!.speakerTag,
-            text: earlier.text,
-          })),
+        trajectory.turns.slice(0, 2).map((earlier) => ({
+          speakerTag: team.agents[earlier.agentIndex]!.speakerTag,
+          text: earlier.text,
+        })),
       );
       assert.equal(
         tokenizer.decode(example.supervised.input, { skipSpecialTokens: true }),

@@ -97,12 +97,10 @@ export function alignmentExamples(
     const prompt = batch.problems[trajectory.problemIndex]!.prompt;
     trajectory.turns.forEach((turn, position) => {
       if (turn.agentIndex !== agentIndex || turn.tokens.length === 0) return;
-      const shared: SharedTurn[] = trajectory.turns
-        .slice(0, position)
-        .map((earlier) => ({
-          speakerTag: team.agents[earlier.agentIndex]!.speakerTag,
-          text: earlier.text,
-        }));
+      const shared: SharedTurn[] = trajectory.turns.slice(0, position).map((earlier) => ({
+        speakerTag: team.agents[earlier.agentIndex]!.speakerTag,
+        text: earlier.text,
+      }));
       const input = newcomer.policy.encodeInput(renderAgentInput(newcomer, prompt, shared));
       const target = newcomer.policy.tokenizer.encode(
         turn.finishReason === 'stop' ? `${turn.text}${turnTerminator}` : turn.text,
