@@ -10,22 +10,11 @@ import {
   broadcastToTokens,
 } from '../rl/index.js';
 import type { TeamBatch } from '../team/types.js';
-import type { RankShiftSummary } from './records.js';
+import type { RankShiftSummary, UpdateCertificate } from './records.js';
+
+export type { UpdateCertificate } from './records.js';
 import { rowValues } from './token-grid.js';
 import type { TrustRegionResult } from './trust-region.js';
-
-export interface UpdateCertificate {
-  surrogate: number;
-  surrogateStandardError: number;
-  penalty: number;
-  stalePenalty: number;
-  certificate: number;
-  trajectoryShift: number;
-  offPolicyEstimate: number;
-  offPolicyStandardError: number;
-  offPolicyLowerBound: number;
-  probabilityShiftByRank: RankShiftSummary[];
-}
 
 const rankBuckets = [1, 2, 3, 5, 10, Infinity];
 

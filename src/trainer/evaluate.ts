@@ -3,18 +3,9 @@ import type { Problem, Task } from '../tasks/index.js';
 import { rollout } from '../team/rollout.js';
 import type { Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
+import type { EvaluationFigures } from './records.js';
 
-export interface Evaluation {
-  accuracy: number;
-  interval: [number, number];
-  count: number;
-  meanReward: number;
-  agents: Array<{
-    agent: string;
-    turnAccuracy: number | null;
-    interval: [number, number] | null;
-    count: number;
-  }>;
+export interface Evaluation extends EvaluationFigures {
   batch: TeamBatch;
 }
 

@@ -10,7 +10,26 @@ export interface RankShiftSummary {
   massShiftPerPosition: number;
 }
 
-export interface UpdateRecord {
+/** Every certificate quantity of one update (TEAMTR.md §5); computed in certify.ts. */
+export interface UpdateCertificate {
+  /** Surrogate gain L (unclipped importance-weighted advantage, reward units). */
+  surrogate: number;
+  surrogateStandardError: number;
+  /** 2ε·Σ_k Σ_{j<k} E√(KL_j/2). */
+  penalty: number;
+  /** Extra term of the sequential-stale schedule (earlier agents' trajectory shift). */
+  stalePenalty: number;
+  /** Certified lower bound L − penalty − stalePenalty. */
+  certificate: number;
+  /** Σ over the agent's tokens of E√(KL/2): its own trajectory-level shift. */
+  trajectoryShift: number;
+  offPolicyEstimate: number;
+  offPolicyStandardError: number;
+  offPolicyLowerBound: number;
+  probabilityShiftByRank: RankShiftSummary[];
+}
+
+export interface UpdateRecord extends UpdateCertificate {
   type: 'update';
   stage: number;
   /** Position of the update within its stage. */
@@ -38,27 +57,12 @@ export interface UpdateRecord {
   gradientNorm: number;
   tokens: number;
   droppedGroups: number;
-  /** Surrogate gain L (unclipped importance-weighted advantage, reward units). */
-  surrogate: number;
-  surrogateStandardError: number;
-  /** 2ε·Σ_k Σ_{j<k} E√(KL_j/2). */
-  penalty: number;
-  /** Extra term of the sequential-stale schedule (earlier agents' trajectory shift). */
-  stalePenalty: number;
-  /** Certified lower bound L − penalty − stalePenalty. */
-  certificate: number;
-  /** Σ over the agent's tokens of E√(KL/2): its own trajectory-level shift. */
-  trajectoryShift: number;
-  offPolicyEstimate: number;
-  offPolicyStandardError: number;
-  offPolicyLowerBound: number;
   /** ½·E_stale|W_{<i} − 1| against the start-of-stage team (null for the first update). */
   occupancyGap: number | null;
   occupancyGapStandardError: number | null;
   /** Change in mean reward to the next fresh batch (paired on the same prompts). */
   measuredImprovement: number | null;
   measuredImprovementStandardError: number | null;
-  probabilityShiftByRank: RankShiftSummary[];
 }
 
 export interface StageRecord {
@@ -78,10 +82,8 @@ export interface StageRecord {
   outOfRegion: number;
 }
 
-export interface EvaluationRecord {
-  type: 'eval';
-  stage: number;
-  generatedTokens: number;
+/** Held-out team accuracy and per-agent turn accuracy (what `teamtr eval` reports). */
+export interface EvaluationFigures {
   accuracy: number;
   /** Wilson 95% interval. */
   interval: [number, number];
@@ -94,6 +96,12 @@ export interface EvaluationRecord {
     interval: [number, number] | null;
     count: number;
   }>;
+}
+
+export interface EvaluationRecord extends EvaluationFigures {
+  type: 'eval';
+  stage: number;
+  generatedTokens: number;
 }
 
 /**
