@@ -82,6 +82,78 @@ static bool softmax_scores(float *row, int64_t columns, int64_t limit, const flo
   return true;
 }
 
+/*
+ * scores[j] = scale·q·k_j for one query (decode steps), VECTOR_WIDTH keys at a time: one
+ * accumulator vector per key along the head dimension, then all of their horizontal sums in
+ * one reduction tree (vsum_rows). Keys are read in place from the cache; float accumulation,
+ * as in the prefill path's gemm_small, so decoding and a full forward round alike.
+ */
+static void decode_scores(const float *query, const float *key, int64_t key_stride, int64_t keys,
+                          int64_t dim, float scale, float *scores) {
+  int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
+  for (int64_t j0 = 0; j0 < keys; j0 += VECTOR_WIDTH) {
+    int count = keys - j0 < VECTOR_WIDTH ? (int)(keys - j0) : VECTOR_WIDTH;
+    vfloat sums[VECTOR_WIDTH] = {{0}};
+    for (int64_t d = 0; d < full_dim; d += VECTOR_WIDTH) {
+      vfloat q = vload(query + d);
+#pragma GCC unroll 16
+      for (int i = 0; i < VECTOR_WIDTH; i++) {
+        if (i >= count) break;
+        sums[i] += q * vload(key + (j0 + i) * key_stride + d);
+      }
+    }
+    float totals[VECTOR_WIDTH];
+    vstore(totals, vsum_rows(sums));
+    for (int i = 0; i < count; i++) {
+      float total = totals[i];
+      for (int64_t d = full_dim; d < dim; d++) total += query[d] * key[(j0 + i) * key_stride + d];
+      scores[j0 + i] = scale * total;
+    }
+  }
+}
+
+/*
+ * output[d] = Σ_j probabilities[j]·v_j[d] for one query (decode steps). gemm_small's one-row
+ * block would chain every key's multiply-add through the same accumulator (latency-bound);
+ * here four keys go to four independent accumulator sets, summed at the end.
+ */
+#define VALUE_CHUNK (4 * VECTOR_WIDTH)
+static void decode_values(const float *probabilities, const float *value, int64_t value_stride,
+                          int64_t keys, int64_t dim, float *output) {
+  int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
+  for (int64_t d0 = 0; d0 < full_dim; d0 += VALUE_CHUNK) {
+    int vectors = full_dim - d0 < VALUE_CHUNK ? (int)((full_dim - d0) / VECTOR_WIDTH) : 4;
+    vfloat sums[4][4] = {{{0}}};
+    int64_t j = 0;
+    for (; j + 4 <= keys; j += 4) {
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; u++) {
+        vfloat weight = vbroadcast(probabilities[j + u]);
+        const float *row = value + (j + u) * value_stride + d0;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+          if (v >= vectors) break;
+          sums[u][v] += weight * vload(row + v * VECTOR_WIDTH);
+        }
+      }
+    }
+    for (; j < keys; j++) {
+      vfloat weight = vbroadcast(probabilities[j]);
+      for (int v = 0; v < vectors; v++) {
+        sums[0][v] += weight * vload(value + j * value_stride + d0 + v * VECTOR_WIDTH);
+      }
+    }
+    for (int v = 0; v < vectors; v++) {
+      vstore(output + d0 + v * VECTOR_WIDTH, (sums[0][v] + sums[1][v]) + (sums[2][v] + sums[3][v]));
+    }
+  }
+  for (int64_t d = full_dim; d < dim; d++) {
+    float total = 0.0f;
+    for (int64_t j = 0; j < keys; j++) total += probabilities[j] * value[j * value_stride + d];
+    output[d] = total;
+  }
+}
+
 /* scores[r][j] = scale·q_r·k_j for a block of query rows. */
 static void block_scores(const forward_context *t, int64_t b, int64_t h, int64_t i0,
                          int64_t rows, int64_t keys, float *scores, int64_t stride) {
@@ -99,12 +171,9 @@ static void block_scores(const forward_context *t, int64_t b, int64_t h, int64_t
     return;
   }
   const float *key = a->key + key_offset(a, b, 0, kv_head);
-  int64_t key_stride = a->kv_heads * dim;
   for (int64_t r = 0; r < rows; r++) {
-    const float *q = query + r * a->heads * dim;
-    for (int64_t j = 0; j < keys; j++) {
-      scores[r * stride + j] = a->scale * (float)reduce_dot(q, key + j * key_stride, dim);
-    }
+    decode_scores(query + r * a->heads * dim, key, a->kv_heads * dim, keys, dim, a->scale,
+                  scores + r * stride);
     for (int64_t j = keys; j < stride; j++) scores[r * stride + j] = 0.0f;
   }
 }
@@ -145,9 +214,17 @@ static void forward_task(void *context, size_t index, int thread) {
     }
   }
   /* Rows without a visible key are all zero, so their output comes out 0 here too. */
+  const float *value = a->value + key_offset(a, b, 0, kv_head);
+  if (!t->transposed_keys) {
+    for (int64_t r = 0; r < rows; r++) {
+      decode_values(scores + r * stride, value, a->kv_heads * dim, keys, dim,
+                    output + r * a->heads * dim);
+    }
+    return;
+  }
   small_gemm product = {.rows = rows, .columns = dim, .depth = keys, .a = scores,
                         .a_row_stride = stride, .a_depth_stride = 1,
-                        .b = a->value + key_offset(a, b, 0, kv_head),
+                        .b = value,
                         .b_stride = a->kv_heads * dim, .c = output, .c_stride = a->heads * dim,
                         .alpha = 1.0f, .accumulate = false};
   gemm_small(&product);

@@ -28,7 +28,6 @@ char *openblas_get_config(void);
 
 /* Few-row products that need no copy of B (matmul_skinny.c). */
 #define SKINNY_ROWS 16
-#define DOT_ROWS 4
 /* gemm_panels re-reads A once per column panel: with a long k, and sooner with A transposed,
    packing A once (gemm_packed) is cheaper. Thresholds from measurements on AMD Zen 5. */
 #define PANEL_MAX_DEPTH 1024
@@ -117,7 +116,7 @@ static void product(const gemm_problem *g, bool parallel) {
     scale_only(g);
     return;
   }
-  if (g->m <= (g->transpose_b ? DOT_ROWS : SKINNY_ROWS)) {
+  if (g->m <= SKINNY_ROWS) {
     skinny_product(g, parallel);
     return;
   }

@@ -79,6 +79,36 @@ export const ATTENTION_CASES: AttentionCase[] = [
     mask: null,
   },
   {
+    // Native decode kernels work in 16-key blocks and 64-float value chunks: 37 keys leave a
+    // partial key block, head dim 72 a partial chunk plus a scalar tail.
+    name: 'decode step, wide heads with ragged key block and head-dim tail',
+    shape: {
+      batch: 2,
+      queryLength: 1,
+      keyLength: 37,
+      keyCapacity: 40,
+      heads: 4,
+      kvHeads: 2,
+      headDim: 72,
+      queryStart: 36,
+    },
+    mask: [...[0, 0, 0, ...new Array(37).fill(1)], ...[...new Array(37).fill(1), 0, 0, 0]],
+  },
+  {
+    name: 'two-query decode step, head dim 136 (two value chunks)',
+    shape: {
+      batch: 1,
+      queryLength: 2,
+      keyLength: 19,
+      keyCapacity: 19,
+      heads: 2,
+      kvHeads: 1,
+      headDim: 136,
+      queryStart: 17,
+    },
+    mask: null,
+  },
+  {
     name: 'long rows and 64-wide heads (past native block sizes)',
     shape: {
       batch: 2,

@@ -60,6 +60,11 @@ export function matmulTests(backend: KernelBackend): void {
         [64, 1, 129],
         [1, 70, 19],
         [130, 67, 3],
+        // Decode-sized products (native: dot-product kernel up to 16 rows): row counts off the
+        // 4-row block, column counts off the 4-column block, depths with a vector tail.
+        [13, 70, 300],
+        [16, 37, 64],
+        [6, 9, 17],
       ];
       let seed = 1;
       for (const [m, n, k] of sizes) {
@@ -120,6 +125,20 @@ export function matmulTests(backend: KernelBackend): void {
         backend,
         { batch: 1, m: 65, n: 65, k: 65, transposeA: false, transposeB: true, alpha: 1, beta: 1 },
         33,
+      );
+      runCase(
+        backend,
+        {
+          batch: 1,
+          m: 11,
+          n: 45,
+          k: 70,
+          transposeA: false,
+          transposeB: true,
+          alpha: 3,
+          beta: -0.5,
+        },
+        34,
       );
     });
 
