@@ -26,15 +26,50 @@ export function sampleToken(
   let maximum = -Infinity;
   for (let column = 0; column < vocab; column++)
     maximum = Math.max(maximum, logits[offset + column]!);
+  const exponentials = scratch(vocab);
   let total = 0;
-  for (let column = 0; column < vocab; column++)
-    total += Math.exp(logits[offset + column]! - maximum);
+  for (let column = 0; column < vocab; column++) {
+    const value = Math.exp(logits[offset + column]! - maximum);
+    exponentials[column] = value;
+    total += value;
+  }
   const logNormalizer = maximum + Math.log(total);
-  const token =
-    settings.temperature === 0
-      ? argmax(logits, offset, drawableVocab)
-      : drawTruncated(logits, offset, drawableVocab, settings, random);
+  const untruncated =
+    settings.temperature === 1 &&
+    drawableVocab === vocab &&
+    !((settings.topK > 0 && settings.topK < vocab) || settings.topP < 1);
+  let token: number;
+  if (settings.temperature === 0) token = argmax(logits, offset, drawableVocab);
+  // Plain sampling draws from the exponentials just computed (the same numbers the general
+  // path would compute again, so the draw is identical); one exp per token instead of two.
+  else if (untruncated) token = drawFrom(exponentials, vocab, total, random);
+  else token = drawTruncated(logits, offset, drawableVocab, settings, random);
   return { token, logProb: logits[offset + token]! - logNormalizer };
+}
+
+let scratchBuffer = new Float64Array(0);
+
+/** A reused float64 buffer of at least `size` entries (sampling runs once per row and step). */
+function scratch(size: number): Float64Array {
+  if (scratchBuffer.length < size) scratchBuffer = new Float64Array(size);
+  return scratchBuffer;
+}
+
+/** A draw proportional to weights[0..count), whose sum is `total`. */
+function drawFrom(
+  weights: Float64Array,
+  count: number,
+  total: number,
+  random: RandomGenerator,
+): number {
+  let threshold = random.nextDouble() * total;
+  for (let column = 0; column < count; column++) {
+    threshold -= weights[column]!;
+    if (threshold < 0) return column;
+  }
+  // Rounding left a sliver: return the last token with weight.
+  for (let column = count - 1; column >= 0; column--) if (weights[column]! > 0) return column;
+  return 0;
 }
 
 function argmax(logits: Float32Array, offset: number, vocab: number): number {
@@ -62,14 +97,7 @@ function drawTruncated(
   if (truncate) applyTruncation(weights, settings);
   let total = 0;
   for (let column = 0; column < vocab; column++) total += weights[column]!;
-  let threshold = random.nextDouble() * total;
-  for (let column = 0; column < vocab; column++) {
-    threshold -= weights[column]!;
-    if (threshold < 0) return column;
-  }
-  // Rounding left a sliver: return the last token with weight.
-  for (let column = vocab - 1; column >= 0; column--) if (weights[column]! > 0) return column;
-  return 0;
+  return drawFrom(weights, vocab, total, random);
 }
 
 /** Zeroes the weights outside the top-k and outside the top-p nucleus. */
