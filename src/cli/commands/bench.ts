@@ -11,6 +11,7 @@ import {
   benchmarkTrainStep,
   type BenchmarkResult,
 } from '../../bench/workloads.js';
+import { benchmarkSmolLMShape } from '../../bench/real-model.js';
 
 const sgemmShapes: Array<[number, number, number]> = [
   [64, 256, 256],
@@ -60,6 +61,14 @@ function torchReference(repeats: number): Map<string, BenchmarkResult> | null {
   return best;
 }
 
+interface BenchFlags {
+  backend: string;
+  repeats: string;
+  torch: boolean;
+  realModel?: boolean;
+  json?: boolean;
+}
+
 export function register(program: Command): void {
   program
     .command('bench')
@@ -69,8 +78,12 @@ export function register(program: Command): void {
     .option('--backend <name>', 'kernel backend: auto, native or typescript', 'auto')
     .option('--repeats <n>', 'timed repetitions per workload (after 3 warm-ups)', '10')
     .option('--no-torch', 'skip the PyTorch reference')
+    .option(
+      '--real-model',
+      "also time a random model of SmolLM2-135M's shape: generation at batch 1 and 8, a LoRA step (about 2 minutes)",
+    )
     .option('--json', 'one JSON object per line: {"name", "value", "unit"}')
-    .action((flags: { backend: string; repeats: string; torch: boolean; json?: boolean }) => {
+    .action((flags: BenchFlags) => {
       setBackend(flags.backend as 'auto');
       const backend = getBackend();
       const repeats = Math.max(3, Number(flags.repeats) || 10);
@@ -95,6 +108,7 @@ export function register(program: Command): void {
       // same 3 warm-ups and repeats as the other workloads, here and in the PyTorch script.
       emit(benchmarkGenerate({ repeats, warmup: 3 }));
       emit(benchmarkScore({ repeats, warmup: 3 }));
+      if (flags.realModel) for (const result of benchmarkSmolLMShape()) emit(result);
       const reference = flags.torch ? torchReference(repeats) : null;
       if (!reference) {
         if (!flags.json)

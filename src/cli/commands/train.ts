@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { trainConfigSchema } from '../../trainer/config.js';
 import { train, type TrainProgress } from '../../trainer/trainer.js';
+import type { SwapRecord } from '../../trainer/records.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
@@ -17,6 +18,20 @@ export function defaultRunDirectory(schedule: string): string {
  * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
  * (the last checkpoint stays intact: every write is atomic).
  */
+/** One line per swap: who changed, the reward shock, and what alignment recovered. */
+export function describeSwap(record: SwapRecord): string {
+  const reward = (value: number): string => value.toFixed(3);
+  const aligned =
+    record.rewardAfterAlignment === null
+      ? 'no alignment'
+      : `after ${record.alignmentSteps} ${record.alignmentMode} alignment steps ${reward(record.rewardAfterAlignment)}`;
+  return (
+    `  swap before stage ${record.stage}: ${record.agent} ${record.fromModel} → ${record.toModel}; ` +
+    `reward ${reward(record.rewardBefore)} → ${reward(record.rewardAfterSwap)} ` +
+    `(shock ${record.shock >= 0 ? '+' : ''}${reward(record.shock)}), ${aligned}`
+  );
+}
+
 export async function runTraining(options: {
   config: unknown;
   runDirectory: string;
@@ -50,6 +65,7 @@ export async function runTraining(options: {
           progress.log(
             `  eval after stage ${event.stage}: team accuracy ${(100 * event.accuracy).toFixed(1)}%`,
           );
+        else if (event.kind === 'swap') progress.log(describeSwap(event.record));
       },
     });
   } finally {
