@@ -17,7 +17,7 @@ import { readSafetensors, writeSafetensors, type SafetensorsContents } from './s
  *
  * - `config.json`: the resolved model config (every default filled in), so a checkpoint always
  *   says exactly what it is; validated against `modelConfigSchema` when loaded.
- * - `model.safetensors`: the weights by parameter name.
+ * - `model.safetensors`: the weights by parameter name (absent when they live elsewhere).
  * - `optimizer.safetensors` + `optimizer.json`: optimizer tensors and scalars (step count,
  *   hyper-parameters), when the caller saves an optimizer.
  * - `extra.json`: caller state, e.g. random generator state and the training step.
@@ -51,13 +51,20 @@ export interface Checkpoint {
 }
 
 /** What `saveCheckpoint` takes: the config may omit defaults; it is saved resolved. */
-export type CheckpointInput = Omit<Checkpoint, 'config'> & {
+export type CheckpointInput = Omit<Checkpoint, 'config' | 'parameters'> & {
   config: ModelConfigInput | ModelConfig;
+  /** null: no `model.safetensors`, the weights live elsewhere (a LoRA unit's base model). */
+  parameters: NamedArray[] | null;
 };
 
 export interface LoadCheckpointOptions {
   /** Load the optimizer's tensors and scalars if present (skip them for inference). @default true */
   optimizer?: boolean;
+  /**
+   * Load `model.safetensors` (false for a checkpoint saved without weights; `parameters` is
+   * then empty). @default true
+   */
+  parameters?: boolean;
 }
 
 /** Saves a checkpoint to `directory` atomically: a crash leaves the previous one intact. */
@@ -72,7 +79,8 @@ export async function saveCheckpoint(
     assertJsonRoundTrips(checkpoint.tokenizer, 'tokenizer JSON');
   await replaceDirectoryAtomic(directory, async (temp) => {
     await writeJsonAtomic(path.join(temp, checkpointFiles.config), config);
-    await writeSafetensors(path.join(temp, checkpointFiles.model), checkpoint.parameters);
+    if (checkpoint.parameters)
+      await writeSafetensors(path.join(temp, checkpointFiles.model), checkpoint.parameters);
     if (checkpoint.optimizer) {
       const { state, scalars } = checkpoint.optimizer;
       await writeSafetensors(path.join(temp, checkpointFiles.optimizerTensors), state);
@@ -99,7 +107,10 @@ export async function loadCheckpoint(
   const file = (name: string) => path.join(directory, name);
   const checkpoint: Checkpoint = {
     config,
-    parameters: namedArrays(await readSafetensors(file(checkpointFiles.model))),
+    parameters:
+      (options.parameters ?? true)
+        ? namedArrays(await readSafetensors(file(checkpointFiles.model)))
+        : [],
   };
   if (options.optimizer ?? true) {
     const optimizer = await loadOptimizer(directory);

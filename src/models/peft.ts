@@ -35,7 +35,7 @@ export const peftFiles = {
 
 const keyPrefix = 'base_model.model.';
 
-const adapterConfigSchema = z.looseObject({
+export const adapterConfigSchema = z.looseObject({
   peft_type: z.literal('LORA'),
   r: z.number().int().positive(),
   lora_alpha: z.number().positive(),
@@ -60,7 +60,10 @@ interface ModuleAdapter {
  * PEFT reads pattern keys as regular expressions matching the end of a module path after a
  * dot (`(.*\.)?(key)$`); the first matching key wins.
  */
-function patternValue<T>(patterns: Record<string, T> | null, modulePath: string): T | undefined {
+export function patternValue<T>(
+  patterns: Record<string, T> | null,
+  modulePath: string,
+): T | undefined {
   for (const [key, value] of Object.entries(patterns ?? {})) {
     let matches: boolean;
     try {
@@ -237,24 +240,7 @@ export async function loadPeftAdapter(
   model: TransformerLM,
   directory: string,
 ): Promise<Map<string, LoraLinear>> {
-  const configPath = path.join(directory, peftFiles.config);
-  const weightsPath = path.join(directory, peftFiles.weights);
-  if (!existsSync(configPath))
-    throw new FileFormatError(directory, `not a PEFT adapter directory (no ${peftFiles.config})`);
-  const config = parseWithSchema(
-    adapterConfigSchema,
-    await readJsonObjectFile(configPath),
-    configPath,
-  );
-  if (!existsSync(weightsPath)) {
-    const hint = existsSync(path.join(directory, 'adapter_model.bin'))
-      ? ' (only adapter_model.bin is present; teamtr reads safetensors only)'
-      : '';
-    throw new FileFormatError(directory, `no ${peftFiles.weights}${hint}`);
-  }
-  const tensors = (await readSafetensors(weightsPath)).tensors;
-  const pairs = pairTensors(tensors, linearModuleMappings(model.config), weightsPath);
-  checkPairs(pairs, model, config, weightsPath);
+  const { config, pairs } = await readPeftAdapter(model, directory);
   model.setTrainable(false);
   const attached = new Map<string, LoraLinear>();
   for (const { mapping, a, b } of pairs) {
@@ -274,6 +260,35 @@ export async function loadPeftAdapter(
     });
   }
   return attached;
+}
+
+/** adapter_config.json and the A/B pairs of an adapter directory, checked against the model's layers. */
+export async function readPeftAdapter(
+  model: TransformerLM,
+  directory: string,
+): Promise<{
+  config: z.output<typeof adapterConfigSchema>;
+  pairs: ReturnType<typeof pairTensors>;
+}> {
+  const configPath = path.join(directory, peftFiles.config);
+  const weightsPath = path.join(directory, peftFiles.weights);
+  if (!existsSync(configPath))
+    throw new FileFormatError(directory, `not a PEFT adapter directory (no ${peftFiles.config})`);
+  const config = parseWithSchema(
+    adapterConfigSchema,
+    await readJsonObjectFile(configPath),
+    configPath,
+  );
+  if (!existsSync(weightsPath)) {
+    const hint = existsSync(path.join(directory, 'adapter_model.bin'))
+      ? ' (only adapter_model.bin is present; teamtr reads safetensors only)'
+      : '';
+    throw new FileFormatError(directory, `no ${peftFiles.weights}${hint}`);
+  }
+  const tensors = (await readSafetensors(weightsPath)).tensors;
+  const pairs = pairTensors(tensors, linearModuleMappings(model.config), weightsPath);
+  checkPairs(pairs, model, config, weightsPath);
+  return { config, pairs };
 }
 
 /** Every pair must fit its layer and the configured rank; all problems are named together. */
@@ -308,7 +323,7 @@ function checkPairs(
     throw new FileFormatError(weightsPath, `cannot load the adapter:\n  ${problems.join('\n  ')}`);
 }
 
-function pairTensors(
+export function pairTensors(
   tensors: Map<string, { shape: number[]; data: Float32Array }>,
   mappings: readonly LinearModuleMapping[],
   source: string,

@@ -77,9 +77,11 @@ export async function buildTeam(
             loaded[0]!,
             agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
           ),
-          agentIndices: agents.map((_agent, index) => index),
+          // The shared model plays every role except those of remote agents.
+          agentIndices: agents.flatMap((agent, index) => (agent.policy.model ? [index] : [])),
           delta: agents[0]!.delta,
           learningRate: agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
+          source: loaded[0]!.source,
         },
       ]
     : agentConfigs.flatMap((agentConfig, index) =>
@@ -95,6 +97,7 @@ export async function buildTeam(
                 agentIndices: [index],
                 delta: agents[index]!.delta,
                 learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
+                source: loaded[index]!.source,
               },
             ]
           : [],
@@ -185,8 +188,16 @@ function validateAgents(
       );
     names.add(agentConfig.name);
   });
+  if (agentConfigs.every((agentConfig) => agentConfig.endpoint))
+    throw new ConfigError(
+      'agents',
+      'every agent is remote (endpoint); at least one needs a local "model" to train',
+    );
   if (!agentConfigs.some((agentConfig) => agentConfig.trainable))
-    throw new ConfigError('agents', 'at least one agent must be trainable');
+    throw new ConfigError(
+      'agents',
+      'no agent is trainable; set "trainable": true on at least one agent with a local model',
+    );
   if (sharedModel && agentConfigs[0]!.endpoint)
     throw new ConfigError('agents[0]', 'the single-model schedule needs a local model for agent 0');
   const turnOrder = config.protocol.turnOrder ?? task.protocol.turnOrder;

@@ -25,7 +25,8 @@ export const agentConfigSchema = z
     rolePrompt: z.string().optional(),
     /** Tag before this agent's turns in the shared context. @default the role's letter + ":" */
     speakerTag: z.string().min(1).optional(),
-    trainable: z.boolean().default(true),
+    /** Frozen agents play their turns but are never updated. @default true (false with `endpoint`) */
+    trainable: z.boolean().optional(),
     /** Per-agent trust-region radius. @default trustRegion.delta */
     delta: z.number().nonnegative().optional(),
     /** Per-agent learning rate. @default optimizer.learningRate */
@@ -47,13 +48,20 @@ export const agentConfigSchema = z
       context.addIssue({
         code: 'custom',
         path: ['trainable'],
-        message: 'a remote agent cannot be trained; set "trainable": false',
+        message:
+          'a remote agent (endpoint) has no local weights to train; drop "trainable" or set it to false',
       });
     }
     if (agent.endpoint && agent.lora) {
-      context.addIssue({ code: 'custom', path: ['lora'], message: 'LoRA needs a local model' });
+      context.addIssue({
+        code: 'custom',
+        path: ['lora'],
+        message:
+          'LoRA adapters need a local model; a remote agent (endpoint) is frozen: give "model" instead of "endpoint", or drop "lora"',
+      });
     }
-  });
+  })
+  .transform((agent) => ({ ...agent, trainable: agent.trainable ?? agent.endpoint === undefined }));
 
 export const scheduleNames = ['teamtr', 'sequential-stale', 'joint', 'single'] as const;
 export const objectiveNames = ['grpo', 'dapo', 'ppo'] as const;
@@ -190,6 +198,12 @@ export const trainConfigSchema = z.strictObject({
     .prefault({}),
   /** Save a resumable checkpoint every this many stages. */
   checkpointEvery: z.number().int().positive().default(5),
+  /**
+   * Also save the frozen base weights of LoRA agents in each checkpoint (self-contained, but as
+   * large as the model). Without it a LoRA agent's checkpoint holds its adapters in PEFT layout
+   * and refers to its base model, which resume loads again.
+   */
+  checkpointBaseWeights: z.boolean().default(false),
   certificate: z
     .strictObject({
       /** Bound on |E_{a∼π_new} A(s, a)|: the reward range unless something tighter is known. */

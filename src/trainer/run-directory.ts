@@ -9,7 +9,6 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { loadCheckpoint, saveCheckpoint } from '../io/checkpoint.js';
 import {
   replaceDirectoryAtomic,
   recoverInterruptedReplace,
@@ -20,6 +19,7 @@ import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { MetricsRecord } from './records.js';
 import type { UpdateUnit } from './trust-region.js';
+import { restoreUnitCheckpoint, saveUnitCheckpoint } from './unit-checkpoint.js';
 
 /**
  * A run directory:
@@ -29,7 +29,8 @@ import type { UpdateUnit } from './trust-region.js';
  *     metrics.jsonl          one record per update, stage, evaluation and swap
  *     checkpoint/            the latest resumable state, replaced atomically as a whole
  *       state.json           counters and the metrics.jsonl length it matches
- *       units/<name>/        weights, optimizer state and tokenizer of each trained model
+ *       units/<name>/        weights (a LoRA unit: adapter/ in PEFT layout and a reference
+ *                            to its base model), optimizer state and tokenizer of each model
  *     summary.json           written at the end (and on interruption)
  */
 export const runFiles = {
@@ -145,24 +146,25 @@ export class RunDirectory {
     return existsSync(path.join(this.directory, runFiles.checkpoint, runFiles.state));
   }
 
-  /** Saves every unit and the run state as one atomic directory replacement. */
+  /**
+   * Saves every unit and the run state as one atomic directory replacement. A LoRA unit saves
+   * its adapters (PEFT layout) and a reference to its base model, not the base weights, unless
+   * `baseWeights` (unit-checkpoint.ts).
+   */
   async saveCheckpoint(
     state: RunState,
     units: readonly UpdateUnit[],
     tokenizers: ReadonlyMap<string, unknown>,
+    options: { baseWeights?: boolean } = {},
   ): Promise<void> {
     await replaceDirectoryAtomic(
       path.join(this.directory, runFiles.checkpoint),
       async (temporary) => {
-        for (const unit of units) {
-          const optimizer = unit.optimizer.stateDict();
-          await saveCheckpoint(path.join(temporary, 'units', unit.name), {
-            config: unit.model.config,
-            parameters: unit.model.stateDict(),
-            optimizer: { state: optimizer.moments, scalars: { step: optimizer.step } },
+        for (const unit of units)
+          await saveUnitCheckpoint(path.join(temporary, 'units', unit.name), unit, {
             tokenizer: tokenizers.get(unit.name),
+            baseWeights: options.baseWeights ?? false,
           });
-        }
         await writeJsonAtomic(path.join(temporary, runFiles.state), state);
       },
     );
@@ -195,24 +197,17 @@ export class RunDirectory {
         `${this.directory} has no checkpoint to resume from yet; start it again without --resume`,
       );
     const state = parseWithSchema(runStateSchema, await readJsonFile(statePath), statePath);
-    for (const unit of units) {
-      const saved = await loadCheckpoint(path.join(checkpointDirectory, 'units', unit.name));
-      unit.model.loadStateDict(saved.parameters);
-      if (saved.optimizer)
-        unit.optimizer.loadStateDict({
-          step: Number(saved.optimizer.scalars.step ?? 0),
-          moments: saved.optimizer.state,
-        });
-    }
+    for (const unit of units)
+      await restoreUnitCheckpoint(path.join(checkpointDirectory, 'units', unit.name), unit);
     // Records written after the checkpoint are produced again, identically, by the resumed run.
-    const truncate = options.truncateMetrics ?? true;
-    if (
-      truncate &&
-      existsSync(this.metricsPath) &&
-      statSync(this.metricsPath).size > state.metricsBytes
-    )
-      truncateSync(this.metricsPath, state.metricsBytes);
+    if (options.truncateMetrics ?? true) this.truncateMetrics(state.metricsBytes);
     return state;
+  }
+
+  /** Drops metrics.jsonl past `bytes` (records a resumed run will write again). */
+  truncateMetrics(bytes: number): void {
+    if (existsSync(this.metricsPath) && statSync(this.metricsPath).size > bytes)
+      truncateSync(this.metricsPath, bytes);
   }
 
   async writeSummary(summary: unknown): Promise<void> {

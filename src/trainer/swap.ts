@@ -187,6 +187,7 @@ function commitSwap(
   built.models[agentIndex] = incoming;
   unit.model.destroy();
   unit.model = incoming.model;
+  unit.source = incoming.source;
   unit.optimizer = createOptimizer(incoming, learningRate, target.config);
   unit.learningRate = learningRate;
   target.tokenizers.set(unit.name, incoming.tokenizer.toJSON());

@@ -63,7 +63,11 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   const started = Date.now();
   const context = await prepare(options);
   const { config, run } = context;
-  const state: RunState = options.resume
+  // A run that stopped before its first checkpoint (e.g. a remote agent's server failed)
+  // resumes from the beginning: same seed and config, so it ends as an uninterrupted run would.
+  const fromCheckpoint = options.resume === true && run.hasCheckpoint();
+  if (options.resume && !fromCheckpoint) run.truncateMetrics(0);
+  const state: RunState = fromCheckpoint
     ? await run.restoreCheckpoint(context.built.units)
     : {
         stage: 0,
@@ -81,7 +85,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     stage: state.stage,
     generatedTokens: state.generatedTokens,
   });
-  if (!options.resume) {
+  if (!fromCheckpoint) {
     const before = await evaluationRecord(context, state);
     run.appendMetrics([before]);
     state.evaluationBefore = summarizeEvaluation(before);
@@ -253,7 +257,9 @@ async function evaluationRecord(context: RunContext, state: RunState): Promise<E
 
 async function saveState(context: RunContext, state: RunState): Promise<void> {
   state.metricsBytes = context.run.metricsBytes();
-  await context.run.saveCheckpoint(state, context.built.units, context.tokenizers);
+  await context.run.saveCheckpoint(state, context.built.units, context.tokenizers, {
+    baseWeights: context.config.checkpointBaseWeights,
+  });
 }
 
 function summarizeEvaluation(record: EvaluationRecord): EvaluationSummary {

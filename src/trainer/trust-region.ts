@@ -23,6 +23,11 @@ export interface UpdateUnit {
   agentIndices: number[];
   delta: number;
   learningRate: number;
+  /**
+   * Directory the model was loaded from. A checkpoint of a LoRA unit saves only its adapters
+   * and refers to this base model for the rest.
+   */
+  source?: string;
 }
 
 export interface TrustRegionSettings {

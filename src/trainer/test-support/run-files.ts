@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadCheckpoint } from '../../io/checkpoint.js';
 import type { MetricsRecord } from '../records.js';
@@ -29,13 +29,22 @@ export function comparableRecords(runDirectory: string): unknown[] {
   return readRecords(runDirectory).map((record) => ({ ...record, elapsedSeconds: undefined }));
 }
 
-/** A unit's saved weights, optimizer moments and step, config and tokenizer, as plain values. */
+/**
+ * A unit's saved weights (a LoRA unit: its adapter files and base-model reference), optimizer
+ * moments and step, config and tokenizer, as plain values.
+ */
 export async function savedUnit(runDirectory: string, unit: string): Promise<unknown> {
-  const saved = await loadCheckpoint(path.join(runDirectory, 'checkpoint', 'units', unit));
+  const directory = path.join(runDirectory, 'checkpoint', 'units', unit);
+  const adapter = path.join(directory, 'adapter');
+  const saved = await loadCheckpoint(directory, {
+    parameters: existsSync(path.join(directory, 'model.safetensors')),
+  });
   return {
     config: saved.config,
     tokenizer: saved.tokenizer,
     parameters: saved.parameters.map((entry) => [entry.name, Array.from(entry.data)]),
+    adapter: existsSync(adapter) ? directorySnapshot(adapter) : null,
+    extra: saved.extra,
     optimizer: saved.optimizer?.state.map((entry) => [entry.name, Array.from(entry.data)]),
     step: saved.optimizer?.scalars.step,
   };
