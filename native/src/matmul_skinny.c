@@ -3,9 +3,11 @@
  * caller's array, once, with the work split over column blocks of C; no copies at all.
  *  - B is [k×n] (m <= 16): rows of B are contiguous along C's columns → gemm_small.
  *  - B is [n×k] (transposeB, the usual Linear layout y = x·Wᵀ): each C entry is a dot product
- *    of an A row with a B row; 4 B rows × 4 A rows are reduced together in registers. At
- *    m = 16 this is 1.0–1.2× the column-panel kernel (which transposes B into panels on every
- *    call), at m = 8 about 2× a transposed product Cᵀ = B·Aᵀ (measured on Zen 5, one thread).
+ *    of an A row with a B row; 4 B rows × 4 A rows are reduced together in registers, and the
+ *    next 4 rows of B are prefetched meanwhile. Decoding streams weights that do not fit in L2:
+ *    with 24 products over 17 MB of [704×256] weights (Zen 5, 2 threads), m = 16 runs at
+ *    ~185 GFLOP/s against ~135 for column panels (which transpose B on every call), and
+ *    m = 4 at ~150 GFLOP/s against ~60 before the prefetch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +56,22 @@ static inline vfloat in_register(vfloat value) {
   return value;
 }
 
-/* C[r, j0..j0+4) for rows r0..r0+rows of A, each a dot product over k. */
-static inline void dot_block(const skinny_context *t, int64_t r0, int rows, int64_t j0) {
+/*
+ * C[r, j0..j0+4) for rows r0..r0+rows of A, each a dot product over k. `prefetch`, when not
+ * NULL, is the next block's 4 rows of B (4·k contiguous floats), fetched into cache while this
+ * block computes: decode-sized products stream weights that live in L3 or DRAM, and the
+ * hardware prefetcher only starts on a row once it is touched.
+ */
+static inline void dot_block(const skinny_context *t, int64_t r0, int rows, int64_t j0,
+                             const float *prefetch) {
   const gemm_problem *g = t->g;
   int64_t k = g->k;
   vfloat sums[4][4] = {{{0}}};
   int64_t p = 0;
   for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH) {
+    if (prefetch) {
+      for (int c = 0; c < 4; c++) __builtin_prefetch(prefetch + 4 * p + c * VECTOR_WIDTH);
+    }
     vfloat b[4], a[4];
     for (int c = 0; c < 4; c++) b[c] = in_register(vload(g->b + (j0 + c) * k + p));
     for (int r = 0; r < rows; r++) a[r] = in_register(vload(t->a_rows + (r0 + r) * k + p));
@@ -104,12 +115,14 @@ static void dots_task(void *context, size_t index, int thread) {
   prepare_c(g, j0, j1);
   int64_t j = j0;
   for (; j + 4 <= j1; j += 4) {
+    /* The first row block prefetches the next 4 rows of B; the others find this block's in L1. */
+    const float *next = j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
     int64_t r = 0;
-    for (; r + 4 <= g->m; r += 4) dot_block(t, r, 4, j);
+    for (; r + 4 <= g->m; r += 4) dot_block(t, r, 4, j, r == 0 ? next : NULL);
     switch (g->m - r) {
-      case 3: dot_block(t, r, 3, j); break;
-      case 2: dot_block(t, r, 2, j); break;
-      case 1: dot_block(t, r, 1, j); break;
+      case 3: dot_block(t, r, 3, j, r == 0 ? next : NULL); break;
+      case 2: dot_block(t, r, 2, j, r == 0 ? next : NULL); break;
+      case 1: dot_block(t, r, 1, j, r == 0 ? next : NULL); break;
       default: break;
     }
   }
