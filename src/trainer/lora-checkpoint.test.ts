@@ -13,6 +13,7 @@ import type { TrainConfigInput } from './config.js';
 import type { UpdateRecord } from './records.js';
 import { createTrainingFixture } from './test-support/fixture.js';
 import { comparableRecords, directorySnapshot, readRecords } from './test-support/run-files.js';
+import { openRun } from './open-run.js';
 import { train } from './trainer.js';
 
 /**
@@ -124,6 +125,10 @@ describe('checkpoints of LoRA agents', () => {
     const trainedLogits = logitsOf(trained.model, ids);
     assert.deepEqual(logitsOf(fromAdapter.model, ids), trainedLogits);
     assert.notDeepEqual(trainedLogits, baseLogits, 'the adapter was trained');
+    // eval, serve, swap and export open a run the same way: they see the trained agent.
+    const opened = await openRun(adaptersOnly());
+    const openedAgent = opened.built.team.agents.find((agent) => agent.name === 'agent0')!;
+    assert.deepEqual(logitsOf(openedAgent.policy.model!, ids), trainedLogits);
   });
 
   test('a run resumed from adapter checkpoints ends bit-identical to an uninterrupted one', async () => {
