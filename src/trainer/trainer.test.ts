@@ -3,6 +3,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadCheckpoint } from '../io/checkpoint.js';
+import { memoryStatistics } from '../tensor/index.js';
 import { train } from './trainer.js';
 import { createTrainingFixture } from './test-support/fixture.js';
 import type { MetricsRecord } from './records.js';
@@ -38,6 +39,7 @@ describe('trainer', () => {
     const updates = records(runDirectory).filter((record) => record.type === 'update');
     assert.equal(updates.length, 12);
     assert.equal(summary.updates, 12);
+    assert.equal(memoryStatistics().pooledBytes, 0, 'train() hands its buffer pool back');
     for (const update of updates) {
       assert.ok(
         update.kl <= update.delta + 1e-9,

@@ -1,3 +1,4 @@
+import { clearPool } from '../tensor/index.js';
 import { getTask, type Problem, type Task } from '../tasks/index.js';
 import { RandomGenerator } from '../util/random.js';
 import { parseWithSchema } from '../util/schema.js';
@@ -60,6 +61,16 @@ interface RunContext {
  * uninterrupted one.
  */
 export async function train(options: TrainOptions): Promise<TrainSummary> {
+  try {
+    return await trainToEnd(options);
+  } finally {
+    // The buffer pool is the training loop's working set (up to 1 GiB); a library process that
+    // goes on after training gets that memory back. Models are plain garbage once we return.
+    clearPool();
+  }
+}
+
+async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
   const started = Date.now();
   const context = await prepare(options);
   const { config, run } = context;
