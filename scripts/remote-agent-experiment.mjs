@@ -7,8 +7,8 @@
 // --remote-role played by the project's own OpenAI-compatible server: the role's built-in model
 // is served on 127.0.0.1 exactly as `teamtr serve --model DIR` serves it, and the team config
 // gives that agent an `endpoint` instead of a `model`. The other agents are trained with TeamTR
-// for --stages stages. (Stages, not generated tokens, are the budget here: the remote agent's
-// tokens are not counted, so at a token budget the remote arm would get more stages.)
+// for --stages stages. (Stages, not generated tokens, are the budget here, so that both arms
+// make the same updates whatever the server reports as its token usage.)
 // Arm `remote` plays the frozen agent over HTTP; arm `local-frozen` loads the same model locally
 // with `trainable: false`, a control that should reach similar accuracies (the two sample with
 // different random streams, so they agree in distribution, not bit for bit).

@@ -17,6 +17,11 @@ export interface Completion {
   /** Decoded content text without the stop token. */
   text: string;
   finishReason: 'stop' | 'length';
+  /**
+   * Tokens generated for this completion when `tokens` does not list them: a remote agent's
+   * count as its server reports it (`usage.completion_tokens`). Budgets count these too.
+   */
+  generatedTokenCount?: number;
 }
 
 export interface CompletionSettings {

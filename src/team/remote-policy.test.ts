@@ -242,6 +242,8 @@ describe('RemotePolicy: frozen agents behind OpenAI-compatible endpoints', () =>
       const turns = await remote.complete(many, { maxNewTokens: 4 });
       assert.equal(turns.length, 6);
       assert.ok(turns.every((turn) => /^turn \d+$/.test(turn.text)));
+      // These answers carry no `usage`: nothing to count toward a budget.
+      assert.ok(turns.every((turn) => turn.generatedTokenCount === 0));
       assert.ok(flaky.stats.peak <= 2, `peak concurrency ${flaky.stats.peak}`);
       assert.equal(flaky.stats.requests, 8);
     } finally {
@@ -318,10 +320,12 @@ describe('RemotePolicy: frozen agents behind OpenAI-compatible endpoints', () =>
       assert.deepEqual([theirs!.tokens, theirs!.logProbs, theirs!.inputIds], [[], [], []]);
       assert.equal(trajectory.answerText, theirs!.text);
     }
+    // Budgets count both agents' tokens: the remote one's as `teamtr serve` reports them.
+    assert.ok(batch.trajectories.every(({ turns }) => turns[1]!.generatedTokenCount! > 0));
     assert.equal(
       batch.generatedTokens,
       batch.trajectories.reduce(
-        (total, trajectory) => total + trajectory.turns[0]!.tokens.length,
+        (total, { turns }) => total + turns[0]!.tokens.length + turns[1]!.generatedTokenCount!,
         0,
       ),
     );

@@ -20,7 +20,8 @@ export { RemoteAgentError } from './openai-client.js';
  * OpenAI, another `teamtr serve`). It plays its turns but is never trained: it has no local
  * network (`model` is null), and what the trainer would need of a trained agent is unknown for
  * it, so each completion records `tokens: []`, `logProbs: []` and `inputIds: []`, and only its
- * text enters the shared context. Its turns add nothing to the generated-token budget.
+ * text enters the shared context. Its generated tokens count toward training budgets as the
+ * server reports them (`usage.completion_tokens`; a server that reports none counts 0).
  *
  * The rendered input goes out as one user message (`api: "chat"`) or as a raw prompt
  * (`api: "completions"`), with "\n" as a stop string since a turn is one line. Each request's
@@ -49,7 +50,13 @@ export const remoteEndpointSchema = z.strictObject({
 export type RemoteEndpointConfig = z.output<typeof remoteEndpointSchema>;
 export type RemoteEndpointInput = z.input<typeof remoteEndpointSchema>;
 
+/** OpenAI's `usage`; optional, and only the completion count matters here. */
+const usageSchema = z
+  .looseObject({ completion_tokens: z.number().int().nonnegative().optional() })
+  .nullable()
+  .optional();
 const chatResponseSchema = z.looseObject({
+  usage: usageSchema,
   choices: z
     .array(
       z.looseObject({
@@ -60,6 +67,7 @@ const chatResponseSchema = z.looseObject({
     .min(1),
 });
 const completionResponseSchema = z.looseObject({
+  usage: usageSchema,
   choices: z
     .array(z.looseObject({ text: z.string(), finish_reason: z.string().nullable().optional() }))
     .min(1),
@@ -169,6 +177,9 @@ export class RemotePolicy implements AgentPolicy {
     const newline = raw.indexOf(turnTerminator);
     const text = singleLine(newline >= 0 ? raw.slice(0, newline) : raw);
     const finishReason = newline >= 0 || choice.finish_reason === 'stop' ? 'stop' : 'length';
-    return { inputIds: [], tokens: [], logProbs: [], text, finishReason };
+    // Generated tokens count toward training budgets like a local agent's; a server that
+    // reports no usage counts as 0.
+    const generatedTokenCount = parsed.data.usage?.completion_tokens ?? 0;
+    return { inputIds: [], tokens: [], logProbs: [], text, finishReason, generatedTokenCount };
   }
 }

@@ -114,7 +114,7 @@ async function sampleTurn(
     completions.forEach((completion, position) => {
       const record: TurnRecord = { turnIndex, agentIndex, ...completion };
       trajectories[indices[position]!]!.turns.push(record);
-      generated += completion.tokens.length;
+      generated += completion.generatedTokenCount ?? completion.tokens.length;
     });
   }
   return generated;
