@@ -48,6 +48,18 @@ function leavesOf(schema: z.ZodType, prefix: string[] = []): Leaf[] {
   ];
 }
 
+/** Commander's key for a leaf's flag: `--rollout-group-size` → `rolloutGroupSize`. */
+function optionKey(leaf: Leaf): string {
+  return leaf.flag.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+}
+
+/** The config flags that were given (`--rollout-group-size`, ...), for commands that take none. */
+export function configFlagsGiven(schema: z.ZodType, flags: Record<string, unknown>): string[] {
+  return leavesOf(schema)
+    .filter((leaf) => flags[optionKey(leaf)] !== undefined)
+    .map((leaf) => `--${leaf.flag}`);
+}
+
 /** Adds one `--flag <value>` per schema leaf (except those in `skip`, e.g. objects set by file only). */
 export function addConfigFlags(
   command: Command,
@@ -80,8 +92,7 @@ export function configFromFileAndFlags(
 ): Record<string, unknown> {
   const config: Record<string, unknown> = configPath ? readConfigFile(configPath) : {};
   for (const leaf of leavesOf(schema)) {
-    const key = leaf.flag.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
-    const value = flags[key];
+    const value = flags[optionKey(leaf)];
     if (value === undefined) continue;
     let target = config;
     for (const part of leaf.path.slice(0, -1)) {

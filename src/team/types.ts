@@ -14,6 +14,8 @@ export interface TurnRecord {
   /** The turn's content text as other agents see it (stop token removed). */
   text: string;
   finishReason: 'stop' | 'length';
+  /** A remote agent's generated tokens as its server reported them (`tokens` is empty). */
+  generatedTokenCount?: number;
 }
 
 /** One full episode of the team on one problem. */

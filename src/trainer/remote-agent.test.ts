@@ -206,6 +206,71 @@ describe('training with a frozen remote agent', () => {
     }
   });
 
+  test('a server that comes back at another address: resume moves the agent there', async () => {
+    const straight = path.join(fixture.directory, 'straight');
+    const moved = path.join(fixture.directory, 'moved');
+    await assert.rejects(
+      train({
+        config: remoteConfig(),
+        runDirectory: moved,
+        onProgress: (event) => {
+          if (event.kind === 'checkpoint' && event.stage === 2) served.failing = true;
+        },
+      }),
+      RemoteAgentError,
+    );
+    // The old address keeps failing; the same model answers at a new one.
+    const replacement = await serveModel(path.join(fixture.directory, 'agent1'));
+    const newAddress = `${replacement.server.url}/v1`;
+    const configFile = path.join(moved, 'config.json');
+    try {
+      const configBefore = readFileSync(configFile, 'utf8');
+      const refusals: Array<[Record<string, string>, RegExp]> = [
+        [
+          { agent9: newAddress },
+          /the run has no agent "agent9" \(agents: agent0, agent1, agent2\)/,
+        ],
+        [{ agent0: newAddress }, /agent "agent0" is not a remote agent/],
+        [{ agent1: 'not an address' }, /baseURL/],
+      ];
+      for (const [endpoints, message] of refusals) {
+        await assert.rejects(
+          train({ config: {}, runDirectory: moved, resume: true, endpoints }),
+          message,
+        );
+        assert.equal(
+          readFileSync(configFile, 'utf8'),
+          configBefore,
+          'a refused move writes nothing',
+        );
+      }
+      await assert.rejects(
+        train({
+          config: remoteConfig(),
+          runDirectory: path.join(fixture.directory, 'never'),
+          endpoints: { agent1: newAddress },
+        }),
+        /moving endpoints goes with resume/,
+      );
+      const summary = await train({
+        config: {},
+        runDirectory: moved,
+        resume: true,
+        endpoints: { agent1: newAddress },
+      });
+      assert.equal(summary.stages, 4);
+      assert.deepEqual(comparableRecords(moved), comparableRecords(straight));
+      assert.ok(replacement.requests > 0, 'the resumed stages asked the new address');
+      const config = JSON.parse(readFileSync(configFile, 'utf8')) as {
+        agents: Array<{ endpoint?: { baseURL: string } }>;
+      };
+      assert.equal(config.agents[1]!.endpoint!.baseURL, newAddress);
+    } finally {
+      served.failing = false;
+      await replacement.server.close();
+    }
+  });
+
   test('the single-model baseline plays the local roles and leaves the remote one to its server', async () => {
     const runDirectory = path.join(fixture.directory, 'single');
     const requestsBefore = served.requests;

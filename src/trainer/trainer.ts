@@ -1,5 +1,6 @@
 import { clearPool } from '../tensor/index.js';
 import { getTask, type Problem, type Task } from '../tasks/index.js';
+import { ConfigError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
 import { parseWithSchema } from '../util/schema.js';
 import { trainConfigSchema, type TrainConfig, type TrainConfigInput } from './config.js';
@@ -8,6 +9,7 @@ import { evaluateTeam } from './evaluate.js';
 import { resolveObjective } from './objectives.js';
 import type { EvaluationRecord, MetricsRecord, StageRecord, SwapRecord } from './records.js';
 import { RunDirectory, type RunState } from './run-directory.js';
+import { moveRemoteEndpoints } from './move-endpoints.js';
 import { schedules } from './schedules.js';
 import { pairedImprovement, StageRunner } from './stage.js';
 import {
@@ -43,6 +45,11 @@ export interface TrainOptions {
   onProgress?: (event: TrainProgress) => void;
   /** When aborted, the trainer finishes the current stage, saves and returns. */
   signal?: AbortSignal;
+  /**
+   * With `resume`: new addresses (agent name → baseURL) for remote agents whose server moved;
+   * the run's config.json is updated (move-endpoints.ts).
+   */
+  endpoints?: Readonly<Record<string, string>>;
 }
 
 interface RunContext {
@@ -157,12 +164,18 @@ async function prepare(options: TrainOptions): Promise<RunContext> {
   let run: RunDirectory;
   if (options.resume) {
     run = await RunDirectory.open(options.runDirectory);
+    if (options.endpoints) await moveRemoteEndpoints(run, options.endpoints);
     config = parseWithSchema(
       trainConfigSchema,
       await run.readConfig(),
       `${options.runDirectory}/config.json`,
     );
   } else {
+    if (options.endpoints)
+      throw new ConfigError(
+        'endpoint',
+        "moving endpoints goes with resume; a new run gives each remote agent's address in its config (agents[i].endpoint.baseURL)",
+      );
     config = parseWithSchema(trainConfigSchema, options.config, 'config');
   }
   const task = await getTask(config.task, 'task');

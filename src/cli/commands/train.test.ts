@@ -168,5 +168,22 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     const notRun = await teamtr(['eval', fixture.directory]);
     assert.equal(notRun.code, 2);
     assert.match(notRun.stderr, /not a teamtr run directory/);
+    // --resume takes the run's own config: a config flag there is refused, not ignored.
+    const resumeWithFlags = await teamtr([
+      'train',
+      '--resume',
+      '--run-dir',
+      path.join(fixture.directory, 'c'),
+      '--rollout-group-size',
+      '4',
+    ]);
+    assert.equal(resumeWithFlags.code, 2);
+    assert.match(
+      resumeWithFlags.stderr,
+      /--resume continues a run with its own config\.json, so --rollout-group-size cannot change it/,
+    );
+    const badEndpoint = await teamtr(['train', '--resume', '--endpoint', 'critic']);
+    assert.equal(badEndpoint.code, 2);
+    assert.match(badEndpoint.stderr, /--endpoint takes AGENT=URL/);
   });
 });

@@ -4,7 +4,8 @@ import { trainConfigSchema } from '../../trainer/config.js';
 import { train, type TrainProgress } from '../../trainer/trainer.js';
 import type { SwapRecord } from '../../trainer/records.js';
 import type { TrainSummary } from '../../trainer/summary.js';
-import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { TeamtrError } from '../../util/errors.js';
+import { addConfigFlags, configFlagsGiven, configFromFileAndFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
 import { formatSummary } from '../format.js';
 
@@ -32,11 +33,29 @@ export function describeSwap(record: SwapRecord): string {
   );
 }
 
+/** `--endpoint agent=url` values as a map, or undefined when none was given. */
+export function endpointMoves(
+  values: readonly string[] | undefined,
+): Record<string, string> | undefined {
+  if (!values || values.length === 0) return undefined;
+  const moves: Record<string, string> = {};
+  for (const value of values) {
+    const separator = value.indexOf('=');
+    if (separator <= 0 || separator === value.length - 1)
+      throw new TeamtrError(
+        `--endpoint takes AGENT=URL (e.g. critic=http://127.0.0.1:8001/v1), got ${JSON.stringify(value)}`,
+      );
+    moves[value.slice(0, separator)] = value.slice(separator + 1);
+  }
+  return moves;
+}
+
 export async function runTraining(options: {
   config: unknown;
   runDirectory: string;
   resume: boolean;
   quiet: boolean;
+  endpoints?: Record<string, string>;
 }): Promise<TrainSummary> {
   const progress = new ProgressReporter(options.quiet);
   const controller = new AbortController();
@@ -53,6 +72,7 @@ export async function runTraining(options: {
       config: options.config as never,
       runDirectory: options.runDirectory,
       resume: options.resume,
+      endpoints: options.endpoints,
       signal: controller.signal,
       onProgress: (event: TrainProgress) => {
         if (event.kind === 'start') progress.start('train', event.budget, event.generatedTokens);
@@ -81,9 +101,24 @@ export function register(program: Command): void {
     .option('-c, --config <file>', 'config file (YAML or JSON); flags override its keys')
     .option('--run-dir <dir>', 'run directory (default runs/<schedule>-<time>)')
     .option('--resume', 'continue the run in --run-dir from its last checkpoint')
+    .option(
+      '--endpoint <agent=url>',
+      "with --resume: a remote agent's new server address (baseURL), e.g. after a restart; repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--json', 'print one JSON summary object on stdout');
   addConfigFlags(command, trainConfigSchema);
   command.action(async (flags: Record<string, unknown>) => {
+    if (flags.resume) {
+      const given = [
+        ...(flags.config === undefined ? [] : ['--config']),
+        ...configFlagsGiven(trainConfigSchema, flags),
+      ];
+      if (given.length > 0)
+        throw new TeamtrError(
+          `--resume continues a run with its own config.json, so ${given.join(', ')} cannot change it; drop ${given.length === 1 ? 'it' : 'them'} (to point a remote agent at a new address, use --endpoint AGENT=URL)`,
+        );
+    }
     const config = flags.resume
       ? {}
       : configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
@@ -95,6 +130,7 @@ export function register(program: Command): void {
       runDirectory,
       resume: Boolean(flags.resume),
       quiet: false,
+      endpoints: endpointMoves(flags.endpoint as string[] | undefined),
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(formatSummary(summary));
