@@ -63,6 +63,9 @@ static float mask_scores(float *row, int64_t columns, int64_t limit, const float
 /*
  * Masks, exponentiates and normalizes one score row in place (keys j < columns; visible keys
  * j < limit with valid[j] = 1). Returns false when no key is visible (the row is zeroed).
+ * The row has room up to the next multiple of VECTOR_WIDTH: the exponentials run over whole
+ * vectors (the padding is scratch), since decode rows are short and a scalar remainder of up
+ * to 15 exponentials per row cost more than the vector part.
  */
 static bool softmax_scores(float *row, int64_t columns, int64_t limit, const float *valid) {
   float maximum = mask_scores(row, columns, limit, valid);
@@ -74,8 +77,12 @@ static bool softmax_scores(float *row, int64_t columns, int64_t limit, const flo
       return false;
     }
   }
-#pragma omp simd
-  for (int64_t j = 0; j < columns; j++) row[j] = fast_expf(row[j] - maximum);
+  int64_t padded = round_up_to_vector(columns);
+  for (int64_t j = 0; j < padded; j += VECTOR_WIDTH) {
+    vfloat exponentials;
+    for (int lane = 0; lane < VECTOR_WIDTH; lane++) exponentials[lane] = fast_expf(row[j + lane] - maximum);
+    vstore(row + j, exponentials);
+  }
   float inverse = (float)(1.0 / reduce_sum(row, columns));
 #pragma omp simd
   for (int64_t j = 0; j < columns; j++) row[j] *= inverse;
