@@ -126,7 +126,8 @@ export function tidy<T>(fn: () => T): T {
 }
 
 function collectDisposables(value: unknown, into: Set<Disposable>, depth: number): void {
-  if (value === null || typeof value !== 'object' || depth > 3) return;
+  // Typed arrays hold numbers only; walking one would visit (and box) every element.
+  if (value === null || typeof value !== 'object' || depth > 3 || ArrayBuffer.isView(value)) return;
   if (typeof (value as Disposable).dispose === 'function') {
     into.add(value as Disposable);
     return;
