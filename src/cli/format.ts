@@ -6,6 +6,9 @@ const interval = (bounds: [number, number]): string =>
 const number = (value: number | null, digits = 3): string =>
   value === null || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
 
+const signed = (value: number | null): string =>
+  value === null || !Number.isFinite(value) ? 'n/a' : `${value >= 0 ? '+' : ''}${value.toFixed(4)}`;
+
 /** The closing summary of a training run, for a person. */
 export function formatSummary(summary: TrainSummary): string {
   const lines = [
@@ -26,6 +29,7 @@ export function formatSummary(summary: TrainSummary): string {
     `  certificates: mean ${number(certificates.meanCertificate, 4)}, measured improvement mean ${number(certificates.meanMeasuredImprovement, 4)}`,
     `    rank correlation certificate vs measured: cumulative ${number(certificates.cumulativeRankCorrelation)}, per update ${number(certificates.perUpdateRankCorrelation)}`,
     `    certificate above measured improvement: ${certificates.certificateAboveMeasuredFraction === null ? 'n/a' : percent(certificates.certificateAboveMeasuredFraction)} of updates`,
+    `  team reward per stage: ${signed(summary.stageImprovement.inSamplePerStage)} on the stage's own problems, ${signed(summary.stageImprovement.outOfSamplePerStage)} on the next stage's new ones`,
     `  stage regressions: ${summary.regressions}`,
     `  run directory: ${summary.runDirectory}`,
     `  see it: teamtr dashboard ${summary.runDirectory}   (or: teamtr report ${summary.runDirectory})`,

@@ -20,7 +20,36 @@ export interface TrainSummary {
   evalBefore: EvaluationSummary | null;
   evalAfter: EvaluationSummary | null;
   certificates: CertificateStatistics;
+  stageImprovement: StageImprovementStatistics;
   regressions: number;
+}
+
+/**
+ * Two readings of how much a stage improved the team reward. A stage's own rewardAfter −
+ * rewardBefore is measured on the problems its updates were fitted to, so it reads high; the
+ * next stage's rewardBefore is measured on new problems, so rewardBefore(s+1) − rewardBefore(s)
+ * is the out-of-sample change (noisier: the problems differ too). Measured improvements of
+ * updates (the certificates' yardstick) are in-sample like the first.
+ */
+export interface StageImprovementStatistics {
+  /** Mean over stages of rewardAfter − rewardBefore (the stage's own problems). */
+  inSamplePerStage: number | null;
+  /** Mean over consecutive stages of rewardBefore(s+1) − rewardBefore(s) (new problems). */
+  outOfSamplePerStage: number | null;
+}
+
+export function stageImprovementStatistics(
+  records: readonly MetricsRecord[],
+): StageImprovementStatistics {
+  const stages = stageRecords(records);
+  const mean = (values: number[]) =>
+    values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+  return {
+    inSamplePerStage: mean(stages.map((stage) => stage.rewardAfter - stage.rewardBefore)),
+    outOfSamplePerStage: mean(
+      stages.slice(1).map((stage, index) => stage.rewardBefore - stages[index]!.rewardBefore),
+    ),
+  };
 }
 
 export interface CertificateStatistics {

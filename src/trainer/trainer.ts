@@ -14,6 +14,7 @@ import { schedules } from './schedules.js';
 import { pairedImprovement, StageRunner } from './stage.js';
 import {
   certificateStatistics,
+  stageImprovementStatistics,
   lastEvaluation,
   type EvaluationSummary,
   type TrainSummary,
@@ -310,6 +311,7 @@ function buildSummary(context: RunContext, state: RunState, interrupted: boolean
     evalBefore: (state.evaluationBefore as EvaluationSummary | null) ?? null,
     evalAfter: after ? summarizeEvaluation(after) : null,
     certificates: certificateStatistics(records),
+    stageImprovement: stageImprovementStatistics(records),
     regressions: records.filter((record) => record.type === 'stage' && record.regression).length,
   };
 }
