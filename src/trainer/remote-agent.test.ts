@@ -81,6 +81,17 @@ function remoteConfig(): TrainConfigInput {
   };
 }
 
+/** Trains the remote team; the server starts refusing right after the stage-2 checkpoint. */
+function trainUntilTheServerFails(runDirectory: string): Promise<unknown> {
+  return train({
+    config: remoteConfig(),
+    runDirectory,
+    onProgress: (event) => {
+      if (event.kind === 'checkpoint' && event.stage === 2) served.failing = true;
+    },
+  });
+}
+
 const updates = (runDirectory: string) =>
   readRecords(runDirectory).filter((record): record is UpdateRecord => record.type === 'update');
 
@@ -180,13 +191,7 @@ describe('training with a frozen remote agent', () => {
     // The server fails after the checkpoint of stage 2, in the middle of stage 3...
     const crashed = path.join(fixture.directory, 'crashed');
     await assert.rejects(
-      train({
-        config: remoteConfig(),
-        runDirectory: crashed,
-        onProgress: (event) => {
-          if (event.kind === 'checkpoint' && event.stage === 2) served.failing = true;
-        },
-      }),
+      trainUntilTheServerFails(crashed),
       (error: unknown) =>
         error instanceof RemoteAgentError &&
         error.message.includes(`${served.server.url}/v1/chat/completions`) &&
@@ -209,16 +214,7 @@ describe('training with a frozen remote agent', () => {
   test('a server that comes back at another address: resume moves the agent there', async () => {
     const straight = path.join(fixture.directory, 'straight');
     const moved = path.join(fixture.directory, 'moved');
-    await assert.rejects(
-      train({
-        config: remoteConfig(),
-        runDirectory: moved,
-        onProgress: (event) => {
-          if (event.kind === 'checkpoint' && event.stage === 2) served.failing = true;
-        },
-      }),
-      RemoteAgentError,
-    );
+    await assert.rejects(trainUntilTheServerFails(moved), RemoteAgentError);
     // The old address keeps failing; the same model answers at a new one.
     const replacement = await serveModel(path.join(fixture.directory, 'agent1'));
     const newAddress = `${replacement.server.url}/v1`;
