@@ -14,11 +14,6 @@ export function defaultRunDirectory(schedule: string): string {
   return path.join('runs', `${schedule}-${stamp}`);
 }
 
-/**
- * Runs training with progress on stderr and Ctrl-C handling: the first Ctrl-C finishes the
- * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
- * (the last checkpoint stays intact: every write is atomic).
- */
 /** One line per swap: who changed, the reward shock, and what alignment recovered. */
 export function describeSwap(record: SwapRecord): string {
   const reward = (value: number): string => value.toFixed(3);
@@ -50,6 +45,11 @@ export function endpointMoves(
   return moves;
 }
 
+/**
+ * Runs training with progress on stderr and Ctrl-C handling: the first Ctrl-C finishes the
+ * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
+ * (the last checkpoint stays intact: every write is atomic).
+ */
 export async function runTraining(options: {
   config: unknown;
   runDirectory: string;
