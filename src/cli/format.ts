@@ -6,7 +6,8 @@ const interval = (bounds: [number, number]): string =>
 const number = (value: number | null, digits = 3): string =>
   value === null || !Number.isFinite(value) ? 'n/a' : value.toFixed(digits);
 
-const signed = (value: number | null): string =>
+/** A number with its sign (+0.0012, −0.0300), or n/a. */
+export const signed = (value: number | null): string =>
   value === null || !Number.isFinite(value) ? 'n/a' : `${value >= 0 ? '+' : ''}${value.toFixed(4)}`;
 
 /** The closing summary of a training run, for a person. */

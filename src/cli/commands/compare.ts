@@ -5,6 +5,7 @@ import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { signed } from '../format.js';
 import { runTraining } from './train.js';
 
 export interface ScheduleComparison {
@@ -18,6 +19,10 @@ export interface ScheduleComparison {
   wallSecondsMean: number;
   outOfRegionRateMean: number;
   cumulativeRankCorrelationMean: number | null;
+  /** Team reward change per stage on new problems (the unbiased reading; summary.ts). */
+  outOfSamplePerStageMean: number | null;
+  /** The same on each stage's own problems, which its updates were fitted to. */
+  inSamplePerStageMean: number | null;
   runs: string[];
 }
 
@@ -46,6 +51,13 @@ export function summarizeSchedule(schedule: string, summaries: TrainSummary[]): 
   const correlations = summaries
     .map((summary) => summary.certificates.cumulativeRankCorrelation)
     .filter((value): value is number => value !== null);
+  // Summaries written before stageImprovement existed have none.
+  const perStage = (key: 'outOfSamplePerStage' | 'inSamplePerStage'): number | null => {
+    const values = summaries
+      .map((summary) => summary.stageImprovement?.[key] ?? null)
+      .filter((value): value is number => value !== null);
+    return values.length === summaries.length && values.length > 0 ? meanAndStd(values).mean : null;
+  };
   return {
     schedule,
     seeds: summaries.map((summary) => summary.seed),
@@ -61,6 +73,8 @@ export function summarizeSchedule(schedule: string, summaries: TrainSummary[]): 
       summaries.map((summary) => summary.certificates.outOfRegionRate),
     ).mean,
     cumulativeRankCorrelationMean: correlations.length ? meanAndStd(correlations).mean : null,
+    outOfSamplePerStageMean: perStage('outOfSamplePerStage'),
+    inSamplePerStageMean: perStage('inSamplePerStage'),
     runs: summaries.map((summary) => summary.runDirectory),
   };
 }
@@ -75,6 +89,7 @@ export function formatComparison(rows: ScheduleComparison[]): string {
     'wall s',
     'out-of-region',
     'cert~measured ρ',
+    'reward/stage new (own) problems',
   ];
   const body = rows.map((row) => [
     row.schedule,
@@ -87,6 +102,7 @@ export function formatComparison(rows: ScheduleComparison[]): string {
     row.cumulativeRankCorrelationMean === null
       ? 'n/a'
       : row.cumulativeRankCorrelationMean.toFixed(2),
+    `${signed(row.outOfSamplePerStageMean)} (${signed(row.inSamplePerStageMean)})`,
   ]);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...body.map((row) => row[column]!.length)),

@@ -119,6 +119,18 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     for (const row of rows) {
       assert.deepEqual(row.seeds, [0, 1]);
       assert.ok(row.generatedTokensMean >= 400, 'each run spends at least the budget');
+      // Per-stage reward change, out-of-sample and in-sample, averaged over the runs' summaries.
+      const summaries = (row.runs as string[]).map(
+        (run) =>
+          JSON.parse(readFileSync(path.join(run, 'summary.json'), 'utf8')) as {
+            stageImprovement: { outOfSamplePerStage: number; inSamplePerStage: number };
+          },
+      );
+      const average = (key: 'outOfSamplePerStage' | 'inSamplePerStage') =>
+        summaries.reduce((total, summary) => total + summary.stageImprovement[key], 0) /
+        summaries.length;
+      assert.ok(Math.abs(row.outOfSamplePerStageMean - average('outOfSamplePerStage')) < 1e-12);
+      assert.ok(Math.abs(row.inSamplePerStageMean - average('inSamplePerStage')) < 1e-12);
     }
   });
 
