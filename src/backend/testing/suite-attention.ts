@@ -171,6 +171,23 @@ export function runForward(
   return { output, probabilities };
 }
 
+/** Attention backward into fresh zeroed gradient arrays, from a forward run with probabilities. */
+export function runBackward(
+  backend: KernelBackend,
+  inputs: AttentionInputs,
+  probabilities: Float32Array,
+  gradOutput: Float32Array,
+): { gradQuery: Float32Array; gradKey: Float32Array; gradValue: Float32Array } {
+  const { shape, query, key, value } = inputs;
+  const grads = {
+    gradQuery: allocate(query.length),
+    gradKey: allocate(key.length),
+    gradValue: allocate(value.length),
+  };
+  backend.attentionBackward({ ...shape, query, key, value, probabilities, gradOutput, ...grads });
+  return grads;
+}
+
 function checkBackward(backend: KernelBackend, inputs: AttentionInputs, label: string): void {
   const { shape, query, key, value } = inputs;
   const forward = runForward(backend, inputs, true);
@@ -242,7 +259,7 @@ export function attentionTests(backend: KernelBackend): void {
 
     test('a query with no valid key outputs 0 and passes back no gradient', () => {
       const inputs = attentionInputs(ATTENTION_CASES[1], 500);
-      const { shape, query, key, value } = inputs;
+      const { shape, query } = inputs;
       const forward = runForward(backend, inputs, true);
       const { heads, headDim } = shape;
       // Batch 1, queries 0 and 1 (all heads) see only padding.
@@ -251,21 +268,8 @@ export function attentionTests(backend: KernelBackend): void {
       assert.ok(forward.output.subarray(blocked, blockedEnd).every((x) => x === 0));
       const gradOutput = allocate(query.length);
       gradOutput.fill(1, blocked, blockedEnd);
-      const gradQuery = allocate(query.length);
-      const gradKey = allocate(key.length);
-      const gradValue = allocate(value.length);
-      backend.attentionBackward({
-        ...shape,
-        query,
-        key,
-        value,
-        probabilities: forward.probabilities!,
-        gradOutput,
-        gradQuery,
-        gradKey,
-        gradValue,
-      });
-      for (const [name, gradient] of Object.entries({ gradQuery, gradKey, gradValue })) {
+      const grads = runBackward(backend, inputs, forward.probabilities!, gradOutput);
+      for (const [name, gradient] of Object.entries(grads)) {
         assert.ok(
           gradient.every((x) => x === 0),
           `${name} must be 0`,
