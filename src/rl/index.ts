@@ -14,3 +14,4 @@ export * from './certificate.js';
 export * from './improvement.js';
 export * from './diagnostics.js';
 export * from './rank-shift.js';
+export * from './objectives/index.js';

@@ -11,10 +11,13 @@ export interface CompletionRequest {
 }
 
 export interface Completion {
+  /** The exact token ids the agent was conditioned on (its role prompt + shared context). */
   inputIds: number[];
+  /** The exact token ids it emitted (stop token included), never re-tokenized. */
   tokens: number[];
+  /** log π(token | prefix) recorded at sampling, under the policy that sampled it. */
   logProbs: number[];
-  /** Decoded content text without the stop token. */
+  /** Decoded content text without the stop token (what other agents see). */
   text: string;
   finishReason: 'stop' | 'length';
   /**

@@ -1,6 +1,9 @@
 import type { AgentPolicy } from './policy.js';
 
-/** One member of a team. */
+/**
+ * One member of a team: what a rollout needs to play its turns. Whether and how it is trained
+ * (δ, learning rate, optimizer) is the trainer's business (trainer/units.ts).
+ */
 export interface Agent {
   name: string;
   /** Prepended to this agent's rendered input. */
@@ -8,10 +11,6 @@ export interface Agent {
   /** Written before each of this agent's turns in the shared context, e.g. "A:". */
   speakerTag: string;
   policy: AgentPolicy;
-  /** Frozen agents play their turns but are never updated (trust region δ = 0). */
-  trainable: boolean;
-  /** Token-level KL trust-region radius. @default 0.01 */
-  delta: number;
 }
 
 /** Who speaks when. */

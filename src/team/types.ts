@@ -1,21 +1,15 @@
 import type { Problem } from '../tasks/index.js';
+import type { Completion } from './policy.js';
 
-/** One agent's turn in a trajectory, exactly as it was sampled. */
-export interface TurnRecord {
+/**
+ * One agent's turn in a trajectory, exactly as it was sampled: the agent's completion (the
+ * token ids it was conditioned on and emitted, never re-tokenized, with the log-probs it gave
+ * them) and where the turn stands in the episode.
+ */
+export interface TurnRecord extends Completion {
   /** Position in the episode's speaking order. */
   turnIndex: number;
   agentIndex: number;
-  /** The exact token ids the agent was conditioned on (its role prompt + shared context). */
-  inputIds: number[];
-  /** The exact token ids it emitted (stop token included), never re-tokenized. */
-  tokens: number[];
-  /** log π(token | prefix) recorded at sampling, under the policy that sampled it. */
-  logProbs: number[];
-  /** The turn's content text as other agents see it (stop token removed). */
-  text: string;
-  finishReason: 'stop' | 'length';
-  /** A remote agent's generated tokens as its server reported them (`tokens` is empty). */
-  generatedTokenCount?: number;
 }
 
 /** One full episode of the team on one problem. */

@@ -49,8 +49,6 @@ function newcomerWith(
     rolePrompt: options.rolePrompt ?? '',
     speakerTag: 'C:',
     policy: new LocalPolicy(model, tokenizer),
-    trainable: true,
-    delta: 0.01,
   };
 }
 

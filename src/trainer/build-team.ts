@@ -1,6 +1,5 @@
 import { ConfigError } from '../util/errors.js';
 import { loadModel, type LoadedModel } from '../models/load.js';
-import { AdamW, decayExempt } from '../optim/adamw.js';
 import { LocalPolicy } from '../team/policy.js';
 import { RemotePolicy } from '../team/remote-policy.js';
 import { attachLora } from '../models/lora-config.js';
@@ -10,12 +9,12 @@ import type { Agent, Team } from '../team/team.js';
 import type { Task } from '../tasks/index.js';
 import type { AgentConfig, TrainConfig } from './config.js';
 import type { Schedule } from './schedules.js';
-import type { UpdateUnit } from './trust-region.js';
+import { buildUnit, type TrainableUnit } from './units.js';
 
 export interface BuiltTeam {
   team: Team;
-  /** Trainable update units in agent order. */
-  units: UpdateUnit[];
+  /** Trainable units in agent order. */
+  units: TrainableUnit[];
   /** Agent configs after defaults (what the run directory records). */
   agentConfigs: AgentConfig[];
   models: LoadedModel[];
@@ -46,13 +45,12 @@ export async function buildTeam(
     : await loadAll(agentConfigs, config.seed);
   const models = loaded.filter((entry): entry is LoadedModel => entry !== null);
   const agents: Agent[] = agentConfigs.map((agentConfig, index) =>
-    agentFromConfig(
+    agentFromConfig({
       agentConfig,
       index,
-      loaded[schedule.sharedModel ? 0 : index] ?? null,
-      config,
+      loaded: loaded[schedule.sharedModel ? 0 : index] ?? null,
       task,
-    ),
+    }),
   );
   const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
   const team: Team = {
@@ -66,40 +64,19 @@ export async function buildTeam(
       maxTurnTokens: config.protocol.maxTurnTokens ?? task.protocol.maxTurnChars + 2,
     },
   };
-  const optimizerFor = (model: LoadedModel, learningRate: number): AdamW =>
-    createOptimizer(model, learningRate, config);
-  const units: UpdateUnit[] = schedule.sharedModel
+  const units: TrainableUnit[] = schedule.sharedModel
     ? [
-        {
-          name: agentConfigs[0]!.name,
-          model: loaded[0]!.model,
-          optimizer: optimizerFor(
-            loaded[0]!,
-            agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
-          ),
+        buildUnit({
+          agentConfig: agentConfigs[0]!,
+          loaded: loaded[0]!,
           // The shared model plays every role except those of remote agents.
           agentIndices: agents.flatMap((agent, index) => (agent.policy.model ? [index] : [])),
-          delta: agents[0]!.delta,
-          learningRate: agentConfigs[0]!.learningRate ?? config.optimizer.learningRate,
-          source: loaded[0]!.source,
-        },
+          config,
+        }),
       ]
     : agentConfigs.flatMap((agentConfig, index) =>
         agentConfig.trainable
-          ? [
-              {
-                name: agentConfig.name,
-                model: loaded[index]!.model,
-                optimizer: optimizerFor(
-                  loaded[index]!,
-                  agentConfig.learningRate ?? config.optimizer.learningRate,
-                ),
-                agentIndices: [index],
-                delta: agents[index]!.delta,
-                learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
-                source: loaded[index]!.source,
-              },
-            ]
+          ? [buildUnit({ agentConfig, loaded: loaded[index]!, agentIndices: [index], config })]
           : [],
       );
   return { team, units, agentConfigs, models };
@@ -109,13 +86,14 @@ export async function buildTeam(
  * One team member from its config and loaded model (null for a remote agent); also used when a
  * swap brings a model in.
  */
-export function agentFromConfig(
-  agentConfig: AgentConfig,
-  index: number,
-  source: LoadedModel | null,
-  config: TrainConfig,
-  task: Task,
-): Agent {
+export function agentFromConfig(options: {
+  agentConfig: AgentConfig;
+  index: number;
+  /** Null for a remote agent. */
+  loaded: LoadedModel | null;
+  task: Task;
+}): Agent {
+  const { agentConfig, index, loaded: source, task } = options;
   const policy = agentConfig.endpoint
     ? new RemotePolicy(agentConfig.endpoint, {}, `agents[${index}].endpoint`)
     : new LocalPolicy(source!.model, source!.tokenizer);
@@ -124,25 +102,7 @@ export function agentFromConfig(
     rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
     speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
     policy,
-    trainable: agentConfig.trainable,
-    delta: agentConfig.trainable ? (agentConfig.delta ?? config.trustRegion.delta) : 0,
   };
-}
-
-/** A fresh AdamW for a unit's model under the run's optimizer settings. */
-export function createOptimizer(
-  model: LoadedModel,
-  learningRate: number,
-  config: TrainConfig,
-): AdamW {
-  return new AdamW(model.model.trainableParameters(), {
-    learningRate,
-    beta1: config.optimizer.beta1,
-    beta2: config.optimizer.beta2,
-    epsilon: 1e-8,
-    weightDecay: config.optimizer.weightDecay,
-    noDecay: decayExempt,
-  });
 }
 
 /**

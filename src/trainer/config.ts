@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { loraConfigSchema } from '../models/lora-config.js';
+import { objectiveNames } from '../rl/objectives/index.js';
 import { taskSpecSchema } from '../tasks/index.js';
 import { remoteEndpointSchema } from '../team/remote-policy.js';
 
@@ -64,7 +65,7 @@ export const agentConfigSchema = z
   .transform((agent) => ({ ...agent, trainable: agent.trainable ?? agent.endpoint === undefined }));
 
 export const scheduleNames = ['teamtr', 'sequential-stale', 'joint', 'single'] as const;
-export const objectiveNames = ['grpo', 'dapo', 'ppo'] as const;
+export { objectiveNames } from '../rl/objectives/index.js';
 
 // --- swaps (issue #7, see trainer/swap.ts) ---
 export const alignmentModes = ['sft', 'kl', 'sft+kl'] as const;

@@ -18,7 +18,8 @@ import { readJsonFile } from '../io/json-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { MetricsRecord } from './records.js';
-import type { UpdateUnit } from './trust-region.js';
+import { runStateSchema, type RunState } from './run-state.js';
+import type { TrainableUnit } from './units.js';
 import { restoreUnitCheckpoint, saveUnitCheckpoint } from './unit-checkpoint.js';
 
 /**
@@ -47,18 +48,6 @@ const markerSchema = z.strictObject({
   version: z.literal(1),
   createdAt: z.string(),
 });
-
-export const runStateSchema = z.strictObject({
-  stage: z.number().int().nonnegative(),
-  generatedTokens: z.number().int().nonnegative(),
-  updates: z.number().int().nonnegative(),
-  metricsBytes: z.number().int().nonnegative(),
-  elapsedSeconds: z.number().nonnegative(),
-  evaluationBefore: z.unknown(),
-  /** Caller state that must survive a resume (e.g. swaps already applied). */
-  extra: z.record(z.string(), z.unknown()).default({}),
-});
-export type RunState = z.output<typeof runStateSchema>;
 
 export class RunDirectory {
   private constructor(readonly directory: string) {}
@@ -153,7 +142,7 @@ export class RunDirectory {
    */
   async saveCheckpoint(
     state: RunState,
-    units: readonly UpdateUnit[],
+    units: readonly TrainableUnit[],
     tokenizers: ReadonlyMap<string, unknown>,
     options: { baseWeights?: boolean } = {},
   ): Promise<void> {
@@ -186,7 +175,7 @@ export class RunDirectory {
 
   /** Restores every unit's weights and optimizer; returns the saved state. */
   async restoreCheckpoint(
-    units: readonly UpdateUnit[],
+    units: readonly TrainableUnit[],
     options: { truncateMetrics?: boolean } = {},
   ): Promise<RunState> {
     const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);

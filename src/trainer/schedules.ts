@@ -1,75 +1,79 @@
-import type { TeamBatch } from '../team/types.js';
 import type { ScheduleName } from './config.js';
-import type { StageRunner } from './stage.js';
-
-export interface StageOutcome {
-  /** The stage's first batch (the team before any update of the stage). */
-  first: TeamBatch;
-  /** A batch on the same prompts from the team after the stage. */
-  last: TeamBatch;
-}
+import type { AgentUpdate, Stage, StageOutcome } from './stage.js';
+import { pairedImprovement } from './stage.js';
 
 /**
- * An update schedule (TEAMTR.md §4): the order of sampling and updates within a stage.
+ * An update schedule (docs/method.md §4): the order of sampling and updates within a stage.
  * The trainer never branches on schedule names; it asks the schedule.
  */
 export interface Schedule {
   readonly name: ScheduleName;
   /** All agents share one model (the single-agent baseline). */
   readonly sharedModel: boolean;
-  runStage(runner: StageRunner): Promise<StageOutcome>;
+  runStage(stage: Stage): Promise<StageOutcome>;
 }
 
 /**
- * TeamTR: sequential updates, each on a fresh batch from the current team (intermediate
- * occupancy). Consecutive batches share prompts and random streams; the change in their mean
- * reward is the measured improvement of the update in between. With suffix resampling only
- * the turns from the just-updated agent's turn on are regenerated.
+ * TeamTR: each agent in turn is updated on a fresh batch from the current team (intermediate
+ * occupancy). The batch after an update, on the same prompts and random streams, measures
+ * that update and feeds the next one; with suffix resampling it regenerates only the turns
+ * from the just-updated agent's turn on.
  */
-async function freshSequentialStage(runner: StageRunner): Promise<StageOutcome> {
-  const order = runner.orderedUnits();
-  let batch = await runner.sample();
-  const first = batch;
-  for (const [index, unit] of order.entries()) {
-    if (index > 0) {
-      const next = await runner.sample({ previous: batch, changed: order[index - 1]! });
-      runner.measure(runner.records[index - 1]!, batch, next);
-      batch = next;
-    }
-    runner.update(unit, batch, { stale: false });
+async function freshSequentialStage(stage: Stage): Promise<StageOutcome> {
+  const order = stage.updateOrder();
+  const first = await stage.sample();
+  const records = [];
+  let batch = first;
+  for (const unit of order) {
+    const update = stage.update(unit, batch);
+    const next = await stage.sample({ previous: batch, changed: unit });
+    records.push(stage.record(update, pairedImprovement(batch, next)));
+    batch = next;
   }
-  const last = await runner.sample({ previous: batch, changed: order[order.length - 1]! });
-  runner.measure(runner.records[runner.records.length - 1]!, batch, last);
-  return { first, last };
+  return { first, last: batch, records };
 }
 
 /**
- * One batch sampled at the start of the stage, reused for every update. Sequentially (as in
- * HAPPO), each later agent weights the stale batch by the earlier agents' likelihood ratio, so
- * it responds to their new policies but on contexts they no longer produce (stale occupancy).
- * Jointly, every agent steps from the start-of-stage team at once (as in MAPPO).
+ * One batch sampled at the start of the stage serves every update (stale occupancy). Each
+ * certificate pays for the shift of the units stepped before it, which this batch does not
+ * reflect; `weights` may reweight the batch for the unit about to be updated.
  */
-function staleBatchStage(sequential: boolean) {
-  return async (runner: StageRunner): Promise<StageOutcome> => {
-    const first = await runner.sample();
-    for (const unit of runner.orderedUnits())
-      runner.update(unit, first, { stale: true, correctForEarlierAgents: sequential });
-    const last = await runner.sample();
-    return { first, last };
-  };
+async function staleBatchStage(
+  stage: Stage,
+  weights: (stage: Stage) => Float64Array | undefined,
+): Promise<StageOutcome> {
+  const first = await stage.sample();
+  const updates: AgentUpdate[] = [];
+  for (const unit of stage.updateOrder()) {
+    updates.push(
+      stage.update(unit, first, {
+        unreflectedShifts: updates.map((update) => update.certificate.trajectoryShift),
+        trajectoryWeights: weights(stage),
+      }),
+    );
+  }
+  const last = await stage.sample();
+  return { first, last, records: updates.map((update) => stage.record(update, null)) };
 }
 
 export const schedules: Record<ScheduleName, Schedule> = {
   teamtr: { name: 'teamtr', sharedModel: false, runStage: freshSequentialStage },
+  // HAPPO-style: sequential on the stale batch, each agent weighting its trajectories by the
+  // likelihood ratio W_{<i} of the agents updated before it (clipped to [1/2, 2] for variance),
+  // so it answers its predecessors' new policies, but on contexts they no longer produce.
   'sequential-stale': {
     name: 'sequential-stale',
     sharedModel: false,
-    runStage: staleBatchStage(true),
+    runStage: (stage) =>
+      staleBatchStage(stage, (current) => current.occupancy.clippedLikelihoodRatios(0.5, 2)),
   },
-  // Every agent's step is computed from the same start-of-stage batch; parameters are disjoint,
-  // so applying them one after another equals applying them at once. The certificate counts the
-  // agents stepped before each one, as for sequential-stale.
-  joint: { name: 'joint', sharedModel: false, runStage: staleBatchStage(false) },
-  // One model plays every role: a single update unit, on a fresh batch.
+  // MAPPO-style: every agent steps from the start-of-stage batch. Parameters are disjoint, so
+  // applying the steps one after another equals applying them at once.
+  joint: {
+    name: 'joint',
+    sharedModel: false,
+    runStage: (stage) => staleBatchStage(stage, () => undefined),
+  },
+  // One model plays every role: a single unit, on a fresh batch.
   single: { name: 'single', sharedModel: true, runStage: freshSequentialStage },
 };

@@ -1,204 +1,199 @@
 import {
-  grpoAdvantages,
-  agentWiseNormalize,
-  dynamicSamplingFilter,
   measuredImprovement,
   meanWithStandardError,
-  occupancyGap,
+  type Objective,
+  type ObjectiveSettings,
 } from '../rl/index.js';
-import { scoreToArrays } from '../nn/score.js';
 import type { Problem, Task } from '../tasks/index.js';
 import { rollout } from '../team/rollout.js';
 import { firstTurnOf, hasSeveralRounds, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
-import { certifyUpdate } from './certify.js';
-import type { ObjectiveSettings } from './objectives.js';
+import { certifyUpdate, type UpdateCertificate } from './certify.js';
+import { OccupancyTracker } from './occupancy.js';
 import type { UpdateRecord } from './records.js';
-import { collectUnitTokens } from './token-grid.js';
-import { trustRegionUpdate, type TrustRegionSettings, type UpdateUnit } from './trust-region.js';
+import {
+  trustRegionUpdate,
+  type TrustRegionResult,
+  type TrustRegionSettings,
+} from './trust-region.js';
+import type { TrainableUnit } from './units.js';
 
-/** Everything a schedule needs to run one stage; the schedule decides the order of calls. */
-export interface StageEnvironment {
-  stage: number;
+/** How every stage of a run samples, updates and certifies (resolved once from the config). */
+export interface StageSettings {
   schedule: string;
-  team: Team;
-  task: Task;
-  units: UpdateUnit[];
-  problems: Problem[];
-  groupSize: number;
-  temperature: number;
-  suffixResampling: boolean;
+  rollout: { groupSize: number; temperature: number; suffixResampling: boolean };
   updateOrder: 'reverse' | 'fixed' | 'random';
-  objective: ObjectiveSettings;
+  objective: Objective;
+  objectiveSettings: ObjectiveSettings;
   trustRegion: TrustRegionSettings;
-  epsilon: number;
-  confidence: number;
+  certificate: { epsilon: number; confidence: number };
+}
+
+/** What is particular to one stage. */
+export interface StagePlan {
+  stage: number;
+  /** Every random stream of the stage derives from it (resume repeats the stage bit for bit). */
   seed: string;
-  random: RandomGenerator;
-  /** Generated tokens before this stage. */
+  /** The prompts of every batch of the stage (common random numbers across its batches). */
+  problems: Problem[];
+  /** Generated tokens and updates of the run before this stage. */
   tokensBefore: number;
-  /** Update count before this stage. */
   updatesBefore: number;
 }
 
+/** One agent's trust-region update and its certificate, before it is measured. */
+export interface AgentUpdate {
+  unit: TrainableUnit;
+  batch: TeamBatch;
+  /** Position within the stage. */
+  index: number;
+  /** The run's generated tokens when the update was made. */
+  generatedTokens: number;
+  result: TrustRegionResult;
+  certificate: UpdateCertificate;
+  occupancyGap: { gap: number; standardError: number } | null;
+  droppedGroups: number;
+}
+
+/** What a schedule's stage leaves: its first and last batch (same prompts) and its updates. */
+export interface StageOutcome {
+  /** The stage's first batch (the team before any update of the stage). */
+  first: TeamBatch;
+  /** A batch on the same prompts from the team after the stage. */
+  last: TeamBatch;
+  records: UpdateRecord[];
+}
+
 /**
- * The operations of one stage, shared by every schedule: sample a batch (with common random
- * numbers across the stage's batches, optionally reusing an unchanged prefix), update one
- * unit inside its trust region and certify it, and measure improvements between batches.
+ * The operations a schedule composes into a stage (schedules.ts): sample a batch of the
+ * stage's prompts, update one unit inside its trust region and certify it, and turn the update
+ * into its record once it is measured. Sampling uses the stage's seed for every batch, so
+ * consecutive batches differ only through the policies (paired measurements).
  */
-export class StageRunner {
+export class Stage {
   generatedTokens = 0;
-  readonly records: UpdateRecord[] = [];
-  /** Batch sampled by the team at the start of the stage (for the occupancy gap). */
-  private startBatch: TeamBatch | null = null;
-  /** Per trajectory of startBatch: Σ log(π_current/π_start) over units updated so far. */
-  private startLogRatio: Float64Array | null = null;
-  private readonly updatedShifts: number[] = [];
+  /** Drift of the team from the stage's first batch (occupancy gap, HAPPO weights). */
+  readonly occupancy = new OccupancyTracker();
+  private readonly random: RandomGenerator;
+  private updates = 0;
 
-  constructor(readonly environment: StageEnvironment) {}
-
-  /** Units in the order this stage updates them. */
-  orderedUnits(): UpdateUnit[] {
-    const { units, team, updateOrder, random } = this.environment;
-    const firstTurn = (unit: UpdateUnit) =>
-      Math.min(...unit.agentIndices.map((index) => firstTurnOf(team.protocol, index)));
-    const byTurn = [...units].sort((a, b) => firstTurn(a) - firstTurn(b));
-    if (updateOrder === 'fixed') return byTurn;
-    if (updateOrder === 'reverse') return byTurn.reverse();
-    return random.shuffle(byTurn);
+  constructor(
+    readonly plan: StagePlan,
+    readonly team: Team,
+    readonly task: Task,
+    readonly units: readonly TrainableUnit[],
+    readonly settings: StageSettings,
+  ) {
+    this.random = new RandomGenerator(`${plan.seed}/updates`);
   }
 
-  async sample(reuseAfter?: { previous: TeamBatch; changed: UpdateUnit }): Promise<TeamBatch> {
-    const { team, task, problems, groupSize, seed, temperature } = this.environment;
+  /** Units in the order this stage updates them (by first turn, reversed, or shuffled). */
+  updateOrder(): TrainableUnit[] {
+    const { protocol } = this.team;
+    const firstTurn = (unit: TrainableUnit) =>
+      Math.min(...unit.agentIndices.map((index) => firstTurnOf(protocol, index)));
+    const byTurn = [...this.units].sort((a, b) => firstTurn(a) - firstTurn(b));
+    if (this.settings.updateOrder === 'fixed') return byTurn;
+    if (this.settings.updateOrder === 'reverse') return byTurn.reverse();
+    return this.random.shuffle(byTurn);
+  }
+
+  /**
+   * A batch of the stage's prompts from the current team. After `changed` alone was updated,
+   * the turns before its first turn keep their distribution, so `previous`'s prefixes are
+   * reused when suffix resampling applies (one round, fixed order).
+   */
+  async sample(reuseAfter?: { previous: TeamBatch; changed: TrainableUnit }): Promise<TeamBatch> {
     const fromTurn = reuseAfter ? this.suffixStart(reuseAfter.changed) : null;
     const batch = await rollout({
-      team,
-      task,
-      problems,
-      groupSize,
-      seed,
-      temperature,
+      team: this.team,
+      task: this.task,
+      problems: this.plan.problems,
+      groupSize: this.settings.rollout.groupSize,
+      seed: this.plan.seed,
+      temperature: this.settings.rollout.temperature,
       reuse:
         reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
     });
     this.generatedTokens += batch.generatedTokens;
-    if (!this.startBatch) {
-      this.startBatch = batch;
-      this.startLogRatio = new Float64Array(batch.trajectories.length);
-    }
+    this.occupancy.begin(batch);
     return batch;
   }
 
-  /** First turn to resample after `changed` was updated, or null when a full resample is needed. */
-  private suffixStart(changed: UpdateUnit): number | null {
-    const { team, suffixResampling } = this.environment;
-    if (!suffixResampling || hasSeveralRounds(team.protocol) || team.protocol.permutePerEpisode)
-      return null;
-    const turns = changed.agentIndices
-      .map((index) => firstTurnOf(team.protocol, index))
-      .filter((turn) => turn >= 0);
-    return turns.length > 0 ? Math.min(...turns) : null;
-  }
-
-  /** Per-trajectory loss advantages under the objective (GRPO, Dr. MAS, dynamic sampling). */
-  private advantages(
-    batch: TeamBatch,
-    unit: UpdateUnit,
-    correctForEarlierAgents: boolean,
-  ): { advantages: Float64Array; trajectories: number[]; droppedGroups: number } {
-    const { objective } = this.environment;
-    const rewards = batch.trajectories.map((trajectory) => trajectory.reward);
-    const groupIds = batch.trajectories.map((trajectory) =>
-      objective.groupBaseline ? trajectory.problemIndex : 0,
-    );
-    let advantages = grpoAdvantages({
-      rewards,
-      groupIds,
-      normalizeStd: true,
-      leaveOneOut: objective.leaveOneOut,
-    }).advantages;
-    if (objective.agentWiseNormalization) {
-      const acts = batch.trajectories.map((trajectory) =>
-        trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0,
-      );
-      advantages = agentWiseNormalize({ values: advantages, agentIds: acts }).normalized;
-    }
-    if (correctForEarlierAgents && batch === this.startBatch && this.startLogRatio) {
-      // HAPPO-style sequential update on a stale batch: weight each trajectory by the likelihood
-      // ratio W_{<i} of the agents already updated this stage (clipped to [1/2, 2] for variance),
-      // so agent i optimizes against its predecessors' new policies — but on their old contexts.
-      const ratios = this.startLogRatio;
-      advantages = advantages.map(
-        (value, index) => value * Math.min(2, Math.max(0.5, Math.exp(ratios[index]!))),
-      );
-    }
-    let trajectories = batch.trajectories.map((_trajectory, index) => index);
-    let droppedGroups = 0;
-    if (objective.dynamicSampling) {
-      const filter = dynamicSamplingFilter({
-        rewards,
-        groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
-      });
-      trajectories = Array.from(filter.keptIndices);
-      droppedGroups = filter.droppedGroupCount;
-    }
-    return { advantages, trajectories, droppedGroups };
-  }
-
-  /** Updates one unit on `batch` inside its trust region, certifies it, and records it. */
   /**
-   * `stale`: the batch predates earlier updates of this stage (the certificate then pays for
-   * their shift). `correctForEarlierAgents`: reweight the stale batch by their likelihood ratio.
+   * Updates `unit` on `batch` inside its trust region and certifies the update.
+   * `unreflectedShifts`: trajectory shifts of units updated after `batch` was sampled (a stale
+   * batch; the certificate pays for them). `trajectoryWeights` multiply the advantages (the
+   * HAPPO-style correction of a stale batch).
    */
   update(
-    unit: UpdateUnit,
+    unit: TrainableUnit,
     batch: TeamBatch,
-    options: { stale: boolean; correctForEarlierAgents?: boolean },
-  ): UpdateRecord {
-    const environment = this.environment;
-    const { advantages, trajectories, droppedGroups } = this.advantages(
-      batch,
-      unit,
-      options.correctForEarlierAgents ?? false,
-    );
+    options: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array } = {},
+  ): AgentUpdate {
+    const { settings } = this;
+    const estimate = settings.objective.advantages({
+      rewards: batch.trajectories.map((trajectory) => trajectory.reward),
+      problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
+      agentActs: batch.trajectories.map((trajectory) =>
+        trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0,
+      ),
+      settings: settings.objectiveSettings,
+    });
+    const weights = options.trajectoryWeights;
     const result = trustRegionUpdate({
       unit,
       batch,
-      advantages,
-      trajectories,
-      settings: environment.trustRegion,
-      random: environment.random,
+      advantages: weights
+        ? estimate.advantages.map((value, index) => value * weights[index]!)
+        : estimate.advantages,
+      trajectories: estimate.keptTrajectories,
+      settings: settings.trustRegion,
+      random: this.random,
     });
-    const certified = certifyUpdate({
+    const certificate = certifyUpdate({
       batch,
       result,
-      epsilon: environment.epsilon,
-      confidence: environment.confidence,
-      earlierShifts: options.stale ? this.updatedShifts : [],
+      ...settings.certificate,
+      earlierShifts: options.unreflectedShifts ?? [],
       vocab: unit.model.config.vocabSize,
     });
-    const gap =
-      this.records.length > 0 && this.startLogRatio
-        ? occupancyGap({ logRatioEarlierAgents: this.startLogRatio })
-        : null;
-    this.updatedShifts.push(certified.trajectoryShift);
-    this.accumulateStartLogRatio(unit);
+    const occupancyGap = this.occupancy.gap();
+    this.occupancy.advance(unit);
+    return {
+      unit,
+      batch,
+      index: this.updates++,
+      generatedTokens: this.plan.tokensBefore + this.generatedTokens,
+      result,
+      certificate,
+      occupancyGap,
+      droppedGroups: estimate.droppedGroups,
+    };
+  }
+
+  /** The update's record, with its measured improvement (null when nothing measured it). */
+  record(
+    update: AgentUpdate,
+    measured: { improvement: number; standardError: number } | null,
+  ): UpdateRecord {
+    const { result } = update;
     const rewards = meanWithStandardError(
-      batch.trajectories.map((trajectory) => trajectory.reward),
+      update.batch.trajectories.map((trajectory) => trajectory.reward),
     );
-    const record: UpdateRecord = {
+    return {
       type: 'update',
-      stage: environment.stage,
-      updateIndex: this.records.length,
-      globalUpdate: environment.updatesBefore + this.records.length,
-      schedule: environment.schedule,
-      agent: unit.name,
-      generatedTokens: environment.tokensBefore + this.generatedTokens,
+      stage: this.plan.stage,
+      updateIndex: update.index,
+      globalUpdate: this.plan.updatesBefore + update.index,
+      schedule: this.settings.schedule,
+      agent: update.unit.name,
+      generatedTokens: update.generatedTokens,
       batchRewardMean: rewards.mean,
       batchRewardStandardError: rewards.standardError,
-      resampledFromTurn: batch.resampledFromTurn,
-      delta: unit.delta,
+      resampledFromTurn: update.batch.resampledFromTurn,
+      delta: update.unit.delta,
       kl: result.kl,
       maxTokenKl: result.maxTokenKl,
       inRegion: result.inRegion,
@@ -209,42 +204,28 @@ export class StageRunner {
       clipFraction: result.clipFraction,
       gradientNorm: result.gradientNorm,
       tokens: result.tokens.totalTokens,
-      droppedGroups,
-      ...certified,
-      occupancyGap: gap ? gap.gap : null,
-      occupancyGapStandardError: gap ? gap.standardError : null,
-      measuredImprovement: null,
-      measuredImprovementStandardError: null,
+      droppedGroups: update.droppedGroups,
+      ...update.certificate,
+      occupancyGap: update.occupancyGap ? update.occupancyGap.gap : null,
+      occupancyGapStandardError: update.occupancyGap ? update.occupancyGap.standardError : null,
+      measuredImprovement: measured ? measured.improvement : null,
+      measuredImprovementStandardError: measured ? measured.standardError : null,
     };
-    this.records.push(record);
-    return record;
   }
 
-  /** After `unit`'s update: Σ log(π_new/π_start) of its tokens in the start batch. */
-  private accumulateStartLogRatio(unit: UpdateUnit): void {
-    if (!this.startBatch || !this.startLogRatio) return;
-    const tokens = collectUnitTokens(this.startBatch, unit.agentIndices);
-    if (tokens.totalTokens === 0) return;
-    const scores = scoreToArrays(unit.model, tokens.items);
-    let itemIndex = 0;
-    tokens.rowTrajectories.forEach((trajectoryIndex) => {
-      const turns = this.startBatch!.trajectories[trajectoryIndex]!.turns.filter((turn) =>
-        unit.agentIndices.includes(turn.agentIndex),
-      );
-      for (const turn of turns) {
-        const fresh = scores[itemIndex++]!.logProbs;
-        turn.logProbs.forEach((old, offset) => {
-          this.startLogRatio![trajectoryIndex]! += fresh[offset]! - old;
-        });
-      }
-    });
-  }
-
-  /** Fills the measured improvement of `record` from two batches on the same prompts. */
-  measure(record: UpdateRecord, before: TeamBatch, after: TeamBatch): void {
-    const measured = pairedImprovement(before, after);
-    record.measuredImprovement = measured.improvement;
-    record.measuredImprovementStandardError = measured.standardError;
+  /** First turn to resample after `changed` was updated, or null when a full resample is needed. */
+  private suffixStart(changed: TrainableUnit): number | null {
+    const { protocol } = this.team;
+    if (
+      !this.settings.rollout.suffixResampling ||
+      hasSeveralRounds(protocol) ||
+      protocol.permutePerEpisode
+    )
+      return null;
+    const turns = changed.agentIndices
+      .map((index) => firstTurnOf(protocol, index))
+      .filter((turn) => turn >= 0);
+    return turns.length > 0 ? Math.min(...turns) : null;
   }
 }
 

@@ -1,11 +1,9 @@
 import { rankCorrelation } from '../rl/index.js';
+import type { TrainConfig } from './config.js';
 import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
+import type { EvaluationSummary, RunState } from './run-state.js';
 
-export interface EvaluationSummary {
-  accuracy: number;
-  interval: [number, number];
-  count: number;
-}
+export type { EvaluationSummary } from './run-state.js';
 
 /** What a run reports at the end: in summary.json, on stdout with --json, and in the terminal. */
 export interface TrainSummary {
@@ -109,4 +107,38 @@ export function lastEvaluation(records: readonly MetricsRecord[]): EvaluationRec
 
 export function stageRecords(records: readonly MetricsRecord[]): StageRecord[] {
   return records.filter((record): record is StageRecord => record.type === 'stage');
+}
+
+/** A drop of the team reward beyond noise: the paired change is below −2 standard errors. */
+export function stageRegressed(change: { improvement: number; standardError: number }): boolean {
+  return change.standardError > 0 && change.improvement < -2 * change.standardError;
+}
+
+/** The summary of a run from its metrics and final state. */
+export function buildSummary(options: {
+  records: readonly MetricsRecord[];
+  runDirectory: string;
+  config: TrainConfig;
+  state: RunState;
+  interrupted: boolean;
+}): TrainSummary {
+  const { records, state } = options;
+  const after = lastEvaluation(records);
+  return {
+    runDirectory: options.runDirectory,
+    schedule: options.config.schedule,
+    seed: options.config.seed,
+    stages: state.stage,
+    updates: state.updates,
+    generatedTokens: state.generatedTokens,
+    wallSeconds: state.elapsedSeconds,
+    interrupted: options.interrupted,
+    evalBefore: state.evaluationBefore,
+    evalAfter: after
+      ? { accuracy: after.accuracy, interval: after.interval, count: after.count }
+      : null,
+    certificates: certificateStatistics(records),
+    stageImprovement: stageImprovementStatistics(records),
+    regressions: stageRecords(records).filter((record) => record.regression).length,
+  };
 }

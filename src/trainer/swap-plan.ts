@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { z } from 'zod';
 import { loadModel, type LoadedModel } from '../models/load.js';
 import { getTask, type Task } from '../tasks/index.js';
 import { LocalPolicy } from '../team/policy.js';
@@ -15,7 +14,8 @@ import {
   type SwapConfig,
   type TrainConfig,
 } from './config.js';
-import { RunDirectory, type RunState } from './run-directory.js';
+import { RunDirectory } from './run-directory.js';
+import type { SwapProgress } from './run-state.js';
 import { schedules } from './schedules.js';
 
 /**
@@ -24,40 +24,6 @@ import { schedules } from './schedules.js';
  * a team resumed from a checkpoint of stage S is built with every swap of stage ≤ S already in
  * place (new architecture and tokenizer), and then the checkpoint's weights are loaded into it.
  */
-
-/** What RunState.extra.swaps holds: applied swaps and swaps still waiting to recover. */
-export const swapProgressSchema = z.strictObject({
-  applied: z
-    .array(
-      z.strictObject({
-        index: z.number().int().nonnegative(),
-        stage: z.number().int().positive(),
-        agent: z.string(),
-        model: z.string(),
-      }),
-    )
-    .default([]),
-  pendingRecovery: z
-    .array(
-      z.strictObject({
-        agent: z.string(),
-        swapStage: z.number().int().positive(),
-        threshold: z.number(),
-      }),
-    )
-    .default([]),
-});
-export type SwapProgress = z.output<typeof swapProgressSchema>;
-
-export function swapProgress(state: RunState): SwapProgress {
-  const progress = parseWithSchema(
-    swapProgressSchema,
-    state.extra.swaps ?? {},
-    'checkpoint state.extra.swaps',
-  );
-  state.extra.swaps = progress;
-  return progress;
-}
 
 /** The agent's config once `swap` brought its model in. */
 export function swappedAgentConfig(agentConfig: AgentConfig, swap: SwapConfig): AgentConfig {
@@ -386,7 +352,7 @@ export async function scheduleSwap(request: SwapRequest): Promise<ScheduledSwap>
   const task = await getTask(updated.task, 'task');
   await validateSwaps(updated, task, {
     completedStage: state.stage,
-    applied: swapProgress(state).applied,
+    applied: state.swaps.applied,
   });
   await run.writeConfig(updated);
   return { runDirectory: request.runDirectory, swap, checkpointStage: state.stage };

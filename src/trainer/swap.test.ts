@@ -7,7 +7,7 @@ import { tinyTask } from '../team/test-support/tiny-team.js';
 import { swapConfigSchema, trainConfigSchema, type TrainConfigInput } from './config.js';
 import { openRun } from './open-run.js';
 import type { StageRecord, SwapRecord, SwapRecoveryRecord } from './records.js';
-import type { RunState } from './run-directory.js';
+import type { RunState } from './run-state.js';
 import { applySwap, recoveryRecords, type SwapTarget } from './swap.js';
 import { agentConfigsAtStage } from './swap-plan.js';
 import { createTrainingFixture } from './test-support/fixture.js';
@@ -233,9 +233,7 @@ describe('swaps', () => {
       metricsBytes: 0,
       elapsedSeconds: 0,
       evaluationBefore: null,
-      extra: {
-        swaps: { applied: [], pendingRecovery: [{ agent: 'b', swapStage: 4, threshold: 0.5 }] },
-      },
+      swaps: { applied: [], pendingRecovery: [{ agent: 'b', swapStage: 4, threshold: 0.5 }] },
     };
     const stage = (number: number, rewardAfter: number) =>
       ({ type: 'stage', stage: number, generatedTokens: 100 * number, rewardAfter }) as StageRecord;
@@ -255,7 +253,7 @@ describe('swaps', () => {
     ]);
     assert.deepEqual(recoveryRecords(state, stage(6, 0.9)), []);
     assert.deepEqual(
-      recoveryRecords({ ...state, extra: {} }, stage(6, 0.9)),
+      recoveryRecords({ ...state, swaps: { applied: [], pendingRecovery: [] } }, stage(6, 0.9)),
       [],
       'runs without swaps record nothing',
     );

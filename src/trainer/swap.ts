@@ -6,12 +6,14 @@ import { firstTurnOf, hasSeveralRounds, type Agent, type Team } from '../team/te
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { alignNewcomer, type AlignmentResult } from './alignment.js';
-import { agentFromConfig, createOptimizer, loadAgentModel, type BuiltTeam } from './build-team.js';
-import type { SwapConfig, TrainConfig } from './config.js';
-import type { StageRecord, SwapRecord, SwapRecoveryRecord } from './records.js';
-import type { RunState } from './run-directory.js';
+import { agentFromConfig, loadAgentModel, type BuiltTeam } from './build-team.js';
+import type { AgentConfig, SwapConfig, TrainConfig } from './config.js';
+import type { MetricsRecord, StageRecord, SwapRecord, SwapRecoveryRecord } from './records.js';
+import type { RunState } from './run-state.js';
 import { pairedImprovement } from './stage.js';
-import { agentConfigsAtStage, swappedAgentConfig, swapProgress } from './swap-plan.js';
+import type { StageHook } from './stage-hooks.js';
+import { agentConfigsAtStage, swappedAgentConfig } from './swap-plan.js';
+import { buildUnit } from './units.js';
 
 /**
  * Plug-and-play replacement (TEAMTR.md §6), applied by the trainer right before a stage runs:
@@ -42,10 +44,25 @@ export interface AppliedSwap {
   alignment: AlignmentResult | null;
 }
 
+/**
+ * Swaps as the run loop sees them: due swaps are applied before a stage (their records come
+ * first), and after each stage the swaps whose team reward came back are recorded.
+ */
+export function swapHook(target: SwapTarget, onSwap: (record: SwapRecord) => void): StageHook {
+  return {
+    async beforeStage(state: RunState): Promise<MetricsRecord[]> {
+      const applied = await applyDueSwaps(target, state);
+      applied.forEach((swap) => onSwap(swap.record));
+      return applied.map((swap) => swap.record);
+    },
+    afterStage: recoveryRecords,
+  };
+}
+
 /** Applies every swap scheduled right before stage `state.stage + 1` and not yet applied. */
 export async function applyDueSwaps(target: SwapTarget, state: RunState): Promise<AppliedSwap[]> {
   if (!target.config.swaps.some((swap) => swap.stage === state.stage + 1)) return [];
-  const progress = swapProgress(state);
+  const progress = state.swaps;
   const results: AppliedSwap[] = [];
   for (const [index, swap] of target.config.swaps.entries()) {
     if (swap.stage !== state.stage + 1 || progress.applied.some((entry) => entry.index === index))
@@ -82,7 +99,12 @@ export async function applySwap(
   const incomingConfig = swappedAgentConfig(outgoingConfig, swap);
   // Loaded as buildTeam loads it (adapters included), so a team rebuilt on resume is the same.
   const incoming = (await loadAgentModel(incomingConfig, config.seed))!;
-  const newcomer = agentFromConfig(incomingConfig, agentIndex, incoming, config, task);
+  const newcomer = agentFromConfig({
+    agentConfig: incomingConfig,
+    index: agentIndex,
+    loaded: incoming,
+    task,
+  });
   const seed = `${config.seed}/stage/${swap.stage}/swap`;
   const problems = task.split('train', {
     seed: new RandomGenerator(seed).nextUint32(),
@@ -115,13 +137,7 @@ export async function applySwap(
         })
       : null;
   const afterAlignment = alignment ? await measure(swappedTeam, before) : null;
-  commitSwap(
-    target,
-    agentIndex,
-    newcomer,
-    incoming,
-    incomingConfig.learningRate ?? config.optimizer.learningRate,
-  );
+  commitSwap(target, { agentIndex, agentConfig: incomingConfig, newcomer, incoming });
   const swapTokens =
     before.generatedTokens +
     afterSwap.generatedTokens +
@@ -173,24 +189,24 @@ async function measurementBatch(
   });
 }
 
-/** Puts the newcomer in the team and its model, with a fresh optimizer, in the agent's unit. */
+/** Puts the newcomer in the team, and a unit for its model (fresh optimizer) in the agent's. */
 function commitSwap(
   target: SwapTarget,
-  agentIndex: number,
-  newcomer: Agent,
-  incoming: LoadedModel,
-  learningRate: number,
+  swapped: { agentIndex: number; agentConfig: AgentConfig; newcomer: Agent; incoming: LoadedModel },
 ): void {
-  const { built } = target;
-  const unit = built.units.find((candidate) => candidate.name === newcomer.name)!;
-  built.team.agents[agentIndex] = newcomer;
+  const { built, config } = target;
+  const { agentIndex, incoming } = swapped;
+  const unitIndex = built.units.findIndex((unit) => unit.name === swapped.newcomer.name);
+  built.team.agents[agentIndex] = swapped.newcomer;
   built.models[agentIndex] = incoming;
-  unit.model.destroy();
-  unit.model = incoming.model;
-  unit.source = incoming.source;
-  unit.optimizer = createOptimizer(incoming, learningRate, target.config);
-  unit.learningRate = learningRate;
-  target.tokenizers.set(unit.name, incoming.tokenizer.toJSON());
+  built.units[unitIndex]!.model.destroy();
+  built.units[unitIndex] = buildUnit({
+    agentConfig: swapped.agentConfig,
+    loaded: incoming,
+    agentIndices: [agentIndex],
+    config,
+  });
+  target.tokenizers.set(swapped.newcomer.name, incoming.tokenizer.toJSON());
 }
 
 function swapRecord(options: {
@@ -248,8 +264,7 @@ function swapRecord(options: {
  * the pre-swap reward minus its standard error recovers the swap; it is recorded once.
  */
 export function recoveryRecords(state: RunState, stage: StageRecord): SwapRecoveryRecord[] {
-  if (state.extra.swaps === undefined) return [];
-  const progress = swapProgress(state);
+  const progress = state.swaps;
   const recovered = progress.pendingRecovery.filter(
     (pending) => pending.swapStage <= stage.stage && stage.rewardAfter >= pending.threshold,
   );

@@ -1,26 +1,30 @@
 import { clearPool } from '../tensor/index.js';
 import { getTask, type Problem, type Task } from '../tasks/index.js';
+import type { TeamBatch } from '../team/types.js';
 import { ConfigError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
 import { parseWithSchema } from '../util/schema.js';
 import { trainConfigSchema, type TrainConfig, type TrainConfigInput } from './config.js';
 import { buildTeam, type BuiltTeam } from './build-team.js';
 import { evaluateTeam } from './evaluate.js';
-import { resolveObjective } from './objectives.js';
-import type { EvaluationRecord, MetricsRecord, StageRecord, SwapRecord } from './records.js';
-import { RunDirectory, type RunState } from './run-directory.js';
+import { resolveStageSettings } from './stage-settings.js';
+import type {
+  EvaluationRecord,
+  MetricsRecord,
+  StageRecord,
+  SwapRecord,
+  UpdateRecord,
+} from './records.js';
+import { RunDirectory } from './run-directory.js';
+import { initialRunState, type EvaluationSummary, type RunState } from './run-state.js';
 import { moveRemoteEndpoints } from './move-endpoints.js';
 import { schedules } from './schedules.js';
-import { pairedImprovement, StageRunner } from './stage.js';
-import {
-  certificateStatistics,
-  stageImprovementStatistics,
-  lastEvaluation,
-  type EvaluationSummary,
-  type TrainSummary,
-} from './summary.js';
-import { applyDueSwaps, recoveryRecords } from './swap.js';
-import { configAtStage, swapProgress, validateSwaps } from './swap-plan.js';
+import { pairedImprovement, Stage, type StageSettings } from './stage.js';
+import type { StageHook } from './stage-hooks.js';
+import { buildSummary, lastEvaluation, stageRegressed } from './summary.js';
+import { swapHook } from './swap.js';
+import { configAtStage, validateSwaps } from './swap-plan.js';
+import type { TrainSummary } from './summary.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
 export type TrainProgress =
@@ -30,9 +34,14 @@ export type TrainProgress =
       stage: number;
       generatedTokens: number;
       budget: number;
+      /** Team reward of the stage's last batch. */
       reward: number;
+      /** Mean token-level KL of the stage's updates. */
       meanKl: number;
-      agent: string;
+      updates: number;
+      outOfRegion: number;
+      /** The team reward dropped beyond noise during the stage. */
+      regression: boolean;
     }
   | { kind: 'eval'; stage: number; accuracy: number }
   | { kind: 'checkpoint'; stage: number }
@@ -53,13 +62,18 @@ export interface TrainOptions {
   endpoints?: Readonly<Record<string, string>>;
 }
 
+/** What stays fixed while a run trains. */
 interface RunContext {
   config: TrainConfig;
   task: Task;
   built: BuiltTeam;
   run: RunDirectory;
+  settings: StageSettings;
   evalProblems: Problem[];
+  /** Tokenizer JSON saved with each unit's checkpoint (a swap replaces its unit's). */
   tokenizers: Map<string, unknown>;
+  hooks: StageHook[];
+  emit: (event: TrainProgress) => void;
 }
 
 /**
@@ -81,23 +95,57 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
 async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
   const started = Date.now();
   const context = await prepare(options);
-  const { config, run } = context;
-  // A run that stopped before its first checkpoint (e.g. a remote agent's server failed)
-  // resumes from the beginning: same seed and config, so it ends as an uninterrupted run would.
-  const fromCheckpoint = options.resume === true && run.hasCheckpoint();
-  if (options.resume && !fromCheckpoint) run.truncateMetrics(0);
-  const state: RunState = fromCheckpoint
+  const { config, run, emit } = context;
+  const state = await startingState(context, options.resume === true);
+  const elapsedBefore = state.elapsedSeconds;
+  const elapsed = () => elapsedBefore + (Date.now() - started) / 1000;
+  let interrupted = false;
+  while (withinBudget(config, state)) {
+    if (options.signal?.aborted) {
+      interrupted = true;
+      break;
+    }
+    run.appendMetrics(await stageWithHooks(context, state));
+    state.elapsedSeconds = elapsed();
+    if (state.stage % config.checkpointEvery === 0) {
+      await saveState(context, state);
+      emit({ kind: 'checkpoint', stage: state.stage });
+    }
+  }
+  if (!interrupted && lastEvaluation(run.readMetrics())?.stage !== state.stage)
+    run.appendMetrics([await evaluationRecord(context, state)]);
+  state.elapsedSeconds = elapsed();
+  await saveState(context, state);
+  const summary = buildSummary({
+    records: run.readMetrics(),
+    runDirectory: run.directory,
+    config,
+    state,
+    interrupted,
+  });
+  await run.writeSummary(summary);
+  return summary;
+}
+
+function withinBudget(config: TrainConfig, state: RunState): boolean {
+  const { generatedTokens, maxStages } = config.budget;
+  return (
+    state.generatedTokens < generatedTokens && (maxStages === undefined || state.stage < maxStages)
+  );
+}
+
+/**
+ * The state to start from: the last checkpoint's, or a new run's after its first evaluation.
+ * A run that stopped before its first checkpoint (e.g. a remote agent's server failed)
+ * resumes from the beginning: same seed and config, so it ends as an uninterrupted run would.
+ */
+async function startingState(context: RunContext, resume: boolean): Promise<RunState> {
+  const { run, config, emit } = context;
+  const fromCheckpoint = resume && run.hasCheckpoint();
+  if (resume && !fromCheckpoint) run.truncateMetrics(0);
+  const state = fromCheckpoint
     ? await run.restoreCheckpoint(context.built.units)
-    : {
-        stage: 0,
-        generatedTokens: 0,
-        updates: 0,
-        metricsBytes: 0,
-        elapsedSeconds: 0,
-        evaluationBefore: null,
-        extra: {},
-      };
-  const emit = options.onProgress ?? (() => undefined);
+    : initialRunState();
   emit({
     kind: 'start',
     budget: config.budget.generatedTokens,
@@ -110,154 +158,137 @@ async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
     state.evaluationBefore = summarizeEvaluation(before);
     emit({ kind: 'eval', stage: 0, accuracy: before.accuracy });
   }
-  const elapsedBefore = state.elapsedSeconds;
-  let interrupted = false;
-  while (
-    state.generatedTokens < config.budget.generatedTokens &&
-    (config.budget.maxStages === undefined || state.stage < config.budget.maxStages)
-  ) {
-    if (options.signal?.aborted) {
-      interrupted = true;
-      break;
-    }
-    // Swaps due before this stage (issue #7, swap.ts).
-    const swaps = await applyDueSwaps(context, state);
-    run.appendMetrics(swaps.map((swap) => swap.record));
-    swaps.forEach((swap) => emit({ kind: 'swap', record: swap.record }));
-    state.stage++;
-    const records = await runStage(context, state);
-    const stageRecord = records[records.length - 1] as StageRecord;
-    records.push(...recoveryRecords(state, stageRecord));
-    emit({
-      kind: 'stage',
-      stage: state.stage,
-      generatedTokens: state.generatedTokens,
-      budget: config.budget.generatedTokens,
-      reward: stageRecord.rewardAfter,
-      meanKl: meanKl(records),
-      agent: '',
-    });
-    if (state.stage % config.evaluation.every === 0) {
-      const evaluation = await evaluationRecord(context, state);
-      records.push(evaluation);
-      emit({ kind: 'eval', stage: state.stage, accuracy: evaluation.accuracy });
-    }
-    run.appendMetrics(records);
-    state.elapsedSeconds = elapsedBefore + (Date.now() - started) / 1000;
-    if (state.stage % config.checkpointEvery === 0) {
-      await saveState(context, state);
-      emit({ kind: 'checkpoint', stage: state.stage });
-    }
+  return state;
+}
+
+/** The hooks before it, the next stage, its record, the hooks after it, and a due evaluation. */
+async function stageWithHooks(context: RunContext, state: RunState): Promise<MetricsRecord[]> {
+  const records: MetricsRecord[] = [];
+  for (const hook of context.hooks) records.push(...(await hook.beforeStage(state)));
+  state.stage++;
+  const { updates, stageRecord } = await runStage(context, state);
+  records.push(...updates, stageRecord);
+  for (const hook of context.hooks) records.push(...hook.afterStage(state, stageRecord));
+  context.emit({
+    kind: 'stage',
+    stage: state.stage,
+    generatedTokens: state.generatedTokens,
+    budget: context.config.budget.generatedTokens,
+    reward: stageRecord.rewardAfter,
+    meanKl: mean(updates.map((record) => record.kl)),
+    updates: stageRecord.updates,
+    outOfRegion: stageRecord.outOfRegion,
+    regression: stageRecord.regression,
+  });
+  if (state.stage % context.config.evaluation.every === 0) {
+    const evaluation = await evaluationRecord(context, state);
+    records.push(evaluation);
+    context.emit({ kind: 'eval', stage: state.stage, accuracy: evaluation.accuracy });
   }
-  const finished = !interrupted;
-  if (finished && lastEvaluation(run.readMetrics())?.stage !== state.stage) {
-    run.appendMetrics([await evaluationRecord(context, state)]);
-  }
-  state.elapsedSeconds = elapsedBefore + (Date.now() - started) / 1000;
-  await saveState(context, state);
-  const summary = buildSummary(context, state, interrupted);
-  await run.writeSummary(summary);
-  return summary;
+  return records;
+}
+
+/** Runs stage `state.stage` under the run's schedule; advances the token and update counts. */
+async function runStage(
+  context: RunContext,
+  state: RunState,
+): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord }> {
+  const { config, task, built } = context;
+  const started = Date.now();
+  const seed = `${config.seed}/stage/${state.stage}`;
+  const problems = task.split('train', {
+    seed: new RandomGenerator(seed).nextUint32(),
+    count: config.rollout.problemsPerBatch,
+  });
+  const plan = {
+    stage: state.stage,
+    seed,
+    problems,
+    tokensBefore: state.generatedTokens,
+    updatesBefore: state.updates,
+  };
+  const stage = new Stage(plan, built.team, task, built.units, context.settings);
+  const { first, last, records } = await schedules[config.schedule].runStage(stage);
+  state.generatedTokens += stage.generatedTokens;
+  state.updates += records.length;
+  const change = pairedImprovement(first, last);
+  const stageRecord: StageRecord = {
+    type: 'stage',
+    stage: state.stage,
+    schedule: config.schedule,
+    generatedTokens: state.generatedTokens,
+    elapsedSeconds: (Date.now() - started) / 1000,
+    rewardBefore: meanReward(first),
+    rewardAfter: meanReward(last),
+    improvement: change.improvement,
+    improvementStandardError: change.standardError,
+    regression: stageRegressed(change),
+    certificateSum: records.reduce((total, record) => total + record.certificate, 0),
+    updates: records.length,
+    outOfRegion: records.filter((record) => !record.inRegion).length,
+  };
+  return { updates: records, stageRecord };
 }
 
 async function prepare(options: TrainOptions): Promise<RunContext> {
-  let config: TrainConfig;
-  let run: RunDirectory;
-  if (options.resume) {
-    run = await RunDirectory.open(options.runDirectory);
-    if (options.endpoints) await moveRemoteEndpoints(run, options.endpoints);
-    config = parseWithSchema(
-      trainConfigSchema,
-      await run.readConfig(),
-      `${options.runDirectory}/config.json`,
-    );
-  } else {
-    if (options.endpoints)
-      throw new ConfigError(
-        'endpoint',
-        "moving endpoints goes with resume; a new run gives each remote agent's address in its config (agents[i].endpoint.baseURL)",
-      );
-    config = parseWithSchema(trainConfigSchema, options.config, 'config');
-  }
+  const { config, existing } = await resolvedConfig(options);
   const task = await getTask(config.task, 'task');
-  // Swaps (issue #7): refuse bad ones before anything is written; on resume, build the team with
-  // the models of swaps applied up to the checkpoint, so its weights fit.
-  const saved = options.resume ? await run!.readCheckpointState() : null;
+  // Swaps: refuse bad ones before anything is written; on resume, build the team with the
+  // models of swaps applied up to the checkpoint, so its weights fit.
+  const saved = existing ? await existing.readCheckpointState() : null;
   await validateSwaps(config, task, {
     completedStage: saved?.stage ?? 0,
-    applied: saved ? swapProgress(saved).applied : [],
+    applied: saved?.swaps.applied ?? [],
   });
   const built = await buildTeam(
     configAtStage(config, task, saved?.stage ?? 0),
     task,
     schedules[config.schedule],
   );
-  if (!options.resume)
-    run = await RunDirectory.create(options.runDirectory, {
-      ...config,
-      agents: built.agentConfigs,
-    });
-  const evalProblems = task.split('eval', { seed: config.seed, count: config.evaluation.problems });
+  const run =
+    existing ??
+    (await RunDirectory.create(options.runDirectory, { ...config, agents: built.agentConfigs }));
   const tokenizers = new Map(
     built.units.map((unit) => {
       const agent = built.team.agents[unit.agentIndices[0]!]!;
       return [unit.name, agent.policy.tokenizer.toJSON()] as const;
     }),
   );
-  return { config, task, built, run: run!, evalProblems, tokenizers };
+  const emit = options.onProgress ?? (() => undefined);
+  const target = { config, task, built, tokenizers };
+  return {
+    ...target,
+    run,
+    settings: resolveStageSettings(config),
+    evalProblems: task.split('eval', { seed: config.seed, count: config.evaluation.problems }),
+    hooks: [swapHook(target, (record) => emit({ kind: 'swap', record }))],
+    emit,
+  };
 }
 
-async function runStage(context: RunContext, state: RunState): Promise<MetricsRecord[]> {
-  const { config, task, built } = context;
-  const stageStarted = Date.now();
-  const seed = `${config.seed}/stage/${state.stage}`;
-  const schedule = schedules[config.schedule];
-  const runner = new StageRunner({
-    stage: state.stage,
-    schedule: schedule.name,
-    team: built.team,
-    task,
-    units: built.units,
-    problems: task.split('train', {
-      seed: new RandomGenerator(seed).nextUint32(),
-      count: config.rollout.problemsPerBatch,
-    }),
-    groupSize: config.rollout.groupSize,
-    temperature: config.rollout.temperature,
-    suffixResampling: config.rollout.suffixResampling,
-    updateOrder: config.updateOrder,
-    objective: resolveObjective(config.objective),
-    trustRegion: { ...config.trustRegion, ...resolveObjective(config.objective) },
-    epsilon: config.certificate.epsilon,
-    confidence: config.certificate.confidence,
-    seed,
-    random: new RandomGenerator(`${seed}/updates`),
-    tokensBefore: state.generatedTokens,
-    updatesBefore: state.updates,
-  });
-  const outcome = await schedule.runStage(runner);
-  state.generatedTokens += runner.generatedTokens;
-  state.updates += runner.records.length;
-  const change = pairedImprovement(outcome.first, outcome.last);
-  const mean = (batch: typeof outcome.first) =>
-    batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) /
-    Math.max(1, batch.trajectories.length);
-  const stageRecord: StageRecord = {
-    type: 'stage',
-    stage: state.stage,
-    schedule: schedule.name,
-    generatedTokens: state.generatedTokens,
-    elapsedSeconds: (Date.now() - stageStarted) / 1000,
-    rewardBefore: mean(outcome.first),
-    rewardAfter: mean(outcome.last),
-    improvement: change.improvement,
-    improvementStandardError: change.standardError,
-    regression: change.standardError > 0 && change.improvement < -2 * change.standardError,
-    certificateSum: runner.records.reduce((total, record) => total + record.certificate, 0),
-    updates: runner.records.length,
-    outOfRegion: runner.records.filter((record) => !record.inRegion).length,
-  };
-  return [...runner.records, stageRecord];
+/**
+ * The run's config: on resume the run directory's own (with moved endpoints), else the given
+ * one (the run directory is created once the team has loaded).
+ */
+async function resolvedConfig(
+  options: TrainOptions,
+): Promise<{ config: TrainConfig; existing: RunDirectory | null }> {
+  if (!options.resume) {
+    if (options.endpoints)
+      throw new ConfigError(
+        'endpoint',
+        "moving endpoints goes with resume; a new run gives each remote agent's address in its config (agents[i].endpoint.baseURL)",
+      );
+    return { config: parseWithSchema(trainConfigSchema, options.config, 'config'), existing: null };
+  }
+  const existing = await RunDirectory.open(options.runDirectory);
+  if (options.endpoints) await moveRemoteEndpoints(existing, options.endpoints);
+  const config = parseWithSchema(
+    trainConfigSchema,
+    await existing.readConfig(),
+    `${options.runDirectory}/config.json`,
+  );
+  return { config, existing };
 }
 
 async function evaluationRecord(context: RunContext, state: RunState): Promise<EvaluationRecord> {
@@ -291,27 +322,13 @@ function summarizeEvaluation(record: EvaluationRecord): EvaluationSummary {
   return { accuracy: record.accuracy, interval: record.interval, count: record.count };
 }
 
-function meanKl(records: readonly MetricsRecord[]): number {
-  const kls = records.flatMap((record) => (record.type === 'update' ? [record.kl] : []));
-  return kls.length ? kls.reduce((a, b) => a + b, 0) / kls.length : 0;
+function meanReward(batch: TeamBatch): number {
+  return (
+    batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) /
+    Math.max(1, batch.trajectories.length)
+  );
 }
 
-function buildSummary(context: RunContext, state: RunState, interrupted: boolean): TrainSummary {
-  const records = context.run.readMetrics();
-  const after = lastEvaluation(records);
-  return {
-    runDirectory: context.run.directory,
-    schedule: context.config.schedule,
-    seed: context.config.seed,
-    stages: state.stage,
-    updates: state.updates,
-    generatedTokens: state.generatedTokens,
-    wallSeconds: state.elapsedSeconds,
-    interrupted,
-    evalBefore: (state.evaluationBefore as EvaluationSummary | null) ?? null,
-    evalAfter: after ? summarizeEvaluation(after) : null,
-    certificates: certificateStatistics(records),
-    stageImprovement: stageImprovementStatistics(records),
-    regressions: records.filter((record) => record.type === 'stage' && record.regression).length,
-  };
+function mean(values: readonly number[]): number {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
 }

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { broadcastToTokens, clippedSurrogate, grpoAdvantages } from '../rl/index.js';
+import {
+  broadcastToTokens,
+  clippedPolicyLoss,
+  clippedSurrogate,
+  grpoAdvantages,
+} from '../rl/index.js';
 import { scoreCompletions } from '../nn/score.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { AdamW } from '../optim/adamw.js';
@@ -17,9 +22,14 @@ const settings: TrustRegionSettings = {
   minibatches: 1,
   backoff: 'line-search',
   maxGradNorm: 1,
-  clipLow: 0.2,
-  clipHigh: 0.2,
-  aggregation: 'sequence-mean',
+  policyLoss: clippedPolicyLoss({
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    aggregation: 'sequence-mean',
+    leaveOneOut: false,
+    agentWiseNormalization: false,
+    dynamicSampling: false,
+  }),
 };
 
 async function oneAgentBatch() {

@@ -1,43 +1,22 @@
-import {
-  clippedSurrogate,
-  broadcastToTokens,
-  meanTokenKl,
-  tokenKl,
-  type LossAggregation,
-} from '../rl/index.js';
+import { broadcastToTokens, meanTokenKl, tokenKl, type PolicyLoss } from '../rl/index.js';
 import { completionLogDistributions, scoreCompletions } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
-import type { AdamW } from '../optim/adamw.js';
 import { clipGradientNorm } from '../optim/clip.js';
 import { tidy } from '../tensor/index.js';
 import type { RandomGenerator } from '../util/random.js';
 import type { TeamBatch } from '../team/types.js';
 import { captureSnapshot, interpolateParameters, restoreSnapshot } from './parameter-state.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from './token-grid.js';
+import type { TrainableUnit } from './units.js';
 
-/** One model and the agents whose turns it plays (one agent, or all of them for `single`). */
-export interface UpdateUnit {
-  name: string;
-  model: TransformerLM;
-  optimizer: AdamW;
-  agentIndices: number[];
-  delta: number;
-  learningRate: number;
-  /**
-   * Directory the model was loaded from. A checkpoint of a LoRA unit saves only its adapters
-   * and refers to this base model for the rest.
-   */
-  source?: string;
-}
-
+/** How an update runs; the radius δ and the learning rate are the unit's own. */
 export interface TrustRegionSettings {
   epochs: number;
   minibatches: number;
   backoff: 'restore' | 'line-search';
   maxGradNorm: number;
-  clipLow: number;
-  clipHigh: number;
-  aggregation: LossAggregation;
+  /** The objective's loss (rl/objectives) with its settings. */
+  policyLoss: PolicyLoss;
 }
 
 export interface TrustRegionResult {
@@ -73,7 +52,7 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
  * accepted parameters are therefore always in region.
  */
 export function trustRegionUpdate(options: {
-  unit: UpdateUnit;
+  unit: TrainableUnit;
   batch: TeamBatch;
   /** Per-trajectory advantages for the loss. */
   advantages: ArrayLike<number>;
@@ -181,7 +160,7 @@ export function trustRegionUpdate(options: {
   };
 }
 
-/** Forward, clipped-surrogate loss (pure, from src/rl), and its gradient injected into the graph. */
+/** Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph. */
 function gradientStep(
   model: TransformerLM,
   tokens: UnitTokens,
@@ -190,7 +169,7 @@ function gradientStep(
 ): { loss: number; clipFraction: number } {
   return tidy(() => {
     const scores = scoreCompletions(model, tokens.items);
-    const surrogate = clippedSurrogate({
+    const surrogate = settings.policyLoss({
       logProbs: toGrid(tokens, scores.logProbs.data),
       oldLogProbs: tokens.oldLogProbs,
       advantages: broadcastToTokens({
@@ -200,9 +179,6 @@ function gradientStep(
       }),
       mask: tokens.mask,
       rows: tokens.rows,
-      clipLow: settings.clipLow,
-      clipHigh: settings.clipHigh,
-      aggregation: settings.aggregation,
     });
     scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
     return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };

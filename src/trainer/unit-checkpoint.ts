@@ -9,7 +9,7 @@ import { loraLayers } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
-import type { UpdateUnit } from './trust-region.js';
+import type { TrainableUnit } from './units.js';
 
 /**
  * One update unit's part of a run checkpoint, `checkpoint/units/<name>/`, in the layout of
@@ -77,7 +77,7 @@ export function baseWeightsFingerprint(model: TransformerLM): string {
 /** Writes one unit's checkpoint directory (see the file comment for the layout). */
 export async function saveUnitCheckpoint(
   directory: string,
-  unit: UpdateUnit,
+  unit: TrainableUnit,
   options: SaveUnitOptions,
 ): Promise<void> {
   const optimizer = unit.optimizer.stateDict();
@@ -109,7 +109,7 @@ export async function saveUnitCheckpoint(
  * loaded, adapters attached, fresh optimizer): full weights when the checkpoint has them, else
  * the adapters, after checking that the base model is the one they were trained on.
  */
-export async function restoreUnitCheckpoint(directory: string, unit: UpdateUnit): Promise<void> {
+export async function restoreUnitCheckpoint(directory: string, unit: TrainableUnit): Promise<void> {
   const hasWeights = existsSync(path.join(directory, checkpointFiles.model));
   const saved = await loadCheckpoint(directory, { parameters: hasWeights });
   if (hasWeights) unit.model.loadStateDict(saved.parameters);
@@ -129,7 +129,7 @@ export async function restoreUnitCheckpoint(directory: string, unit: UpdateUnit)
     });
 }
 
-function checkBaseModel(directory: string, unit: UpdateUnit, extra: unknown): void {
+function checkBaseModel(directory: string, unit: TrainableUnit, extra: unknown): void {
   if (!trainsOnlyAdapters(unit.model))
     throw new TeamtrError(
       `${directory} holds LoRA adapters of "${unit.name}", but its config now trains the whole model; resume with the run's own config.json`,

@@ -70,8 +70,6 @@ export function tinyTeam(options: { agents?: number; seed?: number; initStd?: nu
       rolePrompt: '',
       speakerTag: speakerTagFor(index),
       policy: new LocalPolicy(model, tokenizer),
-      trainable: true,
-      delta: 0.01,
     };
   });
   return {

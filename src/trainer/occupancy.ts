@@ -1,0 +1,60 @@
+import { occupancyGap } from '../rl/index.js';
+import { scoreToArrays } from '../nn/score.js';
+import type { TeamBatch } from '../team/types.js';
+import { collectUnitTokens } from './token-grid.js';
+import type { TrainableUnit } from './units.js';
+
+/**
+ * How far the team has moved, within a stage, from the team that sampled the stage's first
+ * batch: per trajectory of that batch, log W_{<i} = Σ log(π_current/π_start) over the tokens
+ * of the units updated so far. It gives the occupancy gap of each update (docs/method.md §5)
+ * and the likelihood ratio with which the HAPPO-style schedule reweights a stale batch.
+ */
+export class OccupancyTracker {
+  private start: TeamBatch | null = null;
+  private logRatio: Float64Array | null = null;
+  private updates = 0;
+
+  /** The stage's first batch: the team before any update of the stage. */
+  begin(batch: TeamBatch): void {
+    if (this.start) return;
+    this.start = batch;
+    this.logRatio = new Float64Array(batch.trajectories.length);
+  }
+
+  /** ½·E_start|W_{<i} − 1| with its standard error; null before the stage's first update. */
+  gap(): { gap: number; standardError: number } | null {
+    if (this.updates === 0 || !this.logRatio) return null;
+    const estimate = occupancyGap({ logRatioEarlierAgents: this.logRatio });
+    return { gap: estimate.gap, standardError: estimate.standardError };
+  }
+
+  /** W_{<i} per trajectory of the first batch, clipped to [low, high] (for its variance). */
+  clippedLikelihoodRatios(low: number, high: number): Float64Array {
+    const logRatio = this.logRatio ?? new Float64Array(0);
+    return logRatio.map((value) => Math.min(high, Math.max(low, Math.exp(value))));
+  }
+
+  /** After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch. */
+  advance(unit: TrainableUnit): void {
+    this.updates++;
+    const start = this.start;
+    const logRatio = this.logRatio;
+    if (!start || !logRatio) return;
+    const tokens = collectUnitTokens(start, unit.agentIndices);
+    if (tokens.totalTokens === 0) return;
+    const scores = scoreToArrays(unit.model, tokens.items);
+    let itemIndex = 0;
+    for (const trajectoryIndex of tokens.rowTrajectories) {
+      const turns = start.trajectories[trajectoryIndex]!.turns.filter((turn) =>
+        unit.agentIndices.includes(turn.agentIndex),
+      );
+      for (const turn of turns) {
+        const fresh = scores[itemIndex++]!.logProbs;
+        turn.logProbs.forEach((old, offset) => {
+          logRatio[trajectoryIndex]! += fresh[offset]! - old;
+        });
+      }
+    }
+  }
+}
