@@ -173,9 +173,33 @@ export interface AlignmentOptions {
   seed: string;
 }
 
-/** Runs `settings.steps` alignment steps on the newcomer's model (its own optimizer, discarded after). */
-export async function alignNewcomer(options: AlignmentOptions): Promise<AlignmentResult> {
-  const { team, task, agentIndex, newcomer, settings } = options;
+/** A team batch whose outgoing-agent turns the newcomer is fitted to. */
+async function alignmentBatch(options: AlignmentOptions, batchIndex: number): Promise<TeamBatch> {
+  const batchSeed = `${options.seed}/batch/${batchIndex}`;
+  const problems = options.task.split('train', {
+    seed: new RandomGenerator(batchSeed).nextUint32(),
+    count: options.settings.problemsPerBatch,
+  });
+  return rollout({
+    team: options.team,
+    task: options.task,
+    problems,
+    groupSize: options.settings.groupSize,
+    seed: batchSeed,
+    temperature: options.temperature,
+  });
+}
+
+/**
+ * The newcomer's alignment objective and optimizer: `step` fits one minibatch (supervised on
+ * the outgoing agent's turns and/or KL to it) and returns its loss.
+ */
+function createAligner(options: AlignmentOptions): {
+  mode: AlignmentMode;
+  note: string | null;
+  step: (minibatch: AlignmentExample[], stepIndex: number) => number;
+} {
+  const { team, agentIndex, newcomer, settings } = options;
   const outgoing = team.agents[agentIndex]!.policy;
   const student = newcomer.policy.model;
   if (!student || !outgoing.model)
@@ -196,31 +220,42 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
     epsilon: 1e-8,
     weightDecay: 0,
   });
-  const shuffler = new RandomGenerator(`${options.seed}/order`);
   const padId = newcomer.policy.tokenizer.padId ?? 0;
-  const warmupSteps = settings.warmupSteps ?? Math.ceil(settings.steps / 10);
   const schedule: LearningRateSchedule = {
     kind: 'warmup-cosine',
-    warmupSteps,
+    warmupSteps: settings.warmupSteps ?? Math.ceil(settings.steps / 10),
     totalSteps: settings.steps,
     minimumRatio: 0.1,
   };
+  const step = (minibatch: AlignmentExample[], stepIndex: number): number => {
+    let loss = 0;
+    if (mode !== 'kl')
+      loss += supervisedLossAndGradient(
+        student,
+        minibatch.map((example) => example.supervised),
+        padId,
+      );
+    if (mode !== 'sft') loss += klLossAndGradient(student, teacher, minibatch);
+    const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
+    optimizer.update({
+      learningRate: learningRateAt(schedule, settings.learningRate, stepIndex),
+      gradientScale: clipping.scale,
+    });
+    optimizer.zeroGrad();
+    return loss;
+  };
+  return { mode, note, step };
+}
+
+/** Runs `settings.steps` alignment steps on the newcomer's model (its own optimizer, discarded after). */
+export async function alignNewcomer(options: AlignmentOptions): Promise<AlignmentResult> {
+  const { team, agentIndex, newcomer, settings } = options;
+  const { mode, note, step } = createAligner(options);
+  const shuffler = new RandomGenerator(`${options.seed}/order`);
   const losses: number[] = [];
   let generatedTokens = 0;
   for (let batchIndex = 0; losses.length < settings.steps; batchIndex++) {
-    const batchSeed = `${options.seed}/batch/${batchIndex}`;
-    const problems = task.split('train', {
-      seed: new RandomGenerator(batchSeed).nextUint32(),
-      count: settings.problemsPerBatch,
-    });
-    const batch = await rollout({
-      team,
-      task,
-      problems,
-      groupSize: settings.groupSize,
-      seed: batchSeed,
-      temperature: options.temperature,
-    });
+    const batch = await alignmentBatch(options, batchIndex);
     generatedTokens += batch.generatedTokens;
     const examples = alignmentExamples(batch, team, agentIndex, newcomer);
     if (examples.length === 0) {
@@ -235,24 +270,13 @@ export async function alignNewcomer(options: AlignmentOptions): Promise<Alignmen
     const size = Math.ceil(examples.length / settings.minibatches);
     for (let epoch = 0; epoch < settings.epochs; epoch++) {
       const order = shuffler.shuffle(examples.map((_example, index) => index));
-      for (let start = 0; start < order.length && losses.length < settings.steps; start += size) {
-        const minibatch = order.slice(start, start + size).map((index) => examples[index]!);
-        let loss = 0;
-        if (mode !== 'kl')
-          loss += supervisedLossAndGradient(
-            student,
-            minibatch.map((example) => example.supervised),
-            padId,
-          );
-        if (mode !== 'sft') loss += klLossAndGradient(student, teacher, minibatch);
-        const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
-        optimizer.update({
-          learningRate: learningRateAt(schedule, settings.learningRate, losses.length),
-          gradientScale: clipping.scale,
-        });
-        optimizer.zeroGrad();
-        losses.push(loss);
-      }
+      for (let start = 0; start < order.length && losses.length < settings.steps; start += size)
+        losses.push(
+          step(
+            order.slice(start, start + size).map((index) => examples[index]!),
+            losses.length,
+          ),
+        );
     }
   }
   // Alignment's buffer sizes (text-level contexts, minibatches) are not the RL stages' ones.

@@ -5,7 +5,7 @@ import { rollout } from '../team/rollout.js';
 import { firstTurnOf, hasSeveralRounds, type Agent, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
-import { alignNewcomer, type AlignmentResult } from './alignment.js';
+import { alignNewcomer, type AlignmentOptions, type AlignmentResult } from './alignment.js';
 import { agentFromConfig, loadAgentModel, type BuiltTeam } from './build-team.js';
 import type { AgentConfig, SwapConfig, TrainConfig } from './config.js';
 import type { MetricsRecord, StageRecord, SwapRecord, SwapRecoveryRecord } from './records.js';
@@ -88,10 +88,10 @@ export async function applySwap(
   const { config, task, built } = target;
   const team = built.team;
   const agentIndex = team.agents.findIndex((agent) => agent.name === swap.agent);
-  const unit = built.units.find(
+  const ownUnit = built.units.some(
     (candidate) => candidate.name === swap.agent && candidate.agentIndices.length === 1,
   );
-  if (agentIndex < 0 || !unit)
+  if (agentIndex < 0 || !ownUnit)
     throw new Error(
       `swap: agent "${swap.agent}" has no update unit of its own (validateSwaps refuses this)`,
     );
@@ -120,29 +120,10 @@ export async function applySwap(
   const afterSwap = await measure(swappedTeam, before);
   const alignment =
     swap.alignment.steps > 0
-      ? await alignNewcomer({
-          team,
-          task,
-          agentIndex,
-          newcomer,
-          temperature: config.rollout.temperature,
-          settings: {
-            ...swap.alignment,
-            problemsPerBatch: swap.alignment.problemsPerBatch ?? config.rollout.problemsPerBatch,
-            groupSize: swap.alignment.groupSize ?? config.rollout.groupSize,
-          },
-          beta1: config.optimizer.beta1,
-          beta2: config.optimizer.beta2,
-          seed: `${seed}/align`,
-        })
+      ? await alignNewcomer(alignmentOptions(target, swap, { agentIndex, newcomer, seed }))
       : null;
   const afterAlignment = alignment ? await measure(swappedTeam, before) : null;
   commitSwap(target, { agentIndex, agentConfig: incomingConfig, newcomer, incoming });
-  const swapTokens =
-    before.generatedTokens +
-    afterSwap.generatedTokens +
-    (alignment?.generatedTokens ?? 0) +
-    (afterAlignment?.generatedTokens ?? 0);
   const record = swapRecord({
     swap,
     state,
@@ -151,10 +132,33 @@ export async function applySwap(
     afterSwap,
     afterAlignment,
     alignment,
-    swapTokens,
   });
-  state.generatedTokens += swapTokens;
+  state.generatedTokens += record.swapTokens;
   return { record, alignment };
+}
+
+/** Stage-0 alignment of the newcomer to the role, under the swap's and the run's settings. */
+function alignmentOptions(
+  target: SwapTarget,
+  swap: SwapConfig,
+  place: { agentIndex: number; newcomer: Agent; seed: string },
+): AlignmentOptions {
+  const { config } = target;
+  return {
+    team: target.built.team,
+    task: target.task,
+    agentIndex: place.agentIndex,
+    newcomer: place.newcomer,
+    temperature: config.rollout.temperature,
+    settings: {
+      ...swap.alignment,
+      problemsPerBatch: swap.alignment.problemsPerBatch ?? config.rollout.problemsPerBatch,
+      groupSize: swap.alignment.groupSize ?? config.rollout.groupSize,
+    },
+    beta1: config.optimizer.beta1,
+    beta2: config.optimizer.beta2,
+    seed: `${place.seed}/align`,
+  };
 }
 
 /**
@@ -217,7 +221,6 @@ function swapRecord(options: {
   afterSwap: TeamBatch;
   afterAlignment: TeamBatch | null;
   alignment: AlignmentResult | null;
-  swapTokens: number;
 }): SwapRecord {
   const { swap, alignment } = options;
   const rewards = (batch: TeamBatch) => {
@@ -254,7 +257,12 @@ function swapRecord(options: {
     alignmentLossFirst: alignment?.losses[0] ?? null,
     alignmentLossLast: alignment?.losses[alignment.losses.length - 1] ?? null,
     alignmentTokens: alignment?.generatedTokens ?? 0,
-    swapTokens: options.swapTokens,
+    // Measurement batches and alignment together.
+    swapTokens:
+      options.before.generatedTokens +
+      options.afterSwap.generatedTokens +
+      (alignment?.generatedTokens ?? 0) +
+      (options.afterAlignment?.generatedTokens ?? 0),
     recoveryThreshold: before.mean - before.standardError,
   };
 }

@@ -51,7 +51,26 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
  * backtracked along its direction (line search) or undone, which ends the update. The
  * accepted parameters are therefore always in region.
  */
-export function trustRegionUpdate(options: {
+export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
+  const { unit, batch } = options;
+  const tokens = collectUnitTokens(batch, unit.agentIndices);
+  const meter = new KlMeter(unit.model, tokens);
+  const steps = takeSteps(options, tokens, meter);
+  const final = meter.measure();
+  return {
+    tokens,
+    kl: final.kl,
+    maxTokenKl: final.max,
+    perTokenKl: final.perToken,
+    newLogProbs: gatherTakenLogProbs(tokens, final.distributions, unit.model.config.vocabSize),
+    inRegion: final.kl <= unit.delta + 1e-9,
+    ...steps,
+    referenceDistributions: meter.reference,
+    finalDistributions: final.distributions,
+  };
+}
+
+export interface TrustRegionUpdateOptions {
   unit: TrainableUnit;
   batch: TeamBatch;
   /** Per-trajectory advantages for the loss. */
@@ -60,104 +79,120 @@ export function trustRegionUpdate(options: {
   trajectories: readonly number[];
   settings: TrustRegionSettings;
   random: RandomGenerator;
-}): TrustRegionResult {
-  const { unit, batch, settings } = options;
-  const { model, optimizer } = unit;
-  const parameters = model.trainableParameters();
-  const all = collectUnitTokens(batch, unit.agentIndices);
-  const vocab = model.config.vocabSize;
-  const reference = completionLogDistributions(model, all.items);
-  const measure = (): {
-    kl: number;
-    max: number;
-    perToken: Float32Array;
-    distributions: Float32Array;
-  } => {
-    const distributions = completionLogDistributions(model, all.items);
-    const flat = tokenKl({
-      oldLogProbsFull: reference,
-      newLogProbsFull: distributions,
-      positions: all.totalTokens,
-      vocab,
-    });
-    const perToken = toGrid(all, flat);
-    const summary = meanTokenKl({ perTokenKl: perToken, mask: all.mask, rows: all.rows });
-    return {
-      kl: all.totalTokens > 0 ? summary.mean : 0,
-      max: all.totalTokens > 0 ? summary.max : 0,
-      perToken,
-      distributions,
-    };
-  };
+}
+
+type StepSummary = Pick<
+  TrustRegionResult,
+  'stepsTaken' | 'stepsUndone' | 'lastStepScale' | 'lossMean' | 'clipFraction' | 'gradientNorm'
+>;
+
+/**
+ * Optimizer steps over minibatches of the unit's tokens, each followed by the exact KL of the
+ * whole batch; the first step out of region is backed off and ends the update.
+ */
+function takeSteps(
+  options: TrustRegionUpdateOptions,
+  tokens: UnitTokens,
+  meter: KlMeter,
+): StepSummary {
+  const { unit, settings } = options;
+  const parameters = unit.model.trainableParameters();
   let snapshot = captureSnapshot(parameters);
-  let stepsTaken = 0;
-  let stepsUndone = 0;
-  let lastStepScale = 1;
-  let inRegion = true;
+  const summary = { stepsTaken: 0, stepsUndone: 0, lastStepScale: 1, gradientNorm: 0 };
   const losses: number[] = [];
   const clipFractions: number[] = [];
-  let gradientNorm = 0;
-  const participating = options.trajectories.filter((index) => all.rowTrajectories.includes(index));
-  let stopped = participating.length === 0 || all.totalTokens === 0;
-  for (let epoch = 0; epoch < settings.epochs && !stopped; epoch++) {
+  for (const minibatch of minibatches(options, tokens)) {
+    const step = gradientStep(
+      unit.model,
+      minibatch,
+      rowValues(minibatch, options.advantages),
+      settings,
+    );
+    losses.push(step.loss);
+    clipFractions.push(step.clipFraction);
+    const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
+    summary.gradientNorm = clipping.norm;
+    unit.optimizer.update({ learningRate: unit.learningRate, gradientScale: clipping.scale });
+    unit.optimizer.zeroGrad();
+    summary.stepsTaken++;
+    if (meter.measure().kl <= unit.delta) {
+      snapshot = captureSnapshot(parameters);
+      continue;
+    }
+    // Out of region: back off and end the update.
+    summary.lastStepScale = backOff(
+      parameters,
+      snapshot,
+      settings.backoff,
+      () => meter.measure().kl <= unit.delta,
+    );
+    if (summary.lastStepScale === 0) summary.stepsUndone++;
+    break;
+  }
+  return { ...summary, lossMean: meanOrZero(losses), clipFraction: meanOrZero(clipFractions) };
+}
+
+/**
+ * The minibatches of `settings.epochs` epochs over the participating trajectories, each epoch
+ * shuffled when it begins (lazily: an update that stops early draws no further shuffles).
+ */
+function* minibatches(
+  options: TrustRegionUpdateOptions,
+  tokens: UnitTokens,
+): Generator<UnitTokens> {
+  const { batch, unit, settings } = options;
+  const participating = options.trajectories.filter((index) =>
+    tokens.rowTrajectories.includes(index),
+  );
+  if (participating.length === 0 || tokens.totalTokens === 0) return;
+  for (let epoch = 0; epoch < settings.epochs; epoch++) {
     const shuffled = options.random.shuffle([...participating]);
     const size = Math.ceil(shuffled.length / settings.minibatches);
-    for (let start = 0; start < shuffled.length && !stopped; start += size) {
+    for (let start = 0; start < shuffled.length; start += size) {
       const minibatch = collectUnitTokens(
         batch,
         unit.agentIndices,
         shuffled.slice(start, start + size),
       );
-      if (minibatch.totalTokens === 0) continue;
-      const step = gradientStep(
-        model,
-        minibatch,
-        rowValues(minibatch, options.advantages),
-        settings,
-      );
-      losses.push(step.loss);
-      clipFractions.push(step.clipFraction);
-      const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
-      gradientNorm = clipping.norm;
-      optimizer.update({ learningRate: unit.learningRate, gradientScale: clipping.scale });
-      optimizer.zeroGrad();
-      stepsTaken++;
-      if (measure().kl <= unit.delta) {
-        snapshot = captureSnapshot(parameters);
-        continue;
-      }
-      // Out of region: back off and end the update.
-      stopped = true;
-      lastStepScale = backOff(
-        parameters,
-        snapshot,
-        settings.backoff,
-        () => measure().kl <= unit.delta,
-      );
-      if (lastStepScale === 0) stepsUndone++;
+      if (minibatch.totalTokens > 0) yield minibatch;
     }
   }
-  const final = measure();
-  inRegion = final.kl <= unit.delta + 1e-9;
-  const newLogProbs = gatherTakenLogProbs(all, final.distributions, vocab);
-  return {
-    tokens: all,
-    kl: final.kl,
-    maxTokenKl: final.max,
-    perTokenKl: final.perToken,
-    newLogProbs,
-    inRegion,
-    stepsTaken,
-    stepsUndone,
-    lastStepScale,
-    lossMean: losses.length ? losses.reduce((a, b) => a + b, 0) / losses.length : 0,
-    clipFraction: clipFractions.length
-      ? clipFractions.reduce((a, b) => a + b, 0) / clipFractions.length
-      : 0,
-    gradientNorm,
-    referenceDistributions: reference,
-    finalDistributions: final.distributions,
-  };
+}
+
+/** Exact token-level KL(π_old ‖ π_current) of a unit's tokens against its pre-update policy. */
+class KlMeter {
+  /** [tokens, vocab] log π_old, from before the first step. */
+  readonly reference: Float32Array;
+
+  constructor(
+    private readonly model: TransformerLM,
+    private readonly tokens: UnitTokens,
+  ) {
+    this.reference = completionLogDistributions(model, tokens.items);
+  }
+
+  measure(): { kl: number; max: number; perToken: Float32Array; distributions: Float32Array } {
+    const { tokens } = this;
+    const distributions = completionLogDistributions(this.model, tokens.items);
+    const flat = tokenKl({
+      oldLogProbsFull: this.reference,
+      newLogProbsFull: distributions,
+      positions: tokens.totalTokens,
+      vocab: this.model.config.vocabSize,
+    });
+    const perToken = toGrid(tokens, flat);
+    const summary = meanTokenKl({ perTokenKl: perToken, mask: tokens.mask, rows: tokens.rows });
+    return {
+      kl: tokens.totalTokens > 0 ? summary.mean : 0,
+      max: tokens.totalTokens > 0 ? summary.max : 0,
+      perToken,
+      distributions,
+    };
+  }
+}
+
+function meanOrZero(values: readonly number[]): number {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
 }
 
 /** Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph. */
