@@ -32,6 +32,7 @@ export function formatSummary(summary: TrainSummary): string {
     `    certificate above measured improvement: ${certificates.certificateAboveMeasuredFraction === null ? 'n/a' : percent(certificates.certificateAboveMeasuredFraction)} of updates`,
     `  team reward per stage: ${signed(summary.stageImprovement.inSamplePerStage)} on the stage's own problems, ${signed(summary.stageImprovement.outOfSamplePerStage)} on the next stage's new ones`,
     `  stage regressions: ${summary.regressions}`,
+    ...summary.warnings.map((warning) => `  WARNING: ${warning}`),
     `  run directory: ${summary.runDirectory}`,
     `  see it: teamtr dashboard ${summary.runDirectory}   (or: teamtr report ${summary.runDirectory})`,
     '',

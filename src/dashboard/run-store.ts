@@ -2,6 +2,7 @@ import { readFile, realpath } from 'node:fs/promises';
 import { readMetricsSince, type MetricsChunk } from '../report/metrics-file.js';
 import { asObject, runLabels, type RunView } from '../report/runs.js';
 import type { TrainSummary } from '../trainer/summary.js';
+import { isRunActive } from '../trainer/run-lock.js';
 import { runFiles } from '../trainer/run-directory.js';
 import { TeamtrError } from '../util/errors.js';
 import { resolveFileInside, type ResolvedFile } from './safe-path.js';
@@ -90,6 +91,7 @@ export class RunStore {
     run.view.config ??= asObject(await this.readJson(run, runFiles.config));
     // summary.json appears when the run ends and is rewritten if it is resumed and ends again.
     run.view.summary = asObject(await this.readJson(run, runFiles.summary)) as TrainSummary | null;
+    run.view.trainerActive = isRunActive(run.view.directory);
   }
 
   /** A file of run `id` by its path segments inside the run directory. */

@@ -10,8 +10,11 @@ export interface RunOverview {
   schedule: string;
   seed: number | null;
   task: string;
-  /** finished / interrupted from summary.json; running while there is none. */
-  status: 'running' | 'finished' | 'interrupted';
+  /**
+   * finished / interrupted from summary.json; without one, running while a trainer process
+   * holds the run, stopped when it crashed or was killed (resume it with --resume).
+   */
+  status: 'running' | 'finished' | 'interrupted' | 'stopped';
   stages: number;
   updates: number;
   generatedTokens: number;
@@ -52,7 +55,13 @@ export function describeRun(run: RunView): RunOverview {
     schedule: runSchedule(run),
     seed: runSeed(run),
     task: taskName(run.config),
-    status: run.summary ? (run.summary.interrupted ? 'interrupted' : 'finished') : 'running',
+    status: run.summary
+      ? run.summary.interrupted
+        ? 'interrupted'
+        : 'finished'
+      : run.trainerActive === false
+        ? 'stopped'
+        : 'running',
     stages: maximum(stages.map((record) => record.stage)) ?? 0,
     updates: updates.length,
     generatedTokens: maximum(tokens) ?? 0,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { readJsonFile } from '../io/json-file.js';
 import type { MetricsRecord } from '../trainer/records.js';
 import { RunDirectory, runFiles } from '../trainer/run-directory.js';
+import { isRunActive } from '../trainer/run-lock.js';
 import type { TrainSummary } from '../trainer/summary.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { readMetricsSince } from './metrics-file.js';
@@ -18,6 +19,11 @@ export interface RunView {
   /** summary.json, written when the run finished or was interrupted; null while it runs. */
   summary: TrainSummary | null;
   records: MetricsRecord[];
+  /**
+   * Whether a trainer process holds the run now (running.json names a live process); false
+   * for a run without a summary means it crashed or was killed. Unknown when absent.
+   */
+  trainerActive?: boolean;
 }
 
 /**
@@ -110,6 +116,7 @@ export async function loadRuns(directories: readonly string[]): Promise<RunView[
         await readOptionalJson(path.join(directory, runFiles.summary)),
       ) as TrainSummary | null,
       records: (await readMetricsSince(path.join(directory, runFiles.metrics), 0)).records,
+      trainerActive: isRunActive(directory),
     })),
   );
 }

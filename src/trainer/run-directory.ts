@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   truncateSync,
 } from 'node:fs';
@@ -18,6 +19,8 @@ import { readJsonFile } from '../io/json-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { MetricsRecord } from './records.js';
+import { hashDirectory, hashFile, verifyCheckpoint } from './checkpoint-integrity.js';
+import { assertNotActive, runLockFile } from './run-lock.js';
 import { runStateSchema, type RunState } from './run-state.js';
 import type { TrainableUnit } from './units.js';
 import { restoreUnitCheckpoint, saveUnitCheckpoint } from './unit-checkpoint.js';
@@ -33,6 +36,7 @@ import { restoreUnitCheckpoint, saveUnitCheckpoint } from './unit-checkpoint.js'
  *       units/<name>/        weights (a LoRA unit: adapter/ in PEFT layout and a reference
  *                            to its base model), optimizer state and tokenizer of each model
  *     summary.json           written at the end (and on interruption)
+ *     running.json           while a trainer works on the run (run-lock.ts)
  */
 export const runFiles = {
   marker: 'teamtr-run.json',
@@ -49,6 +53,48 @@ const markerSchema = z.strictObject({
   createdAt: z.string(),
 });
 
+/** Leftovers of io/atomic.ts writes (`.<name>.tmp-<pid>-<hex>`, `.<name>.old-…`). */
+const atomicLeftover = /^\.(.+)\.(tmp|old)-\d+-[0-9a-f]+$/;
+
+function isAtomicWriteLeftover(name: string): boolean {
+  return atomicLeftover.test(name);
+}
+
+/** A file a run writes before its first checkpoint, or a temp copy of one (or of a checkpoint). */
+function isRunEntry(name: string): boolean {
+  const base = atomicLeftover.exec(name)?.[1] ?? name;
+  const ownFiles: string[] = [
+    runFiles.marker,
+    runFiles.config,
+    runFiles.metrics,
+    runFiles.summary,
+    runLockFile,
+  ];
+  return ownFiles.includes(base) || (base === runFiles.checkpoint && name !== base);
+}
+
+/**
+ * Empties a directory that holds a run which never reached its first checkpoint; refuses any
+ * other non-empty directory (a run with a checkpoint is continued with --resume).
+ */
+async function clearUnstartedRun(directory: string): Promise<void> {
+  const entries = readdirSync(directory);
+  if (entries.length === 0) return;
+  assertNotActive(directory);
+  await recoverInterruptedReplace(path.join(directory, runFiles.checkpoint));
+  if (existsSync(path.join(directory, runFiles.checkpoint, runFiles.state)))
+    throw new TeamtrError(
+      `run directory ${directory} holds a run with a checkpoint; continue it with --resume, or choose another --run-dir`,
+    );
+  const ours =
+    entries.every(isRunEntry) &&
+    (entries.includes(runFiles.marker) || entries.every(isAtomicWriteLeftover));
+  if (!ours)
+    throw new TeamtrError(`run directory ${directory} is not empty; choose another --run-dir`);
+  for (const entry of readdirSync(directory))
+    rmSync(path.join(directory, entry), { recursive: true, force: true });
+}
+
 export class RunDirectory {
   private constructor(readonly directory: string) {}
 
@@ -56,28 +102,27 @@ export class RunDirectory {
     return path.join(this.directory, runFiles.metrics);
   }
 
-  /** A new run in an empty (or absent) directory. */
+  /**
+   * A new run in an empty (or absent) directory, or in one left by a run that stopped before
+   * its first checkpoint (nothing there can be resumed, so it starts over). The marker is
+   * written first: a run killed at any moment leaves a directory this recognizes.
+   */
   static async create(directory: string, config: unknown): Promise<RunDirectory> {
     if (existsSync(directory)) {
       if (!statSync(directory).isDirectory())
-        throw new TeamtrError(`${directory} exists and is not a directory`);
-      if (readdirSync(directory).length > 0) {
-        const hint = existsSync(path.join(directory, runFiles.marker))
-          ? ' (continue it with --resume)'
-          : '';
         throw new TeamtrError(
-          `run directory ${directory} is not empty${hint}; choose another --run-dir`,
+          `${directory} exists and is not a directory; choose another --run-dir`,
         );
-      }
+      await clearUnstartedRun(directory);
     }
     mkdirSync(directory, { recursive: true });
     const run = new RunDirectory(directory);
-    await writeJsonAtomic(path.join(directory, runFiles.config), config);
     await writeJsonAtomic(path.join(directory, runFiles.marker), {
       format: 'teamtr-run',
       version: 1,
       createdAt: new Date().toISOString(),
     });
+    await writeJsonAtomic(path.join(directory, runFiles.config), config);
     appendFileSync(run.metricsPath, '');
     return run;
   }
@@ -86,18 +131,24 @@ export class RunDirectory {
   static async open(directory: string): Promise<RunDirectory> {
     const markerPath = path.join(directory, runFiles.marker);
     if (!existsSync(directory)) throw new TeamtrError(`run directory ${directory} does not exist`);
+    const stoppedWhileCreated = `the run was stopped while its directory was being created, before its config was saved: nothing can be resumed; start it again without --resume (a plain run reuses ${directory})`;
     if (!existsSync(markerPath)) {
+      if (readdirSync(directory).every(isAtomicWriteLeftover))
+        throw new FileFormatError(directory, stoppedWhileCreated);
       throw new FileFormatError(
         directory,
         `not a teamtr run directory (no ${runFiles.marker}); point --run-dir at a directory \`teamtr train\` created`,
       );
     }
     parseWithSchema(markerSchema, await readJsonFile(markerPath), markerPath);
-    if (!existsSync(path.join(directory, runFiles.config)))
+    if (!existsSync(path.join(directory, runFiles.config))) {
+      if (readdirSync(directory).every(isRunEntry))
+        throw new FileFormatError(directory, stoppedWhileCreated);
       throw new FileFormatError(
         directory,
-        `${runFiles.config} is missing: the run directory is damaged`,
+        `${runFiles.config} is missing: the run directory is damaged; restore config.json from a backup, or start a new run elsewhere`,
       );
+    }
     return new RunDirectory(directory);
   }
 
@@ -119,16 +170,19 @@ export class RunDirectory {
 
   readMetrics(): MetricsRecord[] {
     if (!existsSync(this.metricsPath)) return [];
-    return readFileSync(this.metricsPath, 'utf8')
-      .split('\n')
-      .filter((line) => line.trim())
-      .flatMap((line) => {
-        try {
-          return [JSON.parse(line) as MetricsRecord];
-        } catch {
-          return []; // a half-written last line from an interrupted run
-        }
-      });
+    const lines = readFileSync(this.metricsPath, 'utf8').split('\n');
+    const complete = lines.slice(0, -1); // the text after the last newline is still being written
+    return complete.flatMap((line, index) => {
+      if (!line.trim()) return [];
+      try {
+        return [JSON.parse(line) as MetricsRecord];
+      } catch {
+        throw new FileFormatError(
+          this.metricsPath,
+          `line ${index + 1} is not a JSON record: the file was edited or damaged; restore it from a backup (the checkpoint's checksum tells a good copy), or start a new run`,
+        );
+      }
+    });
   }
 
   hasCheckpoint(): boolean {
@@ -154,6 +208,10 @@ export class RunDirectory {
             tokenizer: tokenizers.get(unit.name),
             baseWeights: options.baseWeights ?? false,
           });
+        state.integrity = {
+          files: await hashDirectory(temporary, [runFiles.state]),
+          metricsSha256: await hashFile(this.metricsPath, state.metricsBytes),
+        };
         await writeJsonAtomic(path.join(temporary, runFiles.state), state);
       },
     );
@@ -186,6 +244,13 @@ export class RunDirectory {
         `${this.directory} has no checkpoint to resume from yet; start it again without --resume`,
       );
     const state = parseWithSchema(runStateSchema, await readJsonFile(statePath), statePath);
+    if (state.integrity)
+      await verifyCheckpoint({
+        checkpointDirectory,
+        integrity: state.integrity,
+        metricsPath: this.metricsPath,
+        metricsBytes: state.metricsBytes,
+      });
     for (const unit of units)
       await restoreUnitCheckpoint(path.join(checkpointDirectory, 'units', unit.name), unit);
     // Records written after the checkpoint are produced again, identically, by the resumed run.

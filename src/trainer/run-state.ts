@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkpointIntegritySchema } from './checkpoint-integrity.js';
 
 /** Held-out accuracy as the summary reports it. */
 export const evaluationSummarySchema = z.strictObject({
@@ -51,6 +52,8 @@ export const runStateSchema = z.preprocess(
     /** Held-out accuracy before training (null only before the first evaluation). */
     evaluationBefore: evaluationSummarySchema.nullable(),
     swaps: swapProgressSchema.default({ applied: [], pendingRecovery: [] }),
+    /** Checksums of the checkpoint's files and metrics prefix (absent in older checkpoints). */
+    integrity: checkpointIntegritySchema.optional(),
   }),
 );
 export type RunState = z.output<typeof runStateSchema>;

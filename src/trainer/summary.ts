@@ -2,6 +2,7 @@ import { rankCorrelation } from '../rl/index.js';
 import type { TrainConfig } from './config.js';
 import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
 import type { EvaluationSummary, RunState } from './run-state.js';
+import { runWarnings } from './warnings.js';
 
 export type { EvaluationSummary } from './run-state.js';
 
@@ -20,6 +21,11 @@ export interface TrainSummary {
   certificates: CertificateStatistics;
   stageImprovement: StageImprovementStatistics;
   regressions: number;
+  /**
+   * Things that went wrong without stopping the run (e.g. stages whose updates changed no
+   * weights), each with the setting to change. Empty for a healthy run.
+   */
+  warnings: string[];
 }
 
 /**
@@ -140,5 +146,16 @@ export function buildSummary(options: {
     certificates: certificateStatistics(records),
     stageImprovement: stageImprovementStatistics(records),
     regressions: stageRecords(records).filter((record) => record.regression).length,
+    warnings: [...runWarnings(options.config, records), ...coverageWarnings(records, state)],
   };
+}
+
+/** The metrics must hold a record of every update the run made; say so if they do not. */
+function coverageWarnings(records: readonly MetricsRecord[], state: RunState): string[] {
+  const recorded = records.filter((record) => record.type === 'update').length;
+  return recorded === state.updates
+    ? []
+    : [
+        `metrics.jsonl records ${recorded} of the ${state.updates} updates this run made, so the statistics above cover only those; the file was changed outside teamtr`,
+      ];
 }

@@ -16,6 +16,8 @@ import type {
   UpdateRecord,
 } from './records.js';
 import { RunDirectory } from './run-directory.js';
+import { assertNotActive, holdRun } from './run-lock.js';
+import { noEffectCause, stageHadNoEffect } from './warnings.js';
 import { initialRunState, type EvaluationSummary, type RunState } from './run-state.js';
 import { moveRemoteEndpoints } from './move-endpoints.js';
 import { schedules } from './schedules.js';
@@ -45,7 +47,9 @@ export type TrainProgress =
     }
   | { kind: 'eval'; stage: number; accuracy: number }
   | { kind: 'checkpoint'; stage: number }
-  | { kind: 'swap'; record: SwapRecord };
+  | { kind: 'swap'; record: SwapRecord }
+  /** Something the user should act on (e.g. a stage whose updates changed no weights). */
+  | { kind: 'warning'; stage: number; message: string };
 
 export interface TrainOptions {
   config: TrainConfigInput | TrainConfig;
@@ -74,6 +78,8 @@ interface RunContext {
   tokenizers: Map<string, unknown>;
   hooks: StageHook[];
   emit: (event: TrainProgress) => void;
+  /** The last stage changed no weights and the user was told. */
+  idleReported: boolean;
 }
 
 /**
@@ -95,6 +101,20 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
 async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
   const started = Date.now();
   const context = await prepare(options);
+  const lock = await holdRun(context.run.directory);
+  try {
+    return await trainHeld(context, options, started, lock.beat);
+  } finally {
+    lock.release();
+  }
+}
+
+async function trainHeld(
+  context: RunContext,
+  options: TrainOptions,
+  started: number,
+  heartbeat: () => Promise<void>,
+): Promise<TrainSummary> {
   const { config, run, emit } = context;
   const state = await startingState(context, options.resume === true);
   const elapsedBefore = state.elapsedSeconds;
@@ -107,6 +127,7 @@ async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
     }
     run.appendMetrics(await stageWithHooks(context, state));
     state.elapsedSeconds = elapsed();
+    await heartbeat();
     if (state.stage % config.checkpointEvery === 0) {
       await saveState(context, state);
       emit({ kind: 'checkpoint', stage: state.stage });
@@ -180,6 +201,15 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
     outOfRegion: stageRecord.outOfRegion,
     regression: stageRecord.regression,
   });
+  // Said once per spell of stages that change nothing (the summary counts them all).
+  const idle = stageHadNoEffect(updates);
+  if (idle && !context.idleReported)
+    context.emit({
+      kind: 'warning',
+      stage: state.stage,
+      message: `stage ${state.stage}: ${noEffectCause(context.config, updates)} (said once until a stage changes weights again)`,
+    });
+  context.idleReported = idle;
   if (state.stage % context.config.evaluation.every === 0) {
     const evaluation = await evaluationRecord(context, state);
     records.push(evaluation);
@@ -263,6 +293,7 @@ async function prepare(options: TrainOptions): Promise<RunContext> {
     evalProblems: task.split('eval', { seed: config.seed, count: config.evaluation.problems }),
     hooks: [swapHook(target, (record) => emit({ kind: 'swap', record }))],
     emit,
+    idleReported: false,
   };
 }
 
@@ -282,6 +313,7 @@ async function resolvedConfig(
     return { config: parseWithSchema(trainConfigSchema, options.config, 'config'), existing: null };
   }
   const existing = await RunDirectory.open(options.runDirectory);
+  assertNotActive(options.runDirectory);
   if (options.endpoints) await moveRemoteEndpoints(existing, options.endpoints);
   const config = parseWithSchema(
     trainConfigSchema,

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { trainConfigSchema } from '../../trainer/config.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
 import { formatSummary } from '../format.js';
-import { defaultRunDirectory, runTraining } from './train.js';
+import { defaultRunDirectory, exitAfterInterruption, runTraining } from './train.js';
 
 /** configs/demo.yaml in the package. */
 export function demoConfigPath(): string {
@@ -36,5 +36,6 @@ export function register(program: Command): void {
     const summary = await runTraining({ config, runDirectory, resume: false, quiet: false });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(formatSummary(summary));
+    exitAfterInterruption(summary);
   });
 }

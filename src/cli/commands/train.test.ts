@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -197,5 +197,41 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     const badEndpoint = await teamtr(['train', '--resume', '--endpoint', 'critic']);
     assert.equal(badEndpoint.code, 2);
     assert.match(badEndpoint.stderr, /--endpoint takes AGENT=URL/);
+  });
+});
+
+describe('teamtr train: interruption and resume flags', () => {
+  test('Ctrl-C saves, writes an interrupted summary and exits 130', async () => {
+    const fixture = await createTrainingFixture();
+    cleanup.push(fixture.directory);
+    const configPath = path.join(fixture.directory, 'team.yaml');
+    writeFileSync(
+      configPath,
+      YAML.stringify({ ...fixture.config, budget: { generatedTokens: 10_000_000 } }),
+    );
+    const runDirectory = path.join(fixture.directory, 'run');
+    const script = `const { main } = await import(${JSON.stringify(mainModule)}); process.exitCode = await main(${JSON.stringify(['train', '--config', configPath, '--run-dir', runDirectory])});`;
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        env: { ...process.env, TEAMTR_QUIET_BACKEND: '1' },
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (/eval after stage 0/.test(stderr) && !child.killed) child.kill('SIGINT');
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.equal(code, 130, stderr);
+    const summary = JSON.parse(readFileSync(path.join(runDirectory, 'summary.json'), 'utf8'));
+    assert.equal(summary.interrupted, true);
+  });
+
+  test('--resume without --run-dir asks for it', async () => {
+    const result = await teamtr(['train', '--resume']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--resume continues an existing run: say which with --run-dir DIR/);
   });
 });

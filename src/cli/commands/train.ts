@@ -86,6 +86,7 @@ export async function runTraining(options: {
             `  eval after stage ${event.stage}: team accuracy ${(100 * event.accuracy).toFixed(1)}%`,
           );
         else if (event.kind === 'swap') progress.log(describeSwap(event.record));
+        else if (event.kind === 'warning') progress.log(`  warning: ${event.message}`);
       },
     });
   } finally {
@@ -109,6 +110,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON summary object on stdout');
   addConfigFlags(command, trainConfigSchema);
   command.action(async (flags: Record<string, unknown>) => {
+    const endpoints = endpointMoves(flags.endpoint as string[] | undefined);
     if (flags.resume) {
       const given = [
         ...(flags.config === undefined ? [] : ['--config']),
@@ -119,6 +121,10 @@ export function register(program: Command): void {
           `--resume continues a run with its own config.json, so ${given.join(', ')} cannot change it; drop ${given.length === 1 ? 'it' : 'them'} (to point a remote agent at a new address, use --endpoint AGENT=URL)`,
         );
     }
+    if (flags.resume && flags.runDir === undefined)
+      throw new TeamtrError(
+        '--resume continues an existing run: say which with --run-dir DIR (the directory the run writes to, e.g. runs/teamtr-2026-11-24_20-31-05)',
+      );
     const config = flags.resume
       ? {}
       : configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
@@ -130,9 +136,15 @@ export function register(program: Command): void {
       runDirectory,
       resume: Boolean(flags.resume),
       quiet: false,
-      endpoints: endpointMoves(flags.endpoint as string[] | undefined),
+      endpoints,
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(formatSummary(summary));
+    exitAfterInterruption(summary);
   });
+}
+
+/** An interrupted run saved cleanly, but it did not finish: exit 130 as Ctrl-C does. */
+export function exitAfterInterruption(summary: TrainSummary): void {
+  if (summary.interrupted) process.exitCode = 130;
 }

@@ -43,6 +43,7 @@ h2 { font-size: 16px; margin: 22px 0 10px; color: #111827; }
 .badge { margin-left: auto; font-size: 11px; font-weight: 600; text-transform: uppercase; letter-spacing: 0.4px; padding: 2px 8px; border-radius: 999px; }
 .badge.running { background: #dbeafe; color: #1d4ed8; }
 .badge.finished { background: #d1fae5; color: #047857; }
+.badge.stopped { background: #fee2e2; color: #b91c1c; }
 .badge.interrupted { background: #fef3c7; color: #92400e; }
 .progress { height: 6px; background: var(--line); border-radius: 3px; overflow: hidden; margin: 4px 0 10px; }
 .progress > div { height: 100%; background: #0072b2; }
