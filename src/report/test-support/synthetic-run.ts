@@ -6,6 +6,7 @@ import type {
   StageRecord,
   UpdateRecord,
 } from '../../trainer/records.js';
+import { holdRun } from '../../trainer/run-lock.js';
 import { RunDirectory } from '../../trainer/run-directory.js';
 import { RandomGenerator } from '../../util/random.js';
 
@@ -188,7 +189,10 @@ export function syntheticRecords(options: SyntheticRunOptions = {}): MetricsReco
   return records;
 }
 
-/** Writes a run directory (marker, config, metrics.jsonl; summary.json unless `running`). */
+/**
+ * Writes a run directory (marker, config, metrics.jsonl; summary.json unless `running`, and
+ * then running.json naming this process, as a trainer at work holds it).
+ */
 export async function writeSyntheticRun(
   directory: string,
   options: SyntheticRunOptions & { running?: boolean } = {},
@@ -203,7 +207,8 @@ export async function writeSyntheticRun(
   const run = await RunDirectory.create(directory, config);
   const records = syntheticRecords(options);
   run.appendMetrics(records);
-  if (!options.running) {
+  if (options.running) await holdRun(directory);
+  else {
     await run.writeSummary({
       runDirectory: directory,
       schedule: config.schedule,
