@@ -30,6 +30,11 @@ export function formatSummary(summary: TrainSummary): string {
     `  certificates: mean ${number(certificates.meanCertificate, 4)}, measured improvement mean ${number(certificates.meanMeasuredImprovement, 4)}`,
     `    rank correlation certificate vs measured: cumulative ${number(certificates.cumulativeRankCorrelation)}, per update ${number(certificates.perUpdateRankCorrelation)}`,
     `    certificate above measured improvement: ${certificates.certificateAboveMeasuredFraction === null ? 'n/a' : percent(certificates.certificateAboveMeasuredFraction)} of updates`,
+    ...(certificates.heldOut
+      ? [
+          `    held-out prompts (out of sample): measured improvement mean ${number(certificates.heldOut.meanMeasuredImprovement, 4)}, rank correlation cumulative ${number(certificates.heldOut.cumulativeRankCorrelation)}, per update ${number(certificates.heldOut.perUpdateRankCorrelation)}, certificate above it ${certificates.heldOut.certificateAboveMeasuredFraction === null ? 'n/a' : percent(certificates.heldOut.certificateAboveMeasuredFraction)}`,
+        ]
+      : []),
     `  team reward per stage: ${signed(summary.stageImprovement.inSamplePerStage)} on the stage's own problems, ${signed(summary.stageImprovement.outOfSamplePerStage)} on the next stage's new ones`,
     `  stage regressions: ${summary.regressions}`,
     ...summary.warnings.map((warning) => `  WARNING: ${warning}`),

@@ -210,6 +210,12 @@ export const trainConfigSchema = z.strictObject({
       /** Bound on |E_{a∼π_new} A(s, a)|: the reward range unless something tighter is known. */
       epsilon: z.number().positive().default(1),
       confidence: z.number().gt(0).lt(1).default(0.95),
+      /**
+       * Prompts per stage, apart from the stage's own, on which every update is also measured
+       * (paired, before and after it): the out-of-sample yardstick for the certificate. Their
+       * rollouts are counted as measurement tokens, not in the training budget. 0 = off.
+       */
+      heldOutProblems: z.number().int().nonnegative().max(100_000).default(0),
     })
     .prefault({}),
   /** Replace agents' models mid-training (plug-and-play, TEAMTR.md §6). */

@@ -63,6 +63,13 @@ export interface UpdateRecord extends UpdateCertificate {
   /** Change in mean reward to the next fresh batch (paired on the same prompts). */
   measuredImprovement: number | null;
   measuredImprovementStandardError: number | null;
+  /**
+   * Change in mean reward the update made on the stage's held-out prompts (paired, sampled
+   * right before and after it; certificate.heldOutProblems > 0): out of sample, unlike
+   * measuredImprovement. Null when held-out measurement is off.
+   */
+  heldOutImprovement: number | null;
+  heldOutImprovementStandardError: number | null;
 }
 
 export interface StageRecord {
@@ -80,6 +87,8 @@ export interface StageRecord {
   certificateSum: number;
   updates: number;
   outOfRegion: number;
+  /** Tokens generated to measure updates on held-out prompts (not in the training budget). */
+  measurementTokens: number;
 }
 
 /** Held-out team accuracy and per-agent turn accuracy (what `teamtr eval` reports). */

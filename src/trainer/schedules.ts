@@ -25,7 +25,7 @@ async function freshSequentialStage(stage: Stage): Promise<StageOutcome> {
   const records = [];
   let batch = first;
   for (const unit of order) {
-    const update = stage.update(unit, batch);
+    const update = await stage.update(unit, batch);
     const next = await stage.sample({ previous: batch, changed: unit });
     records.push(stage.record(update, pairedImprovement(batch, next)));
     batch = next;
@@ -46,7 +46,7 @@ async function staleBatchStage(
   const updates: AgentUpdate[] = [];
   for (const unit of stage.updateOrder()) {
     updates.push(
-      stage.update(unit, first, {
+      await stage.update(unit, first, {
         unreflectedShifts: updates.map((update) => update.certificate.trajectoryShift),
         trajectoryWeights: weights(stage),
       }),

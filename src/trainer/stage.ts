@@ -37,6 +37,8 @@ export interface StagePlan {
   seed: string;
   /** The prompts of every batch of the stage (common random numbers across its batches). */
   problems: Problem[];
+  /** Other prompts on which each update is measured out of sample (empty: not measured). */
+  heldOutProblems: Problem[];
   /** Generated tokens and updates of the run before this stage. */
   tokensBefore: number;
   updatesBefore: number;
@@ -53,6 +55,8 @@ export interface AgentUpdate {
   result: TrustRegionResult;
   certificate: UpdateCertificate;
   occupancyGap: { gap: number; standardError: number } | null;
+  /** The update's paired reward change on the held-out prompts (null when not measured). */
+  heldOut: { improvement: number; standardError: number } | null;
   droppedGroups: number;
 }
 
@@ -73,10 +77,14 @@ export interface StageOutcome {
  */
 export class Stage {
   generatedTokens = 0;
+  /** Tokens of the held-out measurement batches (outside the training budget). */
+  measurementTokens = 0;
   /** Drift of the team from the stage's first batch (occupancy gap, HAPPO weights). */
   readonly occupancy = new OccupancyTracker();
   private readonly random: RandomGenerator;
   private updates = 0;
+  /** The latest batch of the held-out prompts: the team as it is now. */
+  private heldOutBatch: TeamBatch | null = null;
 
   constructor(
     readonly plan: StagePlan,
@@ -127,12 +135,13 @@ export class Stage {
    * batch; the certificate pays for them). `trajectoryWeights` multiply the advantages (the
    * HAPPO-style correction of a stale batch).
    */
-  update(
+  async update(
     unit: TrainableUnit,
     batch: TeamBatch,
     options: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array } = {},
-  ): AgentUpdate {
+  ): Promise<AgentUpdate> {
     const { settings } = this;
+    const heldOutBefore = await this.heldOutTeamBatch();
     const estimate = settings.objective.advantages({
       rewards: batch.trajectories.map((trajectory) => trajectory.reward),
       problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
@@ -161,16 +170,45 @@ export class Stage {
     });
     const occupancyGap = this.occupancy.gap();
     this.occupancy.advance(unit);
+    const index = this.updates++;
+    const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
+    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
     return {
       unit,
       batch,
-      index: this.updates++,
-      generatedTokens: this.plan.tokensBefore + this.generatedTokens,
+      index,
+      generatedTokens,
       result,
       certificate,
       occupancyGap,
+      heldOut:
+        heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
       droppedGroups: estimate.droppedGroups,
     };
+  }
+
+  /**
+   * The team on the held-out prompts: the stored batch, or (after `changed` was updated) a new
+   * one paired with it (same prompts and random streams, prefix reused as in `sample`). Null
+   * when the stage measures nothing out of sample.
+   */
+  private async heldOutTeamBatch(changed?: TrainableUnit): Promise<TeamBatch | null> {
+    if (this.plan.heldOutProblems.length === 0) return null;
+    if (this.heldOutBatch && !changed) return this.heldOutBatch;
+    const previous = this.heldOutBatch;
+    const fromTurn = previous && changed ? this.suffixStart(changed) : null;
+    const batch = await rollout({
+      team: this.team,
+      task: this.task,
+      problems: this.plan.heldOutProblems,
+      groupSize: this.settings.rollout.groupSize,
+      seed: `${this.plan.seed}/held-out`,
+      temperature: this.settings.rollout.temperature,
+      reuse: previous && fromTurn !== null ? { previous, fromTurn } : undefined,
+    });
+    this.measurementTokens += batch.generatedTokens;
+    this.heldOutBatch = batch;
+    return batch;
   }
 
   /** The update's record, with its measured improvement (null when nothing measured it). */
@@ -210,6 +248,8 @@ export class Stage {
       occupancyGapStandardError: update.occupancyGap ? update.occupancyGap.standardError : null,
       measuredImprovement: measured ? measured.improvement : null,
       measuredImprovementStandardError: measured ? measured.standardError : null,
+      heldOutImprovement: update.heldOut ? update.heldOut.improvement : null,
+      heldOutImprovementStandardError: update.heldOut ? update.heldOut.standardError : null,
     };
   }
 

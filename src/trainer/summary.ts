@@ -68,36 +68,68 @@ export interface CertificateStatistics {
   certificateAboveMeasuredFraction: number | null;
   meanCertificate: number;
   meanMeasuredImprovement: number | null;
+  /**
+   * The same against the held-out (out-of-sample) improvement, when the run measured it
+   * (certificate.heldOutProblems > 0); null otherwise.
+   */
+  heldOut: YardstickStatistics | null;
+}
+
+/** How the certificate compares with one measured improvement (the yardstick). */
+export interface YardstickStatistics {
+  updates: number;
+  cumulativeRankCorrelation: number | null;
+  perUpdateRankCorrelation: number | null;
+  certificateAboveMeasuredFraction: number | null;
+  meanMeasuredImprovement: number | null;
 }
 
 export function certificateStatistics(records: readonly MetricsRecord[]): CertificateStatistics {
   const updates = records.filter((record): record is UpdateRecord => record.type === 'update');
-  const measured = updates.filter(
-    (record) => record.measuredImprovement !== null && Number.isFinite(record.measuredImprovement),
-  );
-  const mean = (values: number[]) =>
-    values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
-  const cumulative = (values: number[]) =>
-    values.map((_value, index) => values.slice(0, index + 1).reduce((a, b) => a + b, 0));
-  const certificates = measured.map((record) => record.certificate);
-  const improvements = measured.map((record) => record.measuredImprovement!);
-  const correlation = (x: number[], y: number[]) =>
-    x.length >= 3 ? finiteOrNull(rankCorrelation({ x, y })) : null;
+  const inSample = yardstick(updates, (record) => record.measuredImprovement);
+  const heldOut = yardstick(updates, (record) => record.heldOutImprovement ?? null);
   return {
     updates: updates.length,
-    meanKl: mean(updates.map((record) => record.kl)),
+    meanKl: mean(updates.map((record) => record.kl)) ?? 0,
     outOfRegionRate: updates.length
       ? updates.filter((record) => !record.inRegion).length / updates.length
       : 0,
+    cumulativeRankCorrelation: inSample.cumulativeRankCorrelation,
+    perUpdateRankCorrelation: inSample.perUpdateRankCorrelation,
+    certificateAboveMeasuredFraction: inSample.certificateAboveMeasuredFraction,
+    meanCertificate: mean(updates.map((record) => record.certificate)) ?? 0,
+    meanMeasuredImprovement: inSample.meanMeasuredImprovement,
+    heldOut: heldOut.updates > 0 ? heldOut : null,
+  };
+}
+
+function yardstick(
+  updates: readonly UpdateRecord[],
+  measure: (record: UpdateRecord) => number | null,
+): YardstickStatistics {
+  const measured = updates.filter((record) => {
+    const value = measure(record);
+    return value !== null && Number.isFinite(value);
+  });
+  const cumulative = (values: number[]) =>
+    values.map((_value, index) => values.slice(0, index + 1).reduce((a, b) => a + b, 0));
+  const certificates = measured.map((record) => record.certificate);
+  const improvements = measured.map((record) => measure(record)!);
+  const correlation = (x: number[], y: number[]) =>
+    x.length >= 3 ? finiteOrNull(rankCorrelation({ x, y })) : null;
+  return {
+    updates: measured.length,
     cumulativeRankCorrelation: correlation(cumulative(certificates), cumulative(improvements)),
     perUpdateRankCorrelation: correlation(certificates, improvements),
     certificateAboveMeasuredFraction: measured.length
-      ? measured.filter((record) => record.certificate > record.measuredImprovement!).length /
-        measured.length
+      ? measured.filter((record) => record.certificate > measure(record)!).length / measured.length
       : null,
-    meanCertificate: mean(updates.map((record) => record.certificate)),
-    meanMeasuredImprovement: measured.length ? mean(improvements) : null,
+    meanMeasuredImprovement: mean(improvements),
   };
+}
+
+function mean(values: readonly number[]): number | null {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
 }
 
 function finiteOrNull(value: number): number | null {

@@ -184,3 +184,36 @@ describe('trainer', () => {
     );
   });
 });
+
+describe('held-out measurement of every update', () => {
+  test('measures each update out of sample without changing training or its budget', async () => {
+    const fixture = await createTrainingFixture();
+    cleanup.push(fixture.directory);
+    const config = { ...fixture.config, budget: { generatedTokens: 100_000, maxStages: 2 } };
+    const plain = path.join(fixture.directory, 'plain');
+    const measured = path.join(fixture.directory, 'measured');
+    await train({ config, runDirectory: plain });
+    const summary = await train({
+      config: { ...config, certificate: { heldOutProblems: 3 } },
+      runDirectory: measured,
+    });
+    const strip = (record: MetricsRecord) => {
+      const copy: Record<string, unknown> = { ...record, elapsedSeconds: undefined };
+      delete copy.heldOutImprovement;
+      delete copy.heldOutImprovementStandardError;
+      delete copy.measurementTokens;
+      return copy;
+    };
+    assert.deepEqual(records(measured).map(strip), records(plain).map(strip));
+    const updates = records(measured).filter((record) => record.type === 'update');
+    assert.ok(updates.every((record) => typeof record.heldOutImprovement === 'number'));
+    assert.ok(
+      records(plain).every(
+        (record) => record.type !== 'update' || record.heldOutImprovement === null,
+      ),
+    );
+    const stages = records(measured).filter((record) => record.type === 'stage');
+    assert.ok(stages.every((record) => record.measurementTokens > 0));
+    assert.equal(summary.certificates.heldOut?.updates, updates.length);
+  });
+});

@@ -234,6 +234,7 @@ async function runStage(
     stage: state.stage,
     seed,
     problems,
+    heldOutProblems: heldOutProblems(context, seed, problems),
     tokensBefore: state.generatedTokens,
     updatesBefore: state.updates,
   };
@@ -256,8 +257,29 @@ async function runStage(
     certificateSum: records.reduce((total, record) => total + record.certificate, 0),
     updates: records.length,
     outOfRegion: records.filter((record) => !record.inRegion).length,
+    measurementTokens: stage.measurementTokens,
   };
   return { updates: records, stageRecord };
+}
+
+/**
+ * The stage's held-out prompts: training problems other than the stage's own (neither the same
+ * problem nor the same prompt text; a task whose prompts repeat falls back to other problems).
+ */
+function heldOutProblems(context: RunContext, seed: string, stageProblems: Problem[]): Problem[] {
+  const count = context.config.certificate.heldOutProblems;
+  if (count === 0) return [];
+  const ids = new Set(stageProblems.map((problem) => problem.id));
+  const prompts = new Set(stageProblems.map((problem) => problem.prompt));
+  const candidates = context.task
+    .split('train', {
+      seed: new RandomGenerator(`${seed}/held-out`).nextUint32(),
+      count: count + stageProblems.length,
+    })
+    .filter((problem) => !ids.has(problem.id));
+  const unseen = candidates.filter((problem) => !prompts.has(problem.prompt));
+  const repeated = candidates.filter((problem) => prompts.has(problem.prompt));
+  return [...unseen, ...repeated].slice(0, count);
 }
 
 async function prepare(options: TrainOptions): Promise<RunContext> {

@@ -107,6 +107,8 @@ function updateRecord(fields: {
     occupancyGapStandardError: gap === null ? null : gap / 10,
     measuredImprovement: fields.measured ? certificate + 0.01 * random.nextDouble() : null,
     measuredImprovementStandardError: fields.measured ? 0.01 : null,
+    heldOutImprovement: fields.measured ? certificate + 0.003 : null,
+    heldOutImprovementStandardError: fields.measured ? 0.02 : null,
     probabilityShiftByRank: rankShift(!fields.outOfRegion, random),
   };
 }
@@ -181,6 +183,7 @@ export function syntheticRecords(options: SyntheticRunOptions = {}): MetricsReco
         (record) =>
           record.type === 'update' && record.globalUpdate >= updatesBefore && !record.inRegion,
       ).length,
+      measurementTokens: 0,
     };
     records.push(stageRecord);
     if (stage % 2 === 0 || stage === stages)
