@@ -17,7 +17,7 @@ import {
 import { numericMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
-import type { CorruptionRequest, DemonstrationContext, Problem, Task } from './types.js';
+import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } from './types.js';
 
 /**
  * arithmetic-chain: one left-to-right chain cut into one segment per role.
@@ -60,7 +60,7 @@ export const arithmeticChainOptionsSchema = z.strictObject({
 /** Options of createArithmeticChainTask; every field has a default. */
 export type ArithmeticChainOptions = Omit<z.input<typeof arithmeticChainOptionsSchema>, 'name'>;
 
-export function createArithmeticChainTask(taskOptions: ArithmeticChainOptions = {}): Task {
+export function createArithmeticChainTask(taskOptions: ArithmeticChainOptions = {}): BuiltInTask {
   const options = parseWithSchema(
     arithmeticChainOptionsSchema,
     { ...taskOptions, name: 'arithmetic-chain' },

@@ -11,7 +11,7 @@ import { createArithmeticChainTask } from './arithmetic-chain.js';
 import { sampleDemonstration } from './demonstrations.js';
 import { createSolveCheckFinalTask } from './solve-check-final.js';
 import { createStringPipelineTask } from './string-pipeline.js';
-import type { Task } from './types.js';
+import type { BuiltInTask as Task } from './types.js';
 
 const factories: Record<string, (options: { difficulty: number; roles: number }) => Task> = {
   'arithmetic-chain': createArithmeticChainTask,

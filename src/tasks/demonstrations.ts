@@ -57,7 +57,12 @@ export function sampleDemonstration(options: DemonstrationOptions): Demonstratio
     previousTurns.push(text);
   }
   const finalText = turns[task.protocol.answerTurn]!.text;
-  return { turns, finalText, result: task.verify(problem, finalText) };
+  const result = task.verify(problem, finalText);
+  if (result instanceof Promise)
+    throw new TeamtrError(
+      `task "${task.name}" scores asynchronously; demonstrations need a synchronous verifier`,
+    );
+  return { turns, finalText, result };
 }
 
 function mistakeRates(rate: number | readonly number[], roleCount: number): readonly number[] {

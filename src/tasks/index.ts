@@ -1,4 +1,5 @@
 export type {
+  BuiltInTask,
   CorruptionRequest,
   DemonstrationContext,
   Demonstrator,
@@ -24,3 +25,10 @@ export { createStringPipelineTask, type StringPipelineOptions } from './string-p
 export { createSolveCheckFinalTask, type SolveCheckFinalOptions } from './solve-check-final.js';
 export { hashString, splitOf } from './splits.js';
 export * from './verifiers/index.js';
+export {
+  defineTask,
+  taskFingerprint,
+  type TaskDefinition,
+  type ProblemInput,
+  type RewardValue,
+} from './custom.js';

@@ -7,7 +7,7 @@ import { RandomGenerator } from '../util/random.js';
 import { formatPath, parseWithSchema } from '../util/schema.js';
 import { oneRoundProtocol, sortedUnique } from './protocol.js';
 import { splitOf } from './splits.js';
-import type { Problem, RoleDefinition, SplitName, Task } from './types.js';
+import type { Problem, RoleDefinition, SplitName, BuiltInTask } from './types.js';
 import { createVerifier, verifierSpecSchema } from './verifiers/index.js';
 
 /**
@@ -83,7 +83,7 @@ interface LoadedProblem {
 }
 
 /** Reads and validates a JSONL dataset; every problem is checked before the task is returned. */
-export async function loadJsonlTask(path: string, options: JsonlLoadOptions): Promise<Task> {
+export async function loadJsonlTask(path: string, options: JsonlLoadOptions): Promise<BuiltInTask> {
   const settings = parseWithSchema(jsonlLoadOptionsSchema, options, `jsonl task "${path}"`);
   const verifier = createVerifier(settings.verifier, `jsonl task "${path}" verifier`);
   const loaded = await readProblems(path, settings.evalFraction);

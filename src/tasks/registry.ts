@@ -5,12 +5,22 @@ import { arithmeticChainOptionsSchema, createArithmeticChainTask } from './arith
 import { jsonlLoadOptionsSchema, loadJsonlTask } from './jsonl.js';
 import { createSolveCheckFinalTask, solveCheckFinalOptionsSchema } from './solve-check-final.js';
 import { createStringPipelineTask, stringPipelineOptionsSchema } from './string-pipeline.js';
-import type { Task } from './types.js';
+import type { BuiltInTask } from './types.js';
 
 const jsonlTaskSpecSchema = jsonlLoadOptionsSchema.extend({
   name: z.literal('jsonl'),
   /** Path of the .jsonl file (relative paths are resolved from the working directory). */
   path: z.string().min(1),
+});
+
+/**
+ * A task defined in code (custom.ts): the run's config names it, and the caller passes the task
+ * itself (`train({ task })`, `--task-module`); getTask alone cannot build it.
+ */
+const codeTaskSpecSchema = z.strictObject({
+  name: z.literal('code'),
+  /** The task's own name (TaskDefinition.name). */
+  task: z.string().min(1),
 });
 
 /**
@@ -38,6 +48,15 @@ const taskTable = {
     create: async ({ name: _name, path, ...options }: z.output<typeof jsonlTaskSpecSchema>) =>
       loadJsonlTask(path, options),
   },
+  code: {
+    schema: codeTaskSpecSchema,
+    create: async ({ task }: z.output<typeof codeTaskSpecSchema>): Promise<BuiltInTask> => {
+      throw new ConfigError(
+        'task',
+        `the run's task "${task}" is defined in code: pass it again (train({ task }) in TypeScript, --task-module FILE on the command line)`,
+      );
+    },
+  },
 } as const;
 
 export type TaskName = keyof typeof taskTable;
@@ -49,6 +68,7 @@ export const taskSpecSchema = z.discriminatedUnion('name', [
   taskTable['string-pipeline'].schema,
   taskTable['solve-check-final'].schema,
   taskTable.jsonl.schema,
+  taskTable.code.schema,
 ]);
 
 export type TaskSpec = z.input<typeof taskSpecSchema>;
@@ -58,7 +78,7 @@ export type TaskSpec = z.input<typeof taskSpecSchema>;
  * `{ name: 'jsonl', path: 'data/qa.jsonl', verifier: 'numeric' }`. Unknown names and options
  * fail with a ConfigError listing the valid choices; `source` prefixes the error's path.
  */
-export async function getTask(spec: unknown, source = 'task'): Promise<Task> {
+export async function getTask(spec: unknown, source = 'task'): Promise<BuiltInTask> {
   const name =
     spec !== null && typeof spec === 'object' && 'name' in spec
       ? (spec as { name: unknown }).name
@@ -72,5 +92,5 @@ export async function getTask(spec: unknown, source = 'task'): Promise<Task> {
   }
   const entry = taskTable[name as TaskName];
   const options = parseWithSchema(entry.schema, spec, source);
-  return (entry.create as (parsed: typeof options) => Promise<Task>)(options);
+  return (entry.create as (parsed: typeof options) => Promise<BuiltInTask>)(options);
 }

@@ -16,7 +16,7 @@ import {
 import { numericMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
-import type { CorruptionRequest, DemonstrationContext, Problem, Task } from './types.js';
+import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } from './types.js';
 
 /**
  * solve-check-final: a solver proposes, checkers confirm or correct, a finalizer answers.
@@ -71,7 +71,7 @@ export type SolveCheckFinalOptions = Omit<z.input<typeof solveCheckFinalOptionsS
 
 const approval = 'ok';
 
-export function createSolveCheckFinalTask(taskOptions: SolveCheckFinalOptions = {}): Task {
+export function createSolveCheckFinalTask(taskOptions: SolveCheckFinalOptions = {}): BuiltInTask {
   const options = parseWithSchema(
     solveCheckFinalOptionsSchema,
     { ...taskOptions, name: 'solve-check-final' },

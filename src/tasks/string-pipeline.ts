@@ -5,7 +5,7 @@ import type { RandomGenerator } from '../util/random.js';
 import { stringMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
-import type { CorruptionRequest, DemonstrationContext, Problem, Task } from './types.js';
+import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } from './types.js';
 import { verifyExact } from './verifiers/exact.js';
 
 /**
@@ -76,7 +76,7 @@ export const stringPipelineOptionsSchema = z.strictObject({
 /** Options of createStringPipelineTask; every field has a default. */
 export type StringPipelineOptions = Omit<z.input<typeof stringPipelineOptionsSchema>, 'name'>;
 
-export function createStringPipelineTask(taskOptions: StringPipelineOptions = {}): Task {
+export function createStringPipelineTask(taskOptions: StringPipelineOptions = {}): BuiltInTask {
   const options = parseWithSchema(
     stringPipelineOptionsSchema,
     { ...taskOptions, name: 'string-pipeline' },

@@ -126,8 +126,16 @@ export interface Task {
   readonly alphabet: string;
   /** Deterministic for the same options; train and eval never share a prompt. */
   split(name: SplitName, options: SplitOptions): Problem[];
-  /** Scores the content text of the answer turn. Pure. */
-  verify(problem: Problem, finalText: string): VerifyResult;
+  /**
+   * Scores the content text of the answer turn. Built-in tasks are pure and synchronous; a
+   * task defined in code (custom.ts) may score asynchronously.
+   */
+  verify(problem: Problem, finalText: string): VerifyResult | Promise<VerifyResult>;
   /** Present for built-in tasks, absent for user datasets. */
   readonly demonstrator?: Demonstrator;
+}
+
+/** A task whose verifier answers at once (the built-in tasks and JSONL datasets). */
+export interface BuiltInTask extends Task {
+  verify(problem: Problem, finalText: string): VerifyResult;
 }

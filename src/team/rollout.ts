@@ -68,7 +68,7 @@ export async function rollout(options: RolloutOptions): Promise<TeamBatch> {
   for (const trajectory of trajectories) {
     const problem = problems[trajectory.problemIndex]!;
     trajectory.answerText = trajectory.turns[team.protocol.answerTurn]!.text;
-    const verdict = task.verify(problem, trajectory.answerText);
+    const verdict = await task.verify(problem, trajectory.answerText);
     trajectory.reward = verdict.reward;
     trajectory.correct = verdict.correct;
   }

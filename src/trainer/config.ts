@@ -220,6 +220,14 @@ export const trainConfigSchema = z.strictObject({
     .prefault({}),
   /** Replace agents' models mid-training (plug-and-play, TEAMTR.md §6). */
   swaps: z.array(swapConfigSchema).default([]),
+  /**
+   * Recorded by the trainer when a run begins (not for users to set): a fingerprint of the
+   * task's problems. Resume refuses a task whose data changed.
+   */
+  taskFingerprint: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;

@@ -1,10 +1,11 @@
-import { getTask, type Task } from '../tasks/index.js';
+import type { Task } from '../tasks/index.js';
 import { parseWithSchema } from '../util/schema.js';
 import { buildTeam, type BuiltTeam } from './build-team.js';
 import { trainConfigSchema, type TrainConfig } from './config.js';
 import { RunDirectory } from './run-directory.js';
 import { schedules } from './schedules.js';
 import { configAtStage } from './swap-plan.js';
+import { resolveRunTask, type TaskInput } from './task-source.js';
 
 export interface OpenedRun {
   run: RunDirectory;
@@ -14,14 +15,20 @@ export interface OpenedRun {
 }
 
 /** A run's team with the weights of its latest checkpoint (for eval, serve, swap, export). */
-export async function openRun(directory: string): Promise<OpenedRun> {
+export async function openRun(
+  directory: string,
+  options: {
+    /** The run's task when it was defined in code (train({ task }), --task-module). */
+    task?: TaskInput;
+  } = {},
+): Promise<OpenedRun> {
   const run = await RunDirectory.open(directory);
   const config = parseWithSchema(
     trainConfigSchema,
     await run.readConfig(),
     `${directory}/config.json`,
   );
-  const task = await getTask(config.task, 'task');
+  const task = await resolveRunTask(config, options.task);
   // After a swap the checkpoint holds the incoming model: build the team as of its stage.
   const saved = run.hasCheckpoint() ? await run.readCheckpointState() : null;
   const built = await buildTeam(

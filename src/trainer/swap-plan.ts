@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { loadModel, type LoadedModel } from '../models/load.js';
-import { getTask, type Task } from '../tasks/index.js';
+import type { Task } from '../tasks/index.js';
 import { LocalPolicy } from '../team/policy.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render.js';
 import { ConfigError, TeamtrError } from '../util/errors.js';
@@ -15,6 +15,7 @@ import {
   type TrainConfig,
 } from './config.js';
 import { RunDirectory } from './run-directory.js';
+import { resolveRunTask } from './task-source.js';
 import type { SwapProgress } from './run-state.js';
 import { schedules } from './schedules.js';
 
@@ -349,7 +350,7 @@ export async function scheduleSwap(request: SwapRequest): Promise<ScheduledSwap>
     { ...config, swaps: [...config.swaps, swap] },
     configPath,
   );
-  const task = await getTask(updated.task, 'task');
+  const task = await resolveRunTask(updated, undefined);
   await validateSwaps(updated, task, {
     completedStage: state.stage,
     applied: state.swaps.applied,

@@ -1,13 +1,10 @@
 import { clearPool } from '../tensor/index.js';
-import { getTask, type Problem, type Task } from '../tasks/index.js';
+import { type Problem } from '../tasks/index.js';
 import type { TeamBatch } from '../team/types.js';
-import { ConfigError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
-import { parseWithSchema } from '../util/schema.js';
-import { trainConfigSchema, type TrainConfig, type TrainConfigInput } from './config.js';
-import { buildTeam, type BuiltTeam } from './build-team.js';
+import type { TrainConfig, TrainConfigInput } from './config.js';
+import { prepareRun, type RunContext } from './run-context.js';
 import { evaluateTeam } from './evaluate.js';
-import { resolveStageSettings } from './stage-settings.js';
 import type {
   EvaluationRecord,
   MetricsRecord,
@@ -15,17 +12,13 @@ import type {
   SwapRecord,
   UpdateRecord,
 } from './records.js';
-import { RunDirectory } from './run-directory.js';
-import { assertNotActive, holdRun } from './run-lock.js';
+import { type TaskInput } from './task-source.js';
+import { holdRun } from './run-lock.js';
 import { noEffectCause, stageHadNoEffect } from './warnings.js';
 import { initialRunState, type EvaluationSummary, type RunState } from './run-state.js';
-import { moveRemoteEndpoints } from './move-endpoints.js';
 import { schedules } from './schedules.js';
-import { pairedImprovement, Stage, type StageSettings } from './stage.js';
-import type { StageHook } from './stage-hooks.js';
+import { pairedImprovement, Stage } from './stage.js';
 import { buildSummary, lastEvaluation, stageRegressed } from './summary.js';
-import { swapHook } from './swap.js';
-import { configAtStage, validateSwaps } from './swap-plan.js';
 import type { TrainSummary } from './summary.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
@@ -64,22 +57,12 @@ export interface TrainOptions {
    * the run's config.json is updated (move-endpoints.ts).
    */
   endpoints?: Readonly<Record<string, string>>;
-}
-
-/** What stays fixed while a run trains. */
-interface RunContext {
-  config: TrainConfig;
-  task: Task;
-  built: BuiltTeam;
-  run: RunDirectory;
-  settings: StageSettings;
-  evalProblems: Problem[];
-  /** Tokenizer JSON saved with each unit's checkpoint (a swap replaces its unit's). */
-  tokenizers: Map<string, unknown>;
-  hooks: StageHook[];
-  emit: (event: TrainProgress) => void;
-  /** The last stage changed no weights and the user was told. */
-  idleReported: boolean;
+  /**
+   * A task defined in code (a Task, or `{ name, problems, reward }` for defineTask) instead of
+   * `config.task`. The run records its name and a fingerprint of its problems; resuming it
+   * needs the same task again.
+   */
+  task?: TaskInput;
 }
 
 /**
@@ -100,7 +83,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
 
 async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
   const started = Date.now();
-  const context = await prepare(options);
+  const context = await prepareRun(options);
   const lock = await holdRun(context.run.directory);
   try {
     return await trainHeld(context, options, started, lock.beat);
@@ -280,69 +263,6 @@ function heldOutProblems(context: RunContext, seed: string, stageProblems: Probl
   const unseen = candidates.filter((problem) => !prompts.has(problem.prompt));
   const repeated = candidates.filter((problem) => prompts.has(problem.prompt));
   return [...unseen, ...repeated].slice(0, count);
-}
-
-async function prepare(options: TrainOptions): Promise<RunContext> {
-  const { config, existing } = await resolvedConfig(options);
-  const task = await getTask(config.task, 'task');
-  // Swaps: refuse bad ones before anything is written; on resume, build the team with the
-  // models of swaps applied up to the checkpoint, so its weights fit.
-  const saved = existing ? await existing.readCheckpointState() : null;
-  await validateSwaps(config, task, {
-    completedStage: saved?.stage ?? 0,
-    applied: saved?.swaps.applied ?? [],
-  });
-  const built = await buildTeam(
-    configAtStage(config, task, saved?.stage ?? 0),
-    task,
-    schedules[config.schedule],
-  );
-  const run =
-    existing ??
-    (await RunDirectory.create(options.runDirectory, { ...config, agents: built.agentConfigs }));
-  const tokenizers = new Map(
-    built.units.map((unit) => {
-      const agent = built.team.agents[unit.agentIndices[0]!]!;
-      return [unit.name, agent.policy.tokenizer.toJSON()] as const;
-    }),
-  );
-  const emit = options.onProgress ?? (() => undefined);
-  const target = { config, task, built, tokenizers };
-  return {
-    ...target,
-    run,
-    settings: resolveStageSettings(config),
-    evalProblems: task.split('eval', { seed: config.seed, count: config.evaluation.problems }),
-    hooks: [swapHook(target, (record) => emit({ kind: 'swap', record }))],
-    emit,
-    idleReported: false,
-  };
-}
-
-/**
- * The run's config: on resume the run directory's own (with moved endpoints), else the given
- * one (the run directory is created once the team has loaded).
- */
-async function resolvedConfig(
-  options: TrainOptions,
-): Promise<{ config: TrainConfig; existing: RunDirectory | null }> {
-  if (!options.resume) {
-    if (options.endpoints)
-      throw new ConfigError(
-        'endpoint',
-        "moving endpoints goes with resume; a new run gives each remote agent's address in its config (agents[i].endpoint.baseURL)",
-      );
-    return { config: parseWithSchema(trainConfigSchema, options.config, 'config'), existing: null };
-  }
-  const existing = await RunDirectory.open(options.runDirectory);
-  assertNotActive(options.runDirectory);
-  if (options.endpoints) await moveRemoteEndpoints(existing, options.endpoints);
-  const config = parseWithSchema(
-    trainConfigSchema,
-    await existing.readConfig(),
-    `${options.runDirectory}/config.json`,
-  );
-  return { config, existing };
 }
 
 async function evaluationRecord(context: RunContext, state: RunState): Promise<EvaluationRecord> {

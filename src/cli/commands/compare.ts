@@ -7,6 +7,7 @@ import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
 import { signed } from '../format.js';
 import { runTraining } from './train.js';
+import { loadTaskModule } from '../task-module.js';
 
 export interface ScheduleComparison {
   schedule: string;
@@ -129,9 +130,11 @@ export function register(program: Command): void {
       'directory for the runs (one sub-directory per schedule and seed)',
       path.join('runs', 'compare'),
     )
+    .option('--task-module <file>', 'a task defined in code (a .js/.ts module), for every run')
     .option('--json', 'print one JSON object per schedule on stdout');
   addConfigFlags(command, trainConfigSchema, ['schedule', 'seed']);
   command.action(async (flags: Record<string, unknown>) => {
+    const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
     const base = configFromFileAndFlags(
       trainConfigSchema,
       flags.config as string | undefined,
@@ -174,6 +177,7 @@ export function register(program: Command): void {
             runDirectory,
             resume: existsSync(path.join(runDirectory, 'checkpoint')),
             quiet: true,
+            task,
           }),
         );
       }

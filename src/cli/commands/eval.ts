@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { evaluateTeam } from '../../trainer/evaluate.js';
 import { openRun } from '../../trainer/open-run.js';
+import { loadTaskModule } from '../task-module.js';
 import { TeamtrError } from '../../util/errors.js';
 
 export function register(program: Command): void {
@@ -13,9 +14,12 @@ export function register(program: Command): void {
     .option('--problems <n>', 'number of eval problems (default: the run config)')
     .option('--temperature <t>', 'sampling temperature, 0 = greedy (default: the run config)')
     .option('--seed <n>', 'seed of the eval split and of sampling (default: the run seed)')
+    .option('--task-module <file>', "the run's task, when it was defined in code")
     .option('--json', 'print one JSON object on stdout')
     .action(async (runDirectory: string, flags: Record<string, string | boolean | undefined>) => {
-      const { config, task, built } = await openRun(runDirectory);
+      const { config, task, built } = await openRun(runDirectory, {
+        task: flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined,
+      });
       const count =
         flags.problems === undefined ? config.evaluation.problems : Number(flags.problems);
       const seed = flags.seed === undefined ? config.seed : Number(flags.seed);

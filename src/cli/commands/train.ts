@@ -7,6 +7,8 @@ import type { TrainSummary } from '../../trainer/summary.js';
 import { TeamtrError } from '../../util/errors.js';
 import { addConfigFlags, configFlagsGiven, configFromFileAndFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
+import { loadTaskModule } from '../task-module.js';
+import type { TaskInput } from '../../trainer/task-source.js';
 import { formatSummary } from '../format.js';
 
 export function defaultRunDirectory(schedule: string): string {
@@ -56,6 +58,7 @@ export async function runTraining(options: {
   resume: boolean;
   quiet: boolean;
   endpoints?: Record<string, string>;
+  task?: TaskInput;
 }): Promise<TrainSummary> {
   const progress = new ProgressReporter(options.quiet);
   const controller = new AbortController();
@@ -73,6 +76,7 @@ export async function runTraining(options: {
       runDirectory: options.runDirectory,
       resume: options.resume,
       endpoints: options.endpoints,
+      task: options.task,
       signal: controller.signal,
       onProgress: (event: TrainProgress) => {
         if (event.kind === 'start') progress.start('train', event.budget, event.generatedTokens);
@@ -107,9 +111,14 @@ export function register(program: Command): void {
       "with --resume: a remote agent's new server address (baseURL), e.g. after a restart; repeatable",
       (value: string, previous: string[] = []) => [...previous, value],
     )
+    .option(
+      '--task-module <file>',
+      'a task defined in code: a .js/.ts module exporting { name, problems, reward } (replaces --task)',
+    )
     .option('--json', 'print one JSON summary object on stdout');
   addConfigFlags(command, trainConfigSchema);
   command.action(async (flags: Record<string, unknown>) => {
+    const task = flags.taskModule ? await loadTaskModule(flags.taskModule as string) : undefined;
     const endpoints = endpointMoves(flags.endpoint as string[] | undefined);
     if (flags.resume) {
       const given = [
@@ -137,6 +146,7 @@ export function register(program: Command): void {
       resume: Boolean(flags.resume),
       quiet: false,
       endpoints,
+      task,
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(formatSummary(summary));

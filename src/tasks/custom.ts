@@ -1,0 +1,169 @@
+import { createHash } from 'node:crypto';
+import { TeamtrError } from '../util/errors.js';
+import { RandomGenerator } from '../util/random.js';
+import { oneRoundProtocol, sortedUnique } from './protocol.js';
+import type {
+  Problem,
+  RoleDefinition,
+  SplitName,
+  SplitOptions,
+  Task,
+  VerifyDetails,
+  VerifyResult,
+} from './types.js';
+
+/** What a reward function returns: a number in [0, 1], or one with details for the logs. */
+export type RewardValue =
+  number | { reward: number; correct?: boolean; details?: Partial<VerifyDetails> };
+
+/** A problem as a task definition gives it (ids default to `<split>-<index>`). */
+export interface ProblemInput {
+  id?: string;
+  prompt: string;
+  answer: string | number;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * A task written in code: its problems and a reward function. `defineTask` turns it into a
+ * Task the trainer, `evaluate` and `compare` accept (`train({ config, task })`).
+ */
+export interface TaskDefinition {
+  /** Names the task in runs, logs and errors. */
+  name: string;
+  description?: string;
+  problems: { train: readonly ProblemInput[]; eval: readonly ProblemInput[] };
+  /**
+   * Scores the answer turn's text: a number in [0, 1] (1 = correct), or `{ reward, details }`.
+   * May be async (e.g. run tests, call a checker). A throw or a non-number is an error that
+   * names the problem.
+   */
+  reward: (input: { problem: Problem; answer: string }) => RewardValue | Promise<RewardValue>;
+  /** Roles of the default protocol, in speaking order. @default one role, "solver" */
+  roles?: readonly Pick<RoleDefinition, 'name' | 'prompt'>[];
+  /** Generation budget of a turn, in characters. @default 2048 */
+  maxTurnChars?: number;
+}
+
+const defaultRoles = [{ name: 'solver', prompt: '' }];
+
+/** A Task from a definition in code; its problems are checked once, here. */
+export function defineTask(definition: TaskDefinition): Task {
+  const { name } = definition;
+  if (typeof name !== 'string' || name.trim() === '')
+    throw new TeamtrError('defineTask: `name` must be a non-empty string');
+  if (typeof definition.reward !== 'function')
+    throw new TeamtrError(
+      `task "${name}": \`reward\` must be a function (problem, answer) → [0, 1]`,
+    );
+  const splits = {
+    train: checkedProblems(name, 'train', definition.problems?.train),
+    eval: checkedProblems(name, 'eval', definition.problems?.eval),
+  };
+  const roles = (definition.roles ?? defaultRoles).map((role) => ({
+    name: role.name,
+    prompt: role.prompt,
+    description: '',
+  }));
+  const text = [...splits.train, ...splits.eval].map((problem) => problem.prompt + problem.answer);
+  return {
+    name,
+    description:
+      definition.description ??
+      `${splits.train.length} train and ${splits.eval.length} eval problems, scored in code`,
+    protocol: oneRoundProtocol(roles, definition.maxTurnChars ?? 2048),
+    alphabet: sortedUnique(text.join('') + roles.map((role) => role.prompt).join('')).replaceAll(
+      '\n',
+      '',
+    ),
+    split: (split, options) => sample(splits[split], options),
+    verify: (problem, answer) => scoreWith(definition, problem, answer),
+  };
+}
+
+function checkedProblems(
+  task: string,
+  split: SplitName,
+  problems: readonly ProblemInput[] | undefined,
+): Problem[] {
+  if (!Array.isArray(problems) || problems.length === 0)
+    throw new TeamtrError(`task "${task}": problems.${split} must be a non-empty array`);
+  const ids = new Set<string>();
+  return problems.map((input, index) => {
+    const where = `task "${task}": problems.${split}[${index}]`;
+    if (typeof input?.prompt !== 'string' || input.prompt.trim() === '')
+      throw new TeamtrError(`${where}.prompt must be a non-empty string`);
+    if (typeof input.answer !== 'string' && typeof input.answer !== 'number')
+      throw new TeamtrError(`${where}.answer must be a string or a number`);
+    const id = input.id ?? `${split}-${index}`;
+    if (ids.has(id)) throw new TeamtrError(`${where}.id "${id}" is used twice in ${split}`);
+    ids.add(id);
+    return { id, prompt: input.prompt, answer: String(input.answer), metadata: input.metadata };
+  });
+}
+
+/** Every problem of the split, or a seeded sample of `count` in their original order. */
+function sample(problems: readonly Problem[], options: SplitOptions): Problem[] {
+  const { count } = options;
+  if (count === undefined || count >= problems.length) return [...problems];
+  const indices = problems.map((_problem, index) => index);
+  new RandomGenerator(options.seed).shuffle(indices);
+  return indices
+    .slice(0, count)
+    .sort((first, second) => first - second)
+    .map((index) => problems[index]!);
+}
+
+async function scoreWith(
+  definition: TaskDefinition,
+  problem: Problem,
+  answer: string,
+): Promise<VerifyResult> {
+  let value: RewardValue;
+  try {
+    value = await definition.reward({ problem, answer });
+  } catch (error) {
+    throw new TeamtrError(
+      `task "${definition.name}": the reward function threw on problem "${problem.id}": ${(error as Error).message ?? String(error)}`,
+    );
+  }
+  const reward = typeof value === 'number' ? value : value?.reward;
+  if (typeof reward !== 'number' || !Number.isFinite(reward) || reward < 0 || reward > 1)
+    throw new TeamtrError(
+      `task "${definition.name}": the reward function returned ${typeof value === 'number' ? String(value) : JSON.stringify(value)} on problem "${problem.id}"; it must return a number in [0, 1] or { reward, details }`,
+    );
+  const details = typeof value === 'number' ? {} : (value.details ?? {});
+  return {
+    reward,
+    correct: typeof value === 'number' ? reward === 1 : (value.correct ?? reward === 1),
+    details: {
+      verifier: details.verifier ?? `reward function of "${definition.name}"`,
+      extracted: details.extracted ?? answer,
+      expected: details.expected ?? problem.answer,
+      explanation: details.explanation ?? '',
+    },
+  };
+}
+
+/**
+ * A fingerprint of a task's data: its name and every problem of both splits (ids, prompts,
+ * answers). A resumed run refuses a task whose fingerprint changed.
+ */
+export function taskFingerprint(task: Task): string {
+  const hash = createHash('sha256').update(task.name);
+  for (const split of ['train', 'eval'] as const)
+    for (const problem of everyProblem(task, split))
+      hash.update(
+        `\u0000${split}\u0000${problem.id}\u0000${problem.prompt}\u0000${problem.answer}`,
+      );
+  return hash.digest('hex');
+}
+
+/** Every problem of a split; a generated task (no natural size) gives its first 256 of seed 0. */
+function everyProblem(task: Task, split: SplitName): Problem[] {
+  try {
+    return task.split(split, { seed: 0 });
+  } catch {
+    return task.split(split, { seed: 0, count: 256 });
+  }
+}

@@ -1,0 +1,115 @@
+import { taskFingerprint, type Problem, type Task } from '../tasks/index.js';
+import { ConfigError } from '../util/errors.js';
+import { parseWithSchema } from '../util/schema.js';
+import { buildTeam, type BuiltTeam } from './build-team.js';
+import { trainConfigSchema, type TrainConfig } from './config.js';
+import { moveRemoteEndpoints } from './move-endpoints.js';
+import { RunDirectory } from './run-directory.js';
+import { assertNotActive } from './run-lock.js';
+import { schedules } from './schedules.js';
+import type { StageHook } from './stage-hooks.js';
+import type { StageSettings } from './stage.js';
+import { resolveStageSettings } from './stage-settings.js';
+import { swapHook } from './swap.js';
+import { configAtStage, validateSwaps } from './swap-plan.js';
+import { asTask, resolveRunTask } from './task-source.js';
+import type { TrainOptions, TrainProgress } from './trainer.js';
+
+/** What stays fixed while a run trains. */
+export interface RunContext {
+  config: TrainConfig;
+  task: Task;
+  built: BuiltTeam;
+  run: RunDirectory;
+  settings: StageSettings;
+  evalProblems: Problem[];
+  /** Tokenizer JSON saved with each unit's checkpoint (a swap replaces its unit's). */
+  tokenizers: Map<string, unknown>;
+  hooks: StageHook[];
+  emit: (event: TrainProgress) => void;
+  /** The last stage changed no weights and the user was told. */
+  idleReported: boolean;
+}
+
+/**
+ * Everything a run needs before its first stage: the resolved config and task, the team with
+ * its units, the run directory (created, or opened to resume) and the stage hooks.
+ */
+export async function prepareRun(options: TrainOptions): Promise<RunContext> {
+  const { config, existing } = await resolvedConfig(options);
+  const task = await resolveRunTask(config, options.task);
+  config.taskFingerprint ??= taskFingerprint(task);
+  // Swaps: refuse bad ones before anything is written; on resume, build the team with the
+  // models of swaps applied up to the checkpoint, so its weights fit.
+  const saved = existing ? await existing.readCheckpointState() : null;
+  await validateSwaps(config, task, {
+    completedStage: saved?.stage ?? 0,
+    applied: saved?.swaps.applied ?? [],
+  });
+  const built = await buildTeam(
+    configAtStage(config, task, saved?.stage ?? 0),
+    task,
+    schedules[config.schedule],
+  );
+  const run =
+    existing ??
+    (await RunDirectory.create(options.runDirectory, { ...config, agents: built.agentConfigs }));
+  const tokenizers = new Map(
+    built.units.map((unit) => {
+      const agent = built.team.agents[unit.agentIndices[0]!]!;
+      return [unit.name, agent.policy.tokenizer.toJSON()] as const;
+    }),
+  );
+  const emit = options.onProgress ?? (() => undefined);
+  const target = { config, task, built, tokenizers };
+  return {
+    ...target,
+    run,
+    settings: resolveStageSettings(config),
+    evalProblems: task.split('eval', { seed: config.seed, count: config.evaluation.problems }),
+    hooks: [swapHook(target, (record) => emit({ kind: 'swap', record }))],
+    emit,
+    idleReported: false,
+  };
+}
+
+/**
+ * The run's config: on resume the run directory's own (with moved endpoints), else the given
+ * one (the run directory is created once the team has loaded).
+ */
+async function resolvedConfig(
+  options: TrainOptions,
+): Promise<{ config: TrainConfig; existing: RunDirectory | null }> {
+  if (!options.resume) {
+    if (options.endpoints)
+      throw new ConfigError(
+        'endpoint',
+        "moving endpoints goes with resume; a new run gives each remote agent's address in its config (agents[i].endpoint.baseURL)",
+      );
+    return {
+      config: parseWithSchema(trainConfigSchema, withCodeTask(options), 'config'),
+      existing: null,
+    };
+  }
+  const existing = await RunDirectory.open(options.runDirectory);
+  assertNotActive(options.runDirectory);
+  if (options.endpoints) await moveRemoteEndpoints(existing, options.endpoints);
+  const config = parseWithSchema(
+    trainConfigSchema,
+    await existing.readConfig(),
+    `${options.runDirectory}/config.json`,
+  );
+  return { config, existing };
+}
+
+/** The config with `task` naming the task given in code, if one is. */
+function withCodeTask(options: TrainOptions): unknown {
+  if (!options.task) return options.config;
+  const config = options.config as { task?: unknown };
+  if (config.task !== undefined)
+    throw new ConfigError(
+      'task',
+      'a task is given both in the config and in code (train({ task })); give one of them',
+    );
+  return { ...config, task: { name: 'code', task: asTask(options.task).name } };
+}
