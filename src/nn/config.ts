@@ -49,7 +49,7 @@ export const modelConfigSchema = z
     }
     if (
       (config.headDim ?? config.hiddenSize / config.heads) % 2 !== 0 &&
-      config.architecture === 'llama'
+      modelFeatures(config).positions === 'rotary'
     ) {
       context.addIssue({
         code: 'custom',
@@ -77,6 +77,55 @@ export interface ModelConfig {
   attentionBias: boolean;
   queryKeyNorm: boolean;
   tieEmbeddings: boolean;
+}
+
+/**
+ * What the model code builds, resolved once from the architecture name and its options: the
+ * layers read these fields, never the name.
+ */
+export interface ModelFeatures {
+  norm: 'rmsnorm' | 'layernorm';
+  /** Rotary embeddings on queries and keys, or a learned position table added to the input. */
+  positions: 'rotary' | 'learned';
+  /** SwiGLU (gate, up, down) or a GELU (tanh) MLP (up, down). */
+  feedForward: 'swiglu' | 'gelu';
+  /** Biases on the query, key and value projections. */
+  queryKeyValueBias: boolean;
+  /** Biases on the attention output projection and the MLP's projections. */
+  outputBias: boolean;
+  /** Per-head RMSNorm on queries and keys (Qwen3). */
+  queryKeyNorm: boolean;
+}
+
+const architectureFeatures: Record<
+  ModelConfig['architecture'],
+  Omit<ModelFeatures, 'queryKeyValueBias' | 'queryKeyNorm'> & { bias: boolean }
+> = {
+  llama: {
+    norm: 'rmsnorm',
+    positions: 'rotary',
+    feedForward: 'swiglu',
+    outputBias: false,
+    bias: false,
+  },
+  gpt2: {
+    norm: 'layernorm',
+    positions: 'learned',
+    feedForward: 'gelu',
+    outputBias: true,
+    bias: true,
+  },
+};
+
+export function modelFeatures(
+  config: Pick<ModelConfig, 'architecture' | 'attentionBias' | 'queryKeyNorm'>,
+): ModelFeatures {
+  const { bias, ...features } = architectureFeatures[config.architecture];
+  return {
+    ...features,
+    queryKeyValueBias: bias || config.attentionBias,
+    queryKeyNorm: config.queryKeyNorm,
+  };
 }
 
 /** Validates a config (raw JSON or typed) and fills in every default, including derived ones. */

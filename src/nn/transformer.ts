@@ -14,7 +14,13 @@ import {
   swiglu,
   type Tensor,
 } from '../tensor/index.js';
-import { resolveModelConfig, type ModelConfig, type ModelConfigInput } from './config.js';
+import {
+  modelFeatures,
+  resolveModelConfig,
+  type ModelConfig,
+  type ModelConfigInput,
+  type ModelFeatures,
+} from './config.js';
 import type { KeyValueCache } from './kv-cache.js';
 import { Linear, normalValues, type LinearLayer } from './linear.js';
 import { Module } from './module.js';
@@ -68,10 +74,10 @@ export class LayerNorm extends Module {
 
 type Norm = RMSNorm | LayerNorm;
 
-function createNorm(config: ModelConfig, size = config.hiddenSize): Norm {
-  return config.architecture === 'gpt2'
-    ? new LayerNorm(size, config.normEpsilon)
-    : new RMSNorm(size, config.normEpsilon);
+function createNorm(config: ModelConfig, features: ModelFeatures): Norm {
+  return features.norm === 'layernorm'
+    ? new LayerNorm(config.hiddenSize, config.normEpsilon)
+    : new RMSNorm(config.hiddenSize, config.normEpsilon);
 }
 
 // ---- attention -----------------------------------------------------------------------------
@@ -98,12 +104,13 @@ export class SelfAttention extends Module {
 
   constructor(
     private readonly config: ModelConfig,
+    private readonly features: ModelFeatures,
     random: RandomGenerator,
   ) {
     super();
     const { hiddenSize, heads, kvHeads, headDim } = config;
-    const qkvBias = config.attentionBias || config.architecture === 'gpt2';
-    const outputBias = config.architecture === 'gpt2';
+    const qkvBias = features.queryKeyValueBias;
+    const outputBias = features.outputBias;
     const residualStd = 0.02 / Math.sqrt(2 * config.layers);
     this.queryProjection = this.registerModule(
       'queryProjection',
@@ -121,10 +128,10 @@ export class SelfAttention extends Module {
       'outputProjection',
       new Linear(heads * headDim, hiddenSize, { bias: outputBias, random, initStd: residualStd }),
     );
-    this.queryNorm = config.queryKeyNorm
+    this.queryNorm = features.queryKeyNorm
       ? this.registerModule('queryNorm', new RMSNorm(headDim, config.normEpsilon))
       : null;
-    this.keyNorm = config.queryKeyNorm
+    this.keyNorm = features.queryKeyNorm
       ? this.registerModule('keyNorm', new RMSNorm(headDim, config.normEpsilon))
       : null;
   }
@@ -136,7 +143,7 @@ export class SelfAttention extends Module {
     cache: KeyValueCache | null,
     layerIndex: number,
   ): Tensor {
-    const { heads, kvHeads, ropeTheta, architecture } = this.config;
+    const { heads, kvHeads, ropeTheta } = this.config;
     let query = this.queryProjection.forward(input); // [B, T, H·D]
     let key = this.keyProjection.forward(input); // [B, T, KvH·D]
     const value = this.valueProjection.forward(input); // [B, T, KvH·D]
@@ -144,7 +151,7 @@ export class SelfAttention extends Module {
       query = this.queryNorm.forward(query); // per head (weight [D])
       key = this.keyNorm.forward(key);
     }
-    if (architecture === 'llama') {
+    if (this.features.positions === 'rotary') {
       query = rope(query, layout.positions, { heads, theta: ropeTheta });
       key = rope(key, layout.positions, { heads: kvHeads, theta: ropeTheta });
     }
@@ -177,14 +184,15 @@ export class FeedForward extends Module {
 
   constructor(
     private readonly config: ModelConfig,
+    features: ModelFeatures,
     random: RandomGenerator,
   ) {
     super();
     const { hiddenSize, intermediateSize } = config;
-    const bias = config.architecture === 'gpt2';
+    const bias = features.outputBias;
     const residualStd = 0.02 / Math.sqrt(2 * config.layers);
     this.gateProjection =
-      config.architecture === 'llama'
+      features.feedForward === 'swiglu'
         ? this.registerModule(
             'gateProjection',
             new Linear(hiddenSize, intermediateSize, { bias: false, random }),
@@ -218,12 +226,15 @@ export class DecoderBlock extends Module {
   readonly feedForwardNorm: Norm;
   readonly feedForward: FeedForward;
 
-  constructor(config: ModelConfig, random: RandomGenerator) {
+  constructor(config: ModelConfig, features: ModelFeatures, random: RandomGenerator) {
     super();
-    this.attentionNorm = this.registerModule('attentionNorm', createNorm(config));
-    this.attention = this.registerModule('attention', new SelfAttention(config, random));
-    this.feedForwardNorm = this.registerModule('feedForwardNorm', createNorm(config));
-    this.feedForward = this.registerModule('feedForward', new FeedForward(config, random));
+    this.attentionNorm = this.registerModule('attentionNorm', createNorm(config, features));
+    this.attention = this.registerModule('attention', new SelfAttention(config, features, random));
+    this.feedForwardNorm = this.registerModule('feedForwardNorm', createNorm(config, features));
+    this.feedForward = this.registerModule(
+      'feedForward',
+      new FeedForward(config, features, random),
+    );
   }
 
   /** Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(·)). */
@@ -281,8 +292,9 @@ export class TransformerLM extends Module {
       'tokenEmbedding',
       parameter(normalValues(vocabSize * hiddenSize, 0.02, random), [vocabSize, hiddenSize]),
     );
+    const features = modelFeatures(config);
     this.positionEmbedding =
-      config.architecture === 'gpt2'
+      features.positions === 'learned'
         ? this.registerParameter(
             'positionEmbedding',
             parameter(normalValues(config.maxPositions * hiddenSize, 0.01, random), [
@@ -293,9 +305,11 @@ export class TransformerLM extends Module {
         : null;
     this.blocks = [];
     for (let index = 0; index < config.layers; index++) {
-      this.blocks.push(this.registerModule(`blocks.${index}`, new DecoderBlock(config, random)));
+      this.blocks.push(
+        this.registerModule(`blocks.${index}`, new DecoderBlock(config, features, random)),
+      );
     }
-    this.finalNorm = this.registerModule('finalNorm', createNorm(config));
+    this.finalNorm = this.registerModule('finalNorm', createNorm(config, features));
     this.outputHead = config.tieEmbeddings
       ? null
       : this.registerModule(

@@ -60,7 +60,8 @@ const taskTable = {
 } as const;
 
 export type TaskName = keyof typeof taskTable;
-export const taskNames = Object.keys(taskTable) as TaskName[];
+/** The names a config may give (a run of a task defined in code records `code` itself). */
+export const taskNames = (Object.keys(taskTable) as TaskName[]).filter((name) => name !== 'code');
 
 /** Zod schema of a task spec (a discriminated union on `name`), for larger config schemas. */
 export const taskSpecSchema = z.discriminatedUnion('name', [
