@@ -1,4 +1,4 @@
-// Swap shock and recovery with and without stage-0 alignment (TEAMTR.md §6, issue #7).
+// Swap shock and recovery with and without stage-0 alignment (docs/method.md §6, issue #7).
 //
 //   node --import tsx scripts/swap-experiment.mjs [--seeds 0,1,2] [--pre-stages 6]
 //     [--post-stages 15] [--align-steps 200] [--align-epochs 2] [--align-learning-rate 1e-3]

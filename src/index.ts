@@ -1,5 +1,7 @@
 /**
- * teamtr's public API. The CLI and the dashboard use only what is exported here.
+ * teamtr's public API: what library users import, and what we keep stable. The applications in
+ * this repository (CLI, server, dashboard, report) may also import the internal folders listed
+ * for them in .dependency-cruiser.cjs, which `npm run lint` enforces.
  */
 export { train, type TrainOptions, type TrainProgress } from './trainer/trainer.js';
 export {

@@ -9,7 +9,7 @@ import {
   readJsonObjectFile,
   type JsonObject,
 } from './json-file.js';
-import type { NamedArray } from './named-array.js';
+import type { NamedArray } from '../util/named-array.js';
 import { readSafetensors, writeSafetensors, type SafetensorsContents } from './safetensors.js';
 
 /**

@@ -1,5 +1,5 @@
 import { ShapeError } from '../util/errors.js';
-import { formatShape } from './named-array.js';
+import { formatShape } from '../util/named-array.js';
 
 /**
  * Checks a set of loaded tensors against the names and shapes a model expects, reporting every

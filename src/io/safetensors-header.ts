@@ -1,5 +1,5 @@
 import { FileFormatError } from '../util/errors.js';
-import { formatShape, shapeElementCount } from './named-array.js';
+import { formatShape, shapeElementCount } from '../util/named-array.js';
 
 /**
  * The safetensors header: parsing and validation. The header is untrusted input, so every

@@ -2,7 +2,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { FileFormatError, ShapeError, TeamtrError } from '../util/errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { decodeFloats, float32Bytes } from './float-conversion.js';
-import { formatShape, shapeElementCount, type NamedArray } from './named-array.js';
+import { formatShape, shapeElementCount, type NamedArray } from '../util/named-array.js';
 import {
   dtypeByteSize,
   isReadableDtype,

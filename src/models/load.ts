@@ -6,37 +6,12 @@ import { expectShapes } from '../io/expect-shapes.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
 import { tokenizerFromJSON } from '../tokenizer/load.js';
-import type { Tokenizer } from '../tokenizer/types.js';
 import { TransformerLM } from '../nn/transformer.js';
-import type { AdamWState } from '../optim/adamw.js';
 import { huggingFaceFormat } from './huggingface/format.js';
-import type { GenerationDefaults } from './huggingface/generation-config.js';
+import type { LoadedModel, ModelFormat } from './model-format.js';
 
 /** A model ready to run: the network, its tokenizer and where it came from. */
-export interface LoadedModel {
-  model: TransformerLM;
-  tokenizer: Tokenizer;
-  /** The directory it was loaded from. */
-  source: string;
-  /** Optimizer state saved with it, if any (teamtr checkpoints only). */
-  optimizerState: AdamWState | null;
-  /** Caller state saved with it (`extra.json`). */
-  extra: Record<string, unknown> | null;
-  /** Sampling defaults shipped with the model (Hugging Face generation_config.json). */
-  generation?: GenerationDefaults | null;
-  /** The original config.json of a Hugging Face directory (export keeps its other keys). */
-  huggingFaceConfig?: Record<string, unknown> | null;
-}
-
-/**
- * One on-disk model format. The loader asks each format in turn whether it recognizes a
- * directory; adding a format (Hugging Face, in its own module) means adding it to the list.
- */
-export interface ModelFormat {
-  readonly name: string;
-  recognizes(directory: string): boolean;
-  load(directory: string): Promise<LoadedModel>;
-}
+export type { LoadedModel, ModelFormat } from './model-format.js';
 
 /** teamtr's own checkpoint layout (config.json in our schema + tokenizer.json). */
 export const teamtrCheckpointFormat: ModelFormat = {

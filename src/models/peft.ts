@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { replaceDirectoryAtomic, writeJsonAtomic } from '../io/atomic.js';
 import { readJsonObjectFile } from '../io/json-file.js';
-import type { NamedArray } from '../io/named-array.js';
+import type { NamedArray } from '../util/named-array.js';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.js';
 import { attachLoraAt, loraLayers, type LoraLinear } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';

@@ -7,8 +7,8 @@ export interface NamedParameter {
 }
 
 /** A parameter's value outside the graph: what state dicts and checkpoints hold. */
-export type { NamedArray } from '../io/named-array.js';
-import type { NamedArray } from '../io/named-array.js';
+export type { NamedArray } from '../util/named-array.js';
+import type { NamedArray } from '../util/named-array.js';
 
 /**
  * Base of every layer: named parameters and named children, so a model's parameters have

@@ -6,7 +6,7 @@ import { klFigure, rankShiftFigure } from './figures-trust-region.js';
 import type { RunView } from './runs.js';
 
 /**
- * The figures of TEAMTR.md §5 for one run or several side by side, as plain data: training
+ * The figures of docs/method.md §5 for one run or several side by side, as plain data: training
  * curves at matched budgets, KL against δ, certificates against measured improvement, the
  * occupancy gap, probability shift by rank and per-stage regressions. Missing values (a null
  * measured improvement, the first update's occupancy gap) are left out, never drawn as zero.

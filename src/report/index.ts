@@ -1,5 +1,5 @@
 /**
- * Reports of training runs: the figures of TEAMTR.md §5 as plain data (shared with the
+ * Reports of training runs: the figures of docs/method.md §5 as plain data (shared with the
  * dashboard), a small SVG chart renderer, and a self-contained HTML report writer.
  */
 export type { Figure, FigurePoint, FigureSeries, SeriesStyle } from './figure.js';

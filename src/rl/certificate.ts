@@ -1,5 +1,5 @@
 /**
- * The per-update certificate of TEAMTR.md §5: a lower bound on the true improvement of the team
+ * The per-update certificate of docs/method.md §5: a lower bound on the true improvement of the team
  * reward J from one agent's update, computed from the fresh batch the update was trained on.
  *
  * Derivation. Agent i moves from π to π' while every other agent is fixed. Seen from agent i, the

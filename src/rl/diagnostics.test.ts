@@ -7,7 +7,7 @@ import {
   klHistogram,
   outOfRegionRate,
   rankCorrelation,
-  regressionFlags,
+  stageRegressed,
 } from './diagnostics.js';
 import { assertClose } from './test-support/batches.js';
 
@@ -71,38 +71,13 @@ describe('rankCorrelation', () => {
   });
 });
 
-describe('regressionFlags', () => {
-  it('flags a stage whose reward dropped beyond zThreshold standard errors', () => {
-    // stage 1: +0.1 / √(0.02² + 0.02²) = +3.54 → fine
-    // stage 2: −0.2 / √(0.05² + 0.02²) = −0.2/0.0538516 = −3.714 → regressed
-    // stage 3: +0.01 / √(0 + 0.05²) = +0.2 → fine
-    const result = regressionFlags({
-      stageRewardMeans: [0.5, 0.6, 0.4, 0.41],
-      standardErrors: [0.02, 0.02, 0.05, 0],
-    });
-    assert.equal(result.stages.length, 3);
-    assertClose(result.stages[1].zScore, -0.2 / Math.sqrt(0.0029), { absolute: 1e-9 });
-    assert.deepEqual(
-      result.stages.map((stage) => stage.regressed),
-      [false, true, false],
-    );
-    assert.equal(result.regressionCount, 1);
-    // A looser threshold lets the drop pass as noise.
-    assert.equal(
-      regressionFlags({
-        stageRewardMeans: [0.5, 0.6, 0.4, 0.41],
-        standardErrors: [0.02, 0.02, 0.05, 0],
-        zThreshold: 4,
-      }).regressionCount,
-      0,
-    );
-  });
-
-  it('treats an unchanged reward as z = 0 and a noiseless drop as a regression', () => {
-    const result = regressionFlags({ stageRewardMeans: [1, 1, 0.9], standardErrors: [0, 0, 0] });
-    assert.equal(result.stages[0].zScore, 0);
-    assert.equal(result.stages[1].zScore, -Infinity);
-    assert.equal(result.stages[1].regressed, true);
+describe('stageRegressed', () => {
+  it('flags a paired drop beyond zThreshold standard errors, never a noiseless change', () => {
+    assert.equal(stageRegressed({ improvement: -0.05, standardError: 0.02 }), true);
+    assert.equal(stageRegressed({ improvement: -0.03, standardError: 0.02 }), false);
+    assert.equal(stageRegressed({ improvement: -0.03, standardError: 0.02, zThreshold: 1 }), true);
+    assert.equal(stageRegressed({ improvement: -0.5, standardError: 0 }), false);
+    assert.equal(stageRegressed({ improvement: 0.5, standardError: 0.01 }), false);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Run-level diagnostics of TEAMTR.md §5: how the per-update KL sits against δ, whether the
+ * Run-level diagnostics of docs/method.md §5: how the per-update KL sits against δ, whether the
  * certificate ranks updates like the measured improvement does, and which stages regressed.
  */
 import { ShapeError, TeamtrError } from '../util/errors.js';
@@ -62,50 +62,30 @@ function pearson(x: Float64Array, y: Float64Array): number {
   return covariance / Math.sqrt(varianceX * varianceY);
 }
 
-export interface StageRegression {
-  /** Index of the later stage s (compared with s − 1). */
-  stage: number;
-  /** mean_s − mean_{s−1}. */
-  change: number;
-  /** √(se_s² + se_{s−1}²). */
+/**
+ * Whether a stage regressed: its team reward, measured on the same prompts before and after the
+ * stage (a paired change with its standard error), fell by more than `zThreshold` standard
+ * errors. A change without noise (standard error 0) is never flagged.
+ */
+export function stageRegressed({
+  improvement,
+  standardError,
+  zThreshold = 2,
+}: {
+  /** Paired change of the mean team reward over the stage. */
+  improvement: number;
   standardError: number;
-  /** change / standardError (0 when both are 0). */
-  zScore: number;
-  /** zScore < −zThreshold: the team reward dropped beyond noise. */
-  regressed: boolean;
+  /** @default 2 */
+  zThreshold?: number;
+}): boolean {
+  return standardError > 0 && improvement < -zThreshold * standardError;
 }
 
 /**
- * Per-stage regressions: stage s regressed when its measured team reward fell below stage s − 1's
- * by more than zThreshold combined standard errors (independent batches assumed). One entry per
- * stage from 1 on.
+ * Slack in the trust-region test kl ≤ δ: the KL measured after a backtracked step can exceed δ
+ * by rounding alone. An update is in region when kl ≤ δ + inRegionTolerance.
  */
-export function regressionFlags({
-  stageRewardMeans,
-  standardErrors,
-  zThreshold = 2,
-}: {
-  /** [stages] mean team reward measured at (the end of) each stage. */
-  stageRewardMeans: NumberArray;
-  /** [stages] their standard errors. */
-  standardErrors: NumberArray;
-  /** @default 2 */
-  zThreshold?: number;
-}): { stages: StageRegression[]; regressionCount: number } {
-  if (stageRewardMeans.length !== standardErrors.length) {
-    throw new ShapeError(
-      `regressionFlags: ${stageRewardMeans.length} stage means but ${standardErrors.length} standard errors`,
-    );
-  }
-  const stages: StageRegression[] = [];
-  for (let stage = 1; stage < stageRewardMeans.length; stage++) {
-    const change = stageRewardMeans[stage] - stageRewardMeans[stage - 1];
-    const standardError = Math.hypot(standardErrors[stage], standardErrors[stage - 1]);
-    const zScore = change === 0 ? 0 : change / standardError;
-    stages.push({ stage, change, standardError, zScore, regressed: zScore < -zThreshold });
-  }
-  return { stages, regressionCount: stages.filter((entry) => entry.regressed).length };
-}
+export const inRegionTolerance = 1e-9;
 
 /**
  * Fraction of updates whose final token-level KL exceeds its δ (δ may differ per agent: pass one
@@ -114,11 +94,14 @@ export function regressionFlags({
 export function outOfRegionRate({
   updateKl,
   delta,
+  tolerance = 0,
 }: {
   /** [updates] final token-level KL of each update. */
   updateKl: NumberArray;
   /** δ for all updates, or [updates]. */
   delta: number | NumberArray;
+  /** Counted out of region only above δ + tolerance (see inRegionTolerance). @default 0 */
+  tolerance?: number;
 }): { rate: number; outOfRegionCount: number; count: number } {
   if (typeof delta !== 'number' && delta.length !== updateKl.length) {
     throw new ShapeError(
@@ -128,7 +111,7 @@ export function outOfRegionRate({
   let outOfRegionCount = 0;
   for (let index = 0; index < updateKl.length; index++) {
     const bound = typeof delta === 'number' ? delta : delta[index];
-    if (updateKl[index] > bound) outOfRegionCount++;
+    if (updateKl[index] > bound + tolerance) outOfRegionCount++;
   }
   const count = updateKl.length;
   return { rate: count > 0 ? outOfRegionCount / count : Number.NaN, outOfRegionCount, count };

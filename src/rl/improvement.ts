@@ -1,5 +1,5 @@
 /**
- * Estimates of an update's real effect, each with its noise (TEAMTR.md §5): the off-policy
+ * Estimates of an update's real effect, each with its noise (docs/method.md §5): the off-policy
  * estimate from the update's own batch, the measured change to the next fresh batch, and the
  * occupancy gap between a stale and a current team.
  */

@@ -1,5 +1,5 @@
 /**
- * Exact per-position divergences over the whole vocabulary, the trust region's measure (TEAMTR.md
+ * Exact per-position divergences over the whole vocabulary, the trust region's measure (docs/method.md
  * §3): KL(π_old(·|prefix) ‖ π_new(·|prefix)) at every position where the agent emitted a token,
  * not a sampled estimator. Inputs are log-softmax'ed rows `[positions, vocab]`; any chunk of
  * positions works, so a trainer can stream them instead of holding a whole batch's vocabulary
@@ -127,7 +127,7 @@ export function tokenKlGradient({
 }
 
 /**
- * The agent's token-level KL (TEAMTR.md §3): the mean of per-token KL over its masked tokens in
+ * The agent's token-level KL (docs/method.md §3): the mean of per-token KL over its masked tokens in
  * the batch, the quantity held below δ. Also the maximum, for diagnostics.
  */
 export function meanTokenKl({

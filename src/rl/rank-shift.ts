@@ -1,5 +1,5 @@
 /**
- * Probability shift by pre-update rank (TEAMTR.md §5): how an update moved probability mass
+ * Probability shift by pre-update rank (docs/method.md §5): how an update moved probability mass
  * between the tokens the old policy ranked first, second, …, for the paper's "logit shifts by
  * rank" figure. An in-region update should nudge the top ranks; an out-of-region one often
  * collapses mass onto rank 1.

@@ -1,5 +1,5 @@
 /**
- * The certificate of one update (TEAMTR.md §5): a lower bound on its true improvement, computed
+ * The certificate of one update (docs/method.md §5): a lower bound on its true improvement, computed
  * only from the occupancy and advantages the schedule sampled from, plus exact per-position KLs.
  *
  * Notation. π is the team the update is applied to, π' the team after it, P the updated
@@ -37,7 +37,7 @@
  * Σ_{m∈U, m<h} S_m. With one round and turn-order updates no earlier agent speaks after agent i,
  * so the drift term is empty.
  *
- * TEAMTR.md §5 writes the stale extra term as 2ε · Σ_{m∈U} S_m, without the sum over k ∈ P. The
+ * docs/method.md §5 writes the stale extra term as 2ε · Σ_{m∈U} S_m, without the sum over k ∈ P. The
  * two agree when the agent has one token (T = 1, one round); with T tokens the derivation above
  * gives up to T times more. `specFormCertificate` keeps the §5 form so that its violations can be
  * counted; `certificate` is the derived bound.
@@ -82,7 +82,7 @@ export interface UpdateCertificate {
   readonly penalty: number;
   /** L − penalty: the derived lower bound on the true improvement. */
   readonly certificate: number;
-  /** L − ownShiftPenalty − 2ε Σ_{m∈U} S_m: the literal TEAMTR.md §5 form. */
+  /** L − ownShiftPenalty − 2ε Σ_{m∈U} S_m: the literal docs/method.md §5 form. */
   readonly specFormCertificate: number;
 }
 

@@ -159,7 +159,7 @@ export function expectedSqrtHalf(distribution: Float64Array, perState: Float64Ar
 }
 
 /**
- * Token-level KL of a change at `positions` (TEAMTR.md §3): the mean over those positions of
+ * Token-level KL of a change at `positions` (docs/method.md §3): the mean over those positions of
  * E_{s∼d_h}[KL(π_old(·|s) ‖ π_new(·|s))], d the occupancy the update is measured under.
  */
 export function tokenLevelKl(

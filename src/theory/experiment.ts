@@ -6,7 +6,7 @@ import { createSeededRandom, deriveSeed, seedPartFromText } from './random.js';
 import { stageSchedules, turnOrder, type StageResult, type UpdateRecord } from './schedules.js';
 
 /**
- * The scaling experiment (TEAMTR.md §7): for every team size N, `games` random games, each with
+ * The scaling experiment (docs/method.md §7): for every team size N, `games` random games, each with
  * a random initial team; one stage of every schedule from that same team; per game and schedule
  * the accumulated surrogate error Σ_updates |true improvement − surrogate| and the accumulated
  * certificate penalty; then power-law slopes against N with bootstrap intervals. Every update's
@@ -24,7 +24,7 @@ export interface ScheduleTotals {
   readonly violations: number;
   /** max over updates of certificate − true (≤ 0 when the bound holds everywhere). */
   readonly maxExcess: number;
-  /** The same two for the literal TEAMTR.md §5 form of the certificate. */
+  /** The same two for the literal docs/method.md §5 form of the certificate. */
   readonly specFormViolations: number;
   readonly maxSpecFormExcess: number;
   /** Steps that could not reach KL δ (advantage constant in every row). */
@@ -205,7 +205,7 @@ export interface CertificateCheck {
   /** max over updates of certificate − true improvement (negative when every bound holds). */
   readonly maxExcess: number;
   readonly specFormViolations: number;
-  /** The same for the literal TEAMTR.md §5 form. */
+  /** The same for the literal docs/method.md §5 form. */
   readonly maxSpecFormExcess: number;
   readonly stepsMissingDelta: number;
   /** How much of its penalty the worst update's surrogate error used up. */

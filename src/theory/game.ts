@@ -1,7 +1,7 @@
 import { ConfigError } from '../util/errors.js';
 
 /**
- * A tabular shared-context turn-taking game (TEAMTR.md §1, §7).
+ * A tabular shared-context turn-taking game (docs/method.md §1, §7).
  *
  * N agents speak in turn order 0, 1, …, N−1, for `rounds` rounds; in each turn the speaker emits
  * `tokensPerTurn` (T) tokens from a vocabulary of size V. The transcript is the sequence of all

@@ -1,5 +1,5 @@
 /**
- * The exact check of TeamTR's theory in tabular team games (TEAMTR.md §7): games, exact
+ * The exact check of TeamTR's theory in tabular team games (docs/method.md §7): games, exact
  * quantities, trust-region steps, certificates, schedules, the scaling experiment and its
  * reports. Nothing here depends on the neural-network stack.
  */

@@ -101,7 +101,7 @@ export function estimateActionValue(
 
 /**
  * J(newTeam) − J(team) from episodes of `team` alone: E_team[(W − 1) R], W the product over the
- * changed positions of π_new(a|s) / π_old(a|s) (TEAMTR.md §5's off-policy estimate).
+ * changed positions of π_new(a|s) / π_old(a|s) (docs/method.md §5's off-policy estimate).
  */
 export function estimateImprovementOffPolicy(
   game: TabularGame,

@@ -14,7 +14,7 @@ export interface ReportContext {
   readonly plotFile?: string;
 }
 
-/** What the paper predicts for each fitted metric (TEAMTR.md §7), where it says anything. */
+/** What the paper predicts for each fitted metric (docs/method.md §7), where it says anything. */
 const predictions: Readonly<Record<string, string>> = {
   staleError: '≈ 2',
   freshError: '≈ 1',
@@ -64,7 +64,7 @@ function checkSentence(result: TheoryExperimentResult): string {
   return (
     `certificate: ${check.violations} of ${check.updates} updates exceed their true improvement ` +
     `(largest certificate − true improvement ${check.maxExcess.toExponential(2)}); ` +
-    `literal TEAMTR.md §5 form: ${check.specFormViolations} ` +
+    `literal docs/method.md §5 form: ${check.specFormViolations} ` +
     `(largest excess ${check.maxSpecFormExcess.toExponential(2)}); ` +
     `the largest |true − surrogate| used ${(100 * check.maxErrorShare).toFixed(0)}% of its update's penalty`
   );

@@ -21,7 +21,7 @@ import { withTables, type PositionTable, type TeamPolicy } from './policy.js';
 import { trustRegionStep, type TrustRegionStep } from './trustRegion.js';
 
 /**
- * One stage of updates in a tabular game under each schedule of TEAMTR.md §4, computed exactly.
+ * One stage of updates in a tabular game under each schedule of docs/method.md §4, computed exactly.
  * In the exact setting "sampling a batch from team μ" means using μ's occupancy d^μ and
  * advantages A^μ; the schedules differ only in which team that is for each update:
  *   teamtr            the current intermediate team (resampled before every update),
@@ -62,7 +62,7 @@ export interface UpdateRecord {
   /** |trueImprovement − surrogate|. */
   readonly surrogateError: number;
   /**
-   * Occupancy gap (TEAMTR.md §5): total variation between the contexts the updated agent sees
+   * Occupancy gap (docs/method.md §5): total variation between the contexts the updated agent sees
    * at its first token under the team the step was computed from and under the team it is
    * applied to. Zero for fresh occupancy and for the joint step.
    */

@@ -2,7 +2,7 @@ import type { TabularGame } from './game.js';
 import { tableFromLogits, type PositionTable, type TeamPolicy } from './policy.js';
 
 /**
- * One agent's exact trust-region step in a tabular game (TEAMTR.md §3).
+ * One agent's exact trust-region step in a tabular game (docs/method.md §3).
  *
  * Direction (natural gradient). With logits θ_h(s, ·) at the agent's positions P, the surrogate
  *   L(θ) = Σ_{h∈P} Σ_s d_h(s) Σ_a π_θ(a|s) A_h(s, a)

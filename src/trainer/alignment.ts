@@ -17,7 +17,7 @@ import { RandomGenerator } from '../util/random.js';
 import type { AlignmentConfig } from './config.js';
 
 /**
- * Stage-0 alignment (TEAMTR.md §6): before sequential updates resume, fit an incoming model to
+ * Stage-0 alignment (docs/method.md §6): before sequential updates resume, fit an incoming model to
  * the role of the agent it replaces, on that agent's turns in fresh batches of the current team.
  *
  * - `sft` aligns on text: each context is rendered with the newcomer's own role prompt and

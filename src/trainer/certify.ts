@@ -19,7 +19,7 @@ import type { TrustRegionResult } from './trust-region.js';
 const rankBuckets = [1, 2, 3, 5, 10, Infinity];
 
 /**
- * Every certificate quantity of one update (TEAMTR.md §5), from the fresh batch it was
+ * Every certificate quantity of one update (docs/method.md §5), from the fresh batch it was
  * computed on and the accepted parameters. Advantages here are in reward units (R minus the
  * leave-one-out group mean), not the normalized ones of the loss: the certificate bounds the
  * change of J itself.

@@ -71,7 +71,7 @@ export { objectiveNames } from '../rl/objectives/index.js';
 export const alignmentModes = ['sft', 'kl', 'sft+kl'] as const;
 
 /**
- * Stage-0 alignment of an incoming model before sequential updates resume (TEAMTR.md §6):
+ * Stage-0 alignment of an incoming model before sequential updates resume (docs/method.md §6):
  * supervised on the outgoing agent's turn texts from fresh team batches (`sft`, works across
  * tokenizers), and/or KL to the outgoing agent on the same contexts (`kl`, needs the same
  * tokenizer; `sft+kl` falls back to `sft` with a note when the tokenizers differ).
@@ -218,7 +218,7 @@ export const trainConfigSchema = z.strictObject({
       heldOutProblems: z.number().int().nonnegative().max(100_000).default(0),
     })
     .prefault({}),
-  /** Replace agents' models mid-training (plug-and-play, TEAMTR.md §6). */
+  /** Replace agents' models mid-training (plug-and-play, docs/method.md §6). */
   swaps: z.array(swapConfigSchema).default([]),
   /**
    * Recorded by the trainer when a run begins (not for users to set): a fingerprint of the

@@ -10,7 +10,7 @@ export interface RankShiftSummary {
   massShiftPerPosition: number;
 }
 
-/** Every certificate quantity of one update (TEAMTR.md §5); computed in certify.ts. */
+/** Every certificate quantity of one update (docs/method.md §5); computed in certify.ts. */
 export interface UpdateCertificate {
   /** Surrogate gain L (unclipped importance-weighted advantage, reward units). */
   surrogate: number;
@@ -114,7 +114,7 @@ export interface EvaluationRecord extends EvaluationFigures {
 }
 
 /**
- * One agent's model replaced before `stage` runs (TEAMTR.md §6). The three rewards come from
+ * One agent's model replaced before `stage` runs (docs/method.md §6). The three rewards come from
  * batches of the same prompts with common random numbers (paired): the team just before the
  * swap, right after it, and after stage-0 alignment. The dashboard draws it as a marker at
  * (`stage`, `generatedTokens`) on the training curves.

@@ -13,7 +13,7 @@ import { resolveStageSettings } from './stage-settings.js';
 import { swapHook } from './swap.js';
 import { configAtStage, validateSwaps } from './swap-plan.js';
 import { asTask, resolveRunTask } from './task-source.js';
-import type { TrainOptions, TrainProgress } from './trainer.js';
+import type { TrainOptions, TrainProgress } from './train-options.js';
 
 /** What stays fixed while a run trains. */
 export interface RunContext {

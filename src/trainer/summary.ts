@@ -1,4 +1,4 @@
-import { rankCorrelation } from '../rl/index.js';
+import { inRegionTolerance, outOfRegionRate, rankCorrelation } from '../rl/index.js';
 import type { TrainConfig } from './config.js';
 import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
 import type { EvaluationSummary, RunState } from './run-state.js';
@@ -92,7 +92,11 @@ export function certificateStatistics(records: readonly MetricsRecord[]): Certif
     updates: updates.length,
     meanKl: mean(updates.map((record) => record.kl)) ?? 0,
     outOfRegionRate: updates.length
-      ? updates.filter((record) => !record.inRegion).length / updates.length
+      ? outOfRegionRate({
+          updateKl: updates.map((record) => record.kl),
+          delta: updates.map((record) => record.delta),
+          tolerance: inRegionTolerance,
+        }).rate
       : 0,
     cumulativeRankCorrelation: inSample.cumulativeRankCorrelation,
     perUpdateRankCorrelation: inSample.perUpdateRankCorrelation,
@@ -145,11 +149,6 @@ export function lastEvaluation(records: readonly MetricsRecord[]): EvaluationRec
 
 export function stageRecords(records: readonly MetricsRecord[]): StageRecord[] {
   return records.filter((record): record is StageRecord => record.type === 'stage');
-}
-
-/** A drop of the team reward beyond noise: the paired change is below −2 standard errors. */
-export function stageRegressed(change: { improvement: number; standardError: number }): boolean {
-  return change.standardError > 0 && change.improvement < -2 * change.standardError;
 }
 
 /** The summary of a run from its metrics and final state. */

@@ -21,7 +21,7 @@ import { schedules } from './schedules.js';
 
 /**
  * Which model each agent has at each stage, and whether a planned swap can work, decided from
- * the config alone (TEAMTR.md §6). A swap at stage K takes effect right before stage K runs, so
+ * the config alone (docs/method.md §6). A swap at stage K takes effect right before stage K runs, so
  * a team resumed from a checkpoint of stage S is built with every swap of stage ≤ S already in
  * place (new architecture and tokenizer), and then the checkpoint's weights are loaded into it.
  */

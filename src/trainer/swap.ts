@@ -16,7 +16,7 @@ import { agentConfigsAtStage, swappedAgentConfig } from './swap-plan.js';
 import { buildUnit } from './units.js';
 
 /**
- * Plug-and-play replacement (TEAMTR.md §6), applied by the trainer right before a stage runs:
+ * Plug-and-play replacement (docs/method.md §6), applied by the trainer right before a stage runs:
  *
  * 1. a batch from the current team measures the reward just before the swap;
  * 2. the incoming model takes the agent's place (its other agents keep weights, optimizer

@@ -1,4 +1,10 @@
-import { broadcastToTokens, meanTokenKl, tokenKl, type PolicyLoss } from '../rl/index.js';
+import {
+  broadcastToTokens,
+  inRegionTolerance,
+  meanTokenKl,
+  tokenKl,
+  type PolicyLoss,
+} from '../rl/index.js';
 import { completionLogDistributions, scoreCompletions } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { clipGradientNorm } from '../optim/clip.js';
@@ -21,7 +27,7 @@ export interface TrustRegionSettings {
 
 export interface TrustRegionResult {
   tokens: UnitTokens;
-  /** Token-level KL(π_old ‖ π_new) of the accepted parameters (TEAMTR.md §3). */
+  /** Token-level KL(π_old ‖ π_new) of the accepted parameters (docs/method.md §3). */
   kl: number;
   maxTokenKl: number;
   /** [rows·length] exact per-token KL of the accepted parameters. */
@@ -45,7 +51,7 @@ export interface TrustRegionResult {
 const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
 
 /**
- * The per-agent trust-region update (TEAMTR.md §3): clipped-surrogate epochs over minibatches
+ * The per-agent trust-region update (docs/method.md §3): clipped-surrogate epochs over minibatches
  * of the unit's own tokens; after every optimizer step the exact token-level KL against the
  * pre-update policy is measured over the whole batch, and a step that leaves the region is
  * backtracked along its direction (line search) or undone, which ends the update. The
@@ -63,7 +69,7 @@ export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegio
     maxTokenKl: final.max,
     perTokenKl: final.perToken,
     newLogProbs: gatherTakenLogProbs(tokens, final.distributions, unit.model.config.vocabSize),
-    inRegion: final.kl <= unit.delta + 1e-9,
+    inRegion: final.kl <= unit.delta + inRegionTolerance,
     ...steps,
     referenceDistributions: meter.reference,
     finalDistributions: final.distributions,

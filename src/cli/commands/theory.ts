@@ -7,7 +7,7 @@ import { buildScalingPlot, renderTheoryReport, renderTheoryTable } from '../../t
 import { summarizeTheory } from '../../theory/summary.js';
 
 /**
- * `teamtr theory`: the exact check of TeamTR's theory in tabular team games (TEAMTR.md §7).
+ * `teamtr theory`: the exact check of TeamTR's theory in tabular team games (docs/method.md §7).
  * Flags are the kebab-case keys of `theoryConfigSchema` (the single source of defaults and
  * validation), plus `--out` and `--json`.
  */

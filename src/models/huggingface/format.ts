@@ -5,7 +5,7 @@ import { TransformerLM } from '../../nn/transformer.js';
 import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface-files.js';
 import { FileFormatError } from '../../util/errors.js';
 import { RandomGenerator } from '../../util/random.js';
-import type { LoadedModel, ModelFormat } from '../load.js';
+import type { LoadedModel, ModelFormat } from '../model-format.js';
 import { architectureOf } from './config.js';
 import { loadGenerationConfig } from './generation-config.js';
 import { loadHuggingFaceWeights } from './weights.js';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { writeJsonAtomic } from '../../io/atomic.js';
 import { compareShapes, TensorSetMismatchError } from '../../io/expect-shapes.js';
 import { readJsonFile } from '../../io/json-file.js';
-import type { NamedArray } from '../../io/named-array.js';
+import type { NamedArray } from '../../util/named-array.js';
 import { readSafetensors, readSafetensorsHeader, writeSafetensors } from '../../io/safetensors.js';
 import { loraLayers } from '../../nn/lora.js';
 import type { TransformerLM } from '../../nn/transformer.js';

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { NamedArray } from '../../io/named-array.js';
+import type { NamedArray } from '../../util/named-array.js';
 import { encodeSafetensors } from '../../io/safetensors.js';
 import { byteLevelBpeFixture } from '../../tokenizer/test-support/byte-level-bpe.js';
 import { RandomGenerator } from '../../util/random.js';

@@ -1,0 +1,47 @@
+import type { TrainConfig, TrainConfigInput } from './config.js';
+import type { SwapRecord } from './records.js';
+import type { TaskInput } from './task-source.js';
+
+/** What the trainer reports while it runs (the CLI draws progress bars from it). */
+export type TrainProgress =
+  | { kind: 'start'; budget: number; stage: number; generatedTokens: number }
+  | {
+      kind: 'stage';
+      stage: number;
+      generatedTokens: number;
+      budget: number;
+      /** Team reward of the stage's last batch. */
+      reward: number;
+      /** Mean token-level KL of the stage's updates. */
+      meanKl: number;
+      updates: number;
+      outOfRegion: number;
+      /** The team reward dropped beyond noise during the stage. */
+      regression: boolean;
+    }
+  | { kind: 'eval'; stage: number; accuracy: number }
+  | { kind: 'checkpoint'; stage: number }
+  | { kind: 'swap'; record: SwapRecord }
+  /** Something the user should act on (e.g. a stage whose updates changed no weights). */
+  | { kind: 'warning'; stage: number; message: string };
+
+export interface TrainOptions {
+  config: TrainConfigInput | TrainConfig;
+  runDirectory: string;
+  /** Continue the run in runDirectory from its last checkpoint. */
+  resume?: boolean;
+  onProgress?: (event: TrainProgress) => void;
+  /** When aborted, the trainer finishes the current stage, saves and returns. */
+  signal?: AbortSignal;
+  /**
+   * With `resume`: new addresses (agent name → baseURL) for remote agents whose server moved;
+   * the run's config.json is updated (move-endpoints.ts).
+   */
+  endpoints?: Readonly<Record<string, string>>;
+  /**
+   * A task defined in code (a Task, or `{ name, problems, reward }` for defineTask) instead of
+   * `config.task`. The run records its name and a fingerprint of its problems; resuming it
+   * needs the same task again.
+   */
+  task?: TaskInput;
+}
