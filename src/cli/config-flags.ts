@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import YAML from 'yaml';
@@ -110,11 +110,21 @@ export function configFromFileAndFlags(
   return config;
 }
 
+/** A config is a page of settings; a larger file is a mistake, refused before it is parsed. */
+const maxConfigBytes = 1024 * 1024;
+
 export function readConfigFile(configPath: string): Record<string, unknown> {
   let text: string;
   try {
+    const size = statSync(configPath).size;
+    if (size > maxConfigBytes)
+      throw new FileFormatError(
+        configPath,
+        `is ${(size / 2 ** 20).toFixed(1)} MiB; a config file is at most 1 MiB (datasets go in their own file: task.path)`,
+      );
     text = readFileSync(configPath, 'utf8');
-  } catch {
+  } catch (error) {
+    if (error instanceof FileFormatError) throw error;
     throw new FileFormatError(configPath, 'cannot read the config file (does it exist?)');
   }
   let value: unknown;

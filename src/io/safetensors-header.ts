@@ -264,6 +264,12 @@ function isNonNegativeIntegerArray(value: unknown): value is number[] {
 /** A short description of a JSON value for messages: `null`, `an array`, `"text"`, `[1, -2]`. */
 function describeJson(value: unknown): string {
   if (value === undefined) return 'missing';
-  const text = JSON.stringify(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    // A hostile header can nest arrays deeper than the stack; say what it is instead.
+    return Array.isArray(value) ? 'a deeply nested array' : `a deeply nested ${typeof value}`;
+  }
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

@@ -169,6 +169,19 @@ describe('safetensors validation', () => {
     });
   }
 
+  test('a header nested 200,000 levels deep is a clear error, not a stack overflow', () => {
+    const depth = 200_000;
+    const json = Buffer.from(`{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`);
+    const prefix = Buffer.alloc(8);
+    prefix.writeBigUInt64LE(BigInt(json.length));
+    assert.throws(
+      () => decodeSafetensors(Buffer.concat([prefix, json]), { source: 'deep.safetensors' }),
+      (error: unknown) =>
+        error instanceof FileFormatError &&
+        /deep\.safetensors: .*deeply nested array/.test(error.message),
+    );
+  });
+
   test('invalid UTF-8 in the header is named as such', () => {
     const json = Buffer.concat([Buffer.from('{"'), Buffer.from([0xff]), Buffer.from('":{}}')]);
     const prefix = Buffer.alloc(8);

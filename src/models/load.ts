@@ -9,6 +9,7 @@ import { tokenizerFromJSON } from '../tokenizer/load.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { huggingFaceFormat } from './huggingface/format.js';
 import type { LoadedModel, ModelFormat } from './model-format.js';
+import { checkModelFits, parameterCount } from './memory-estimate.js';
 
 /** A model ready to run: the network, its tokenizer and where it came from. */
 export type { LoadedModel, ModelFormat } from './model-format.js';
@@ -32,6 +33,13 @@ export const teamtrCheckpointFormat: ModelFormat = {
       checkpoint.tokenizer,
       path.join(directory, checkpointFiles.tokenizer),
     );
+    checkModelFits(checkpoint.config, path.join(directory, 'config.json'));
+    const held = checkpoint.parameters.reduce((total, entry) => total + entry.data.length, 0);
+    if (held !== parameterCount(checkpoint.config))
+      throw new FileFormatError(
+        directory,
+        `config.json describes a model of ${parameterCount(checkpoint.config)} parameters but ${checkpointFiles.model} holds ${held}; the two files do not belong together`,
+      );
     const model = new TransformerLM(checkpoint.config, new RandomGenerator(0));
     expectShapes(
       checkpoint.parameters,
@@ -85,5 +93,27 @@ export async function loadModel(spec: string): Promise<LoadedModel> {
       `not a model directory of a known format (known: ${modelFormats.map((entry) => entry.name).join(', ')})`,
     );
   }
-  return format.load(directory);
+  const loaded = await format.load(directory);
+  assertFiniteWeights(loaded, directory);
+  return loaded;
+}
+
+/**
+ * Weights with NaN or ±Inf load without complaint and then sample garbage (or stop training deep
+ * inside a certificate), so a model is refused at load, naming its directory and the tensor.
+ * x − x is 0 for every finite x and NaN otherwise: one subtraction per element.
+ */
+function assertFiniteWeights(loaded: LoadedModel, directory: string): void {
+  for (const { name, tensor } of loaded.model.namedParameters()) {
+    const data = tensor.data;
+    let check = 0;
+    for (let index = 0; index < data.length; index++) check += data[index]! - data[index]!;
+    if (check === 0) continue;
+    const index = data.findIndex((value) => !Number.isFinite(value));
+    loaded.model.destroy();
+    throw new FileFormatError(
+      directory,
+      `weight "${name}" holds a non-finite value (${data[index]} at element ${index}); the file is damaged or came from a diverged run — use another checkpoint`,
+    );
+  }
 }

@@ -10,21 +10,25 @@ import { parseWithSchema } from '../util/schema.js';
  * - `llama`: RMSNorm, RoPE, SwiGLU MLP, grouped-query attention; `attentionBias` gives Qwen2's
  *   QKV bias, `queryKeyNorm` Qwen3's per-head RMSNorm on queries and keys.
  * - `gpt2`: learned positions, LayerNorm, GELU (tanh) MLP, biases on every Linear.
+ *
+ * Sizes have upper bounds well past any released model's, so a corrupt or hostile config.json
+ * fails here, naming the key, instead of allocating gigabytes first; `checkModelFits`
+ * (models/memory-estimate.ts) then compares the whole model with the machine's memory.
  */
 export const modelConfigSchema = z
   .strictObject({
     architecture: z.enum(['llama', 'gpt2']),
-    vocabSize: z.number().int().positive(),
-    hiddenSize: z.number().int().positive(),
-    layers: z.number().int().positive(),
-    heads: z.number().int().positive(),
+    vocabSize: z.number().int().positive().max(4_194_304),
+    hiddenSize: z.number().int().positive().max(65_536),
+    layers: z.number().int().positive().max(1_024),
+    heads: z.number().int().positive().max(1_024),
     /** Grouped-query attention: heads must be a multiple of kvHeads. @default heads */
-    kvHeads: z.number().int().positive().optional(),
+    kvHeads: z.number().int().positive().max(1_024).optional(),
     /** @default hiddenSize / heads */
-    headDim: z.number().int().positive().optional(),
-    intermediateSize: z.number().int().positive(),
+    headDim: z.number().int().positive().max(4_096).optional(),
+    intermediateSize: z.number().int().positive().max(1_048_576),
     /** Longest sequence (prompt + completion) the model accepts. */
-    maxPositions: z.number().int().positive(),
+    maxPositions: z.number().int().positive().max(1_048_576),
     ropeTheta: z.number().positive().default(10000),
     normEpsilon: z.number().positive().default(1e-5),
     attentionBias: z.boolean().default(false),

@@ -29,9 +29,9 @@ export const agentConfigSchema = z
     /** Frozen agents play their turns but are never updated. @default true (false with `endpoint`) */
     trainable: z.boolean().optional(),
     /** Per-agent trust-region radius. @default trustRegion.delta */
-    delta: z.number().nonnegative().optional(),
+    delta: z.number().nonnegative().max(10).optional(),
     /** Per-agent learning rate. @default optimizer.learningRate */
-    learningRate: z.number().positive().optional(),
+    learningRate: z.number().positive().max(1e4).optional(),
     /** Train low-rank adapters instead of the whole model: { rank, alpha, targetModules, … }. */
     lora: loraConfigSchema.optional(),
     /** A frozen agent played by an OpenAI-compatible endpoint: { baseURL, model, apiKeyEnv, … }. */
@@ -123,12 +123,12 @@ export const trainConfigSchema = z.strictObject({
   protocol: z
     .strictObject({
       /** Agent index of each turn. @default the task's turn order */
-      turnOrder: z.array(z.number().int().nonnegative()).min(1).optional(),
+      turnOrder: z.array(z.number().int().nonnegative().max(1_023)).min(1).max(1_024).optional(),
       /** Index of the turn whose text is verified. @default the task's answer turn */
-      answerTurn: z.number().int().nonnegative().optional(),
+      answerTurn: z.number().int().nonnegative().max(1_023).optional(),
       permutePerEpisode: z.boolean().default(false),
       /** @default the task's longest turn + 2 */
-      maxTurnTokens: z.number().int().positive().optional(),
+      maxTurnTokens: z.number().int().positive().max(65_536).optional(),
     })
     .prefault({}),
   schedule: z.enum(scheduleNames).default('teamtr'),
@@ -138,9 +138,9 @@ export const trainConfigSchema = z.strictObject({
     .strictObject({
       kind: z.enum(objectiveNames).default('grpo'),
       /** @default 0.2 */
-      clipLow: z.number().positive().optional(),
+      clipLow: z.number().positive().lt(1).optional(),
       /** @default 0.2 (0.28 for dapo) */
-      clipHigh: z.number().positive().optional(),
+      clipHigh: z.number().positive().max(10).optional(),
       /** @default sequence-mean for grpo, token-mean for dapo and ppo */
       aggregation: z.enum(['token-mean', 'sequence-mean', 'sequence-sum-normalized']).optional(),
       /** GRPO baseline: mean of the other members of the group. */
@@ -153,52 +153,57 @@ export const trainConfigSchema = z.strictObject({
     .prefault({}),
   rollout: z
     .strictObject({
-      problemsPerBatch: z.number().int().positive().default(16),
-      groupSize: z.number().int().min(2).default(8),
-      temperature: z.number().positive().default(1),
+      problemsPerBatch: z.number().int().positive().max(100_000).default(16),
+      groupSize: z.number().int().min(2).max(4_096).default(8),
+      temperature: z.number().positive().max(100).default(1),
       /** Reuse unchanged prefixes between a stage's batches (teamtr, single-round fixed order). */
       suffixResampling: z.boolean().default(true),
+    })
+    .refine((rollout) => rollout.problemsPerBatch * rollout.groupSize <= 1_000_000, {
+      message:
+        'problemsPerBatch × groupSize is the number of trajectories in one batch, held in memory at once; keep it at most 1,000,000',
+      path: ['groupSize'],
     })
     .prefault({}),
   trustRegion: z
     .strictObject({
-      delta: z.number().nonnegative().default(0.01),
-      epochs: z.number().int().positive().default(2),
-      minibatches: z.number().int().positive().default(2),
+      delta: z.number().nonnegative().max(10).default(0.01),
+      epochs: z.number().int().positive().max(1_000).default(2),
+      minibatches: z.number().int().positive().max(100_000).default(2),
       /** What an out-of-region step does: undo it, or halve it until back in region. */
       backoff: z.enum(['restore', 'line-search']).default('line-search'),
-      maxGradNorm: z.number().positive().default(1),
+      maxGradNorm: z.number().positive().max(1e6).default(1),
     })
     .prefault({}),
   optimizer: z
     .strictObject({
-      learningRate: z.number().positive().default(1e-4),
+      learningRate: z.number().positive().max(1e4).default(1e-4),
       beta1: z.number().min(0).lt(1).default(0.9),
       beta2: z.number().min(0).lt(1).default(0.99),
-      weightDecay: z.number().nonnegative().default(0),
+      weightDecay: z.number().nonnegative().max(1e4).default(0),
     })
     .prefault({}),
   budget: z
     .strictObject({
       /** Stop once the policies generated this many tokens (the matched-budget axis). */
-      generatedTokens: z.number().int().positive().default(400_000),
-      maxStages: z.number().int().positive().optional(),
+      generatedTokens: z.number().int().positive().max(1e12).default(400_000),
+      maxStages: z.number().int().positive().max(1e9).optional(),
     })
     .prefault({}),
   evaluation: z
     .strictObject({
-      problems: z.number().int().positive().default(200),
+      problems: z.number().int().positive().max(1_000_000).default(200),
       /** Evaluate every this many stages (and always at the start and the end). */
-      every: z.number().int().positive().default(10),
+      every: z.number().int().positive().max(1e9).default(10),
       /**
        * 1 = the policy itself (what training optimizes and what the team does when sampled);
        * 0 = greedy decoding.
        */
-      temperature: z.number().nonnegative().default(1),
+      temperature: z.number().nonnegative().max(100).default(1),
     })
     .prefault({}),
   /** Save a resumable checkpoint every this many stages. */
-  checkpointEvery: z.number().int().positive().default(5),
+  checkpointEvery: z.number().int().positive().max(1e9).default(5),
   /**
    * Also save the frozen base weights of LoRA agents in each checkpoint (self-contained, but as
    * large as the model). Without it a LoRA agent's checkpoint holds its adapters in PEFT layout
@@ -208,7 +213,7 @@ export const trainConfigSchema = z.strictObject({
   certificate: z
     .strictObject({
       /** Bound on |E_{a∼π_new} A(s, a)|: the reward range unless something tighter is known. */
-      epsilon: z.number().positive().default(1),
+      epsilon: z.number().positive().max(1e6).default(1),
       confidence: z.number().gt(0).lt(1).default(0.95),
       /**
        * Prompts per stage, apart from the stage's own, on which every update is also measured

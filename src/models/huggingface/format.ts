@@ -7,6 +7,7 @@ import { FileFormatError } from '../../util/errors.js';
 import { RandomGenerator } from '../../util/random.js';
 import type { LoadedModel, ModelFormat } from '../model-format.js';
 import { architectureOf } from './config.js';
+import { checkModelFits } from '../memory-estimate.js';
 import { loadGenerationConfig } from './generation-config.js';
 import { loadHuggingFaceWeights } from './weights.js';
 
@@ -49,6 +50,7 @@ export async function loadHuggingFaceModel(directory: string): Promise<LoadedMod
       `the tokenizer has ${tokenizer.vocabSize} tokens but the model only ${config.vocabSize} embedding rows (vocab_size)`,
     );
   }
+  checkModelFits(config, configPath);
   const model = new TransformerLM(config, new SkippedInitialization(0));
   try {
     await loadHuggingFaceWeights(model, directory);

@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { saveCheckpoint } from '../io/checkpoint.js';
+import { resolveModelConfig } from '../nn/config.js';
+import { TransformerLM } from '../nn/transformer.js';
+import { CharTokenizer } from '../tokenizer/char.js';
+import { RandomGenerator } from '../util/random.js';
+import { loadModel } from './load.js';
+import { parameterCount } from './memory-estimate.js';
+
+const cleanup: string[] = [];
+after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
+
+async function tinyCheckpoint(): Promise<string> {
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'teamtr-hostile-'));
+  cleanup.push(directory);
+  const tokenizer = new CharTokenizer({ alphabet: 'ab' });
+  const model = new TransformerLM(
+    {
+      architecture: 'llama',
+      vocabSize: tokenizer.vocabSize,
+      hiddenSize: 8,
+      layers: 1,
+      heads: 2,
+      intermediateSize: 16,
+      maxPositions: 16,
+    },
+    new RandomGenerator(0),
+  );
+  await saveCheckpoint(directory, {
+    config: model.config,
+    parameters: model.stateDict(),
+    tokenizer: tokenizer.toJSON(),
+  });
+  model.destroy();
+  return directory;
+}
+
+function editConfig(directory: string, change: (config: Record<string, unknown>) => void): void {
+  const file = path.join(directory, 'config.json');
+  const config = JSON.parse(readFileSync(file, 'utf8'));
+  change(config);
+  writeFileSync(file, JSON.stringify(config));
+}
+
+describe('hostile model directories', () => {
+  test('absurd sizes in config.json fail at validation, naming the key, before any allocation', async () => {
+    for (const [key, value] of [
+      ['layers', 10_000_000],
+      ['vocabSize', 2_000_000_000],
+      ['maxPositions', 1e9],
+      ['hiddenSize', 1_000_000],
+    ] as const) {
+      const directory = await tinyCheckpoint();
+      editConfig(directory, (config) => (config[key] = value));
+      await assert.rejects(loadModel(directory), new RegExp(`${key}: .*(<=|too big|at most)`), key);
+    }
+  });
+
+  test('a config that does not match its weight file is refused before the model is built', async () => {
+    const directory = await tinyCheckpoint();
+    editConfig(directory, (config) => (config.layers = 900));
+    await assert.rejects(
+      loadModel(directory),
+      /config\.json describes a model of \d+ parameters but model\.safetensors holds \d+/,
+    );
+  });
+
+  test('a model larger than the machine is refused with the figure', async () => {
+    const directory = await tinyCheckpoint();
+    editConfig(directory, (config) =>
+      Object.assign(config, { layers: 1000, hiddenSize: 65536, heads: 512 }),
+    );
+    await assert.rejects(
+      loadModel(directory),
+      /needs [\d.]+ GiB for its float32 weights, more than 60% of this machine/,
+    );
+  });
+
+  test('NaN or Inf in the weights is refused at load, naming the directory and the weight', async () => {
+    const directory = await tinyCheckpoint();
+    const loaded = await loadModel(directory);
+    const parameters = loaded.model.stateDict();
+    parameters[1]!.data[3] = Number.NaN;
+    await saveCheckpoint(directory, {
+      config: loaded.model.config,
+      parameters,
+      tokenizer: loaded.tokenizer.toJSON(),
+    });
+    loaded.model.destroy();
+    await assert.rejects(
+      loadModel(directory),
+      new RegExp(
+        `${directory}: weight "${parameters[1]!.name.replace(/\./g, '\\.')}" holds a non-finite value \\(NaN at element 3\\)`,
+      ),
+    );
+  });
+
+  test('parameterCount is the number of parameters the model allocates, for every architecture option', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          architecture: fc.constantFrom('llama' as const, 'gpt2' as const),
+          heads: fc.integer({ min: 1, max: 4 }),
+          groups: fc.integer({ min: 1, max: 2 }),
+          headDim: fc.constantFrom(2, 4),
+          layers: fc.integer({ min: 1, max: 3 }),
+          intermediateSize: fc.integer({ min: 1, max: 12 }),
+          vocabSize: fc.integer({ min: 2, max: 20 }),
+          attentionBias: fc.boolean(),
+          queryKeyNorm: fc.boolean(),
+          tieEmbeddings: fc.boolean(),
+        }),
+        (options) => {
+          const config = resolveModelConfig({
+            architecture: options.architecture,
+            vocabSize: options.vocabSize,
+            hiddenSize: 6,
+            layers: options.layers,
+            heads: options.heads * options.groups,
+            kvHeads: options.heads,
+            headDim: options.headDim,
+            intermediateSize: options.intermediateSize,
+            maxPositions: 8,
+            attentionBias: options.attentionBias,
+            queryKeyNorm: options.queryKeyNorm,
+            tieEmbeddings: options.tieEmbeddings,
+          });
+          const model = new TransformerLM(config, new RandomGenerator(1));
+          const allocated = model
+            .namedParameters()
+            .reduce((total, { tensor }) => total + tensor.data.length, 0);
+          model.destroy();
+          assert.equal(parameterCount(config), allocated);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
