@@ -78,6 +78,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     });
   });
   let port: number;
+  if (
+    options.port !== undefined &&
+    !(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65_535)
+  )
+    throw new TeamtrError(`--port ${options.port} is not a port; give 0–65535 (0 = any free port)`);
   try {
     port = await listen(server, host, options.port ?? defaultDashboardPort);
   } catch (error) {

@@ -66,13 +66,23 @@ export function modelEndpoint(options: ModelEndpointOptions): ServedModel {
           'context_length_exceeded',
         );
       }
+      const room = model.config.maxPositions - promptIds.length;
+      if (request.maxTokens !== null && request.maxTokens > room)
+        throw new RequestError(
+          400,
+          `max_tokens is ${request.maxTokens}, but after the prompt's ${promptIds.length} tokens this model has room for ${room} (context ${model.config.maxPositions}); ask for at most ${room}`,
+          'max_tokens',
+          'context_length_exceeded',
+        );
       const result = await generateText(
         model,
         tokenizer,
         promptIds,
         {
-          maxNewTokens:
+          maxNewTokens: Math.min(
+            room,
             request.maxTokens ?? generation?.maxNewTokens ?? options.defaultMaxTokens ?? 256,
+          ),
           temperature: request.temperature ?? generation?.temperature ?? 1,
           topP: request.topP ?? generation?.topP ?? 1,
           topK: request.topK ?? generation?.topK ?? 0,

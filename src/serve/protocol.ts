@@ -88,9 +88,33 @@ function describeIssues(error: z.ZodError): { message: string; param: string | n
   return { message: `${param ?? 'request'}: ${issue.message}`, param };
 }
 
+/** Fields that change what a client expects back; accepting and ignoring them would mislead. */
+const unsupportedFields = [
+  'tools',
+  'tool_choice',
+  'functions',
+  'function_call',
+  'parallel_tool_calls',
+  'response_format',
+  'logit_bias',
+  'suffix',
+  'best_of',
+  'audio',
+  'modalities',
+  'prediction',
+] as const;
+
 function refuseUnsupported(
   body: z.output<typeof chatRequestSchema> | z.output<typeof completionRequestSchema>,
 ): void {
+  const record = body as Record<string, unknown>;
+  for (const field of unsupportedFields)
+    if (record[field] !== undefined && record[field] !== null)
+      throw new RequestError(
+        400,
+        `${field}: not supported by teamtr serve (plain text generation only); leave it out`,
+        field,
+      );
   if (body.n !== undefined && body.n !== null && body.n !== 1)
     throw new RequestError(400, 'n: only n = 1 is supported', 'n');
   for (const key of ['frequency_penalty', 'presence_penalty'] as const) {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -40,8 +41,6 @@ const team: Team = {
     rolePrompt: index === 0 ? 'Solve. ' : 'Check. ',
     speakerTag: `${'AB'[index]}:`,
     policy: new LocalPolicy(charModel(10 + index), char),
-    trainable: true,
-    delta: 0.01,
   })),
   protocol: { turnOrder: [0, 1], answerTurn: 1, permutePerEpisode: false, maxTurnTokens: 8 },
 };
@@ -268,6 +267,7 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
     while (!release) await new Promise((resolve) => setTimeout(resolve, 5));
     const refused = await fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify(chat()),
     });
     assert.equal(refused.status, 429);
@@ -275,5 +275,100 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
     release!();
     assert.equal((await busy).json.choices[0].message.content, 'done');
     assert.equal((await post('/v1/chat/completions', chat())).status, 200);
+  });
+});
+
+describe('teamtr serve: requests it must refuse', () => {
+  let hardened: RunningServer;
+  before(async () => {
+    hardened = await startServer({
+      endpoints: [
+        modelEndpoint({ id: 'echo', model: plain, tokenizer: char, promptFormat: 'plain' }),
+      ],
+      port: 0,
+    });
+  });
+  after(() => hardened.close());
+  const send = (headers: Record<string, string>, body: unknown) =>
+    fetch(`${hardened.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  const request = { model: 'echo', messages: [{ role: 'user', content: 'hi' }] };
+
+  test('a body that is not declared JSON is refused (a cross-site form cannot post it)', async () => {
+    const response = await send({ 'content-type': 'text/plain' }, request);
+    assert.equal(response.status, 415);
+    assert.match(
+      ((await response.json()) as Json).error.message,
+      /content-type: application\/json/,
+    );
+  });
+
+  test('a Host that is not this server is refused (DNS rebinding)', async () => {
+    const { port } = new URL(hardened.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const outgoing = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { host: 'attacker.example', 'content-type': 'application/json' },
+        },
+        (incoming) => {
+          incoming.resume();
+          resolve(incoming.statusCode ?? 0);
+        },
+      );
+      outgoing.on('error', reject);
+      outgoing.end(JSON.stringify(request));
+    });
+    assert.equal(status, 421);
+  });
+
+  test('tools, tool_choice and response_format are refused by name, not ignored', async () => {
+    for (const field of ['tools', 'tool_choice', 'response_format']) {
+      const response = await send(
+        { 'content-type': 'application/json' },
+        { ...request, [field]: [] },
+      );
+      assert.equal(response.status, 400, field);
+      assert.equal(((await response.json()) as Json).error.param, field);
+    }
+  });
+
+  test('max_tokens past the model context is a 400 naming the limit', async () => {
+    const response = await send(
+      { 'content-type': 'application/json' },
+      { ...request, max_tokens: 1_000_000_000 },
+    );
+    assert.equal(response.status, 400);
+    const body = (await response.json()) as Json;
+    assert.equal(body.error.param, 'max_tokens');
+    assert.match(body.error.message, /has room for \d+ \(context \d+\); ask for at most \d+/);
+  });
+
+  test('a port in use and an impossible port are clear errors', async () => {
+    const port = Number(new URL(hardened.url).port);
+    await assert.rejects(
+      startServer({
+        endpoints: [
+          modelEndpoint({ id: 'echo', model: plain, tokenizer: char, promptFormat: 'plain' }),
+        ],
+        port,
+      }),
+      /port \d+ on 127\.0\.0\.1 is in use by another program; pick another with --port/,
+    );
+    await assert.rejects(
+      startServer({
+        endpoints: [
+          modelEndpoint({ id: 'echo', model: plain, tokenizer: char, promptFormat: 'plain' }),
+        ],
+        port: 99999,
+      }),
+      /--port 99999 is not a port; give 0–65535/,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isLoopbackHost, listenOrExplain, loopbackHosts } from '../util/listen.js';
 import type { AddressInfo } from 'node:net';
 import { TeamtrError } from '../util/errors.js';
 import type { ServedModel } from './endpoints.js';
@@ -86,8 +87,19 @@ class Router {
     this.byId = new Map(options.endpoints.map((endpoint) => [endpoint.id, endpoint]));
   }
 
+  /**
+   * Host headers this server answers when bound to loopback: a web page that rebinds its own
+   * domain name to 127.0.0.1 sends its domain, and is refused (421).
+   */
+  allowedHosts: Set<string> | null = null;
+
   async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const route = `${request.method} ${(request.url ?? '').split('?')[0]}`;
+    if (this.allowedHosts && !this.allowedHosts.has(request.headers.host ?? ''))
+      throw new RequestError(
+        421,
+        `this server answers requests for ${[...this.allowedHosts][0]} only (Host ${JSON.stringify(request.headers.host ?? '')} was refused to block DNS rebinding)`,
+      );
     if (route === 'GET /health') return sendJson(response, 200, { status: 'ok' });
     if (route === 'GET /v1/models') {
       return sendJson(response, 200, {
@@ -110,6 +122,13 @@ class Router {
       throw new RequestError(
         404,
         `no route ${route} (routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /health)`,
+      );
+    // A cross-site form can post text/plain without a preflight; JSON needs one, so only JSON.
+    const contentType = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (contentType !== 'application/json')
+      throw new RequestError(
+        415,
+        `send the body as JSON with "content-type: application/json" (got ${JSON.stringify(contentType || 'none')})`,
       );
     const text = await readBody(request, this.options.maxBodyBytes ?? 1024 * 1024);
     let raw: unknown;
@@ -218,12 +237,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const server: Server = createServer((request, response) => {
     router.handle(request, response).catch((error: unknown) => reportFailure(response, error));
   });
+  // Slow clients cannot hold a connection open: headers within 10 s, the whole request in 60 s.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8000, host, () => resolve());
-  });
+  await listenOrExplain(server, host, options.port ?? 8000);
   const { port } = server.address() as AddressInfo;
+  if (isLoopbackHost(host)) router.allowedHosts = loopbackHosts(port, host);
   const shownHost = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${shownHost}:${port}`,

@@ -194,3 +194,33 @@ describe('loadJsonlTask', () => {
     assert.equal(task.demonstrator, undefined);
   });
 });
+
+describe('loadJsonlTask: bytes that are not UTF-8', () => {
+  it('refuses them, naming the line, instead of training on U+FFFD', async () => {
+    const file = path.join(directory, `latin1-${fileCounter++}.jsonl`);
+    writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from(`${JSON.stringify({ prompt: 'ok', answer: 1, split: 'train' })}\n`),
+        Buffer.from('{"prompt": "caf'),
+        Buffer.from([0xe9]), // "é" in Latin-1
+        Buffer.from('", "answer": 2, "split": "eval"}\n'),
+      ]),
+    );
+    await assert.rejects(
+      loadJsonlTask(file, { verifier: 'exact' }),
+      (error: unknown) =>
+        error instanceof FileFormatError && /line 2 is not valid UTF-8/.test(error.message),
+    );
+    const valid = writeDataset(
+      lines(
+        { prompt: 'café', answer: '\uFFFD', split: 'train' },
+        { prompt: 'b', answer: 'c', split: 'eval' },
+      ),
+    );
+    assert.equal(
+      (await loadJsonlTask(valid, { verifier: 'exact' })).split('train', { seed: 0 })[0]!.prompt,
+      'café',
+    );
+  });
+});

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
@@ -101,8 +102,35 @@ export async function loadJsonlTask(path: string, options: JsonlLoadOptions): Pr
   };
 }
 
+/**
+ * Refuses bytes that are not UTF-8, naming the line: decoding them would silently turn them
+ * into U+FFFD and train on prompts that are not the dataset's.
+ */
+async function checkUtf8Lines(path: string): Promise<void> {
+  let pending = Buffer.alloc(0);
+  let lineNumber = 0;
+  const check = (line: Buffer) => {
+    lineNumber++;
+    if (!isUtf8(line))
+      throw new FileFormatError(
+        path,
+        `line ${lineNumber} is not valid UTF-8 (save the file as UTF-8, or fix that line's bytes)`,
+      );
+  };
+  for await (const chunk of createReadStream(path)) {
+    let data = Buffer.concat([pending, chunk as Buffer]);
+    for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a)) {
+      check(data.subarray(0, newline));
+      data = data.subarray(newline + 1);
+    }
+    pending = data;
+  }
+  if (pending.length > 0) check(pending);
+}
+
 async function readProblems(path: string, evalFraction: number): Promise<LoadedProblem[]> {
   await checkReadable(path);
+  await checkUtf8Lines(path);
   const lines = createInterface({
     input: createReadStream(path, { encoding: 'utf8' }),
     crlfDelay: Infinity,

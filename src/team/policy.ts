@@ -1,6 +1,7 @@
 import type { RandomGenerator } from '../util/random.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { generate } from '../nn/generate.js';
+import { TeamtrError } from '../util/errors.js';
 import type { TransformerLM } from '../nn/transformer.js';
 
 export interface CompletionRequest {
@@ -68,6 +69,16 @@ export class LocalPolicy implements AgentPolicy {
       );
   }
 
+  /** A turn must fit after its input in the model's positions; say which settings to change. */
+  private checkContextLength(inputs: readonly number[][], maxNewTokens: number): void {
+    const longest = Math.max(...inputs.map((input) => input.length));
+    const positions = this.model.config.maxPositions;
+    if (longest + maxNewTokens <= positions) return;
+    throw new TeamtrError(
+      `an agent's input is ${longest} tokens (its role prompt, the problem's prompt and the earlier turns) and its turn may take ${maxNewTokens} more (protocol.maxTurnTokens), past its model's ${positions} positions; shorten the role prompt (agents[].rolePrompt) or the prompts, lower protocol.maxTurnTokens, or use a model with a longer context`,
+    );
+  }
+
   encodeInput(input: string): number[] {
     const ids = this.tokenizer.encode(input);
     return this.tokenizer.bosId !== undefined ? [this.tokenizer.bosId, ...ids] : ids;
@@ -78,6 +89,7 @@ export class LocalPolicy implements AgentPolicy {
     settings: CompletionSettings,
   ): Promise<Completion[]> {
     const inputs = requests.map((request) => this.encodeInput(request.input));
+    this.checkContextLength(inputs, settings.maxNewTokens);
     const generated = generate(this.model, {
       prompts: inputs,
       maxNewTokens: settings.maxNewTokens,

@@ -149,3 +149,21 @@ describe('rollouts', () => {
     );
   });
 });
+
+describe('rollouts past a model context', () => {
+  test('a turn that cannot fit after its input names the settings to change', async () => {
+    const team = tinyTeam({ agents: 1, seed: 2 });
+    const task = tinyTask(1);
+    const positions = team.agents[0]!.policy.model!.config.maxPositions;
+    await assert.rejects(
+      rollout({
+        team: { ...team, protocol: { ...team.protocol, maxTurnTokens: positions } },
+        task,
+        problems: task.split('train', { seed: 0, count: 1 }),
+        groupSize: 1,
+        seed: 'long',
+      }),
+      /its turn may take \d+ more \(protocol\.maxTurnTokens\), past its model's \d+ positions; shorten the role prompt \(agents\[\]\.rolePrompt\)/,
+    );
+  });
+});

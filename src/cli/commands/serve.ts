@@ -42,7 +42,11 @@ async function endpointsFor(
       }),
     ];
   }
-  const { built } = await openRun(runDirectory!);
+  const { built, run } = await openRun(runDirectory!);
+  if (!run.hasCheckpoint())
+    process.stderr.write(
+      `teamtr serve: warning: ${runDirectory} has no checkpoint yet, so its agents are the untrained base models\n`,
+    );
   const agents: ServedModel[] = built.team.agents.flatMap((agent) =>
     agent.policy.model
       ? // Agents were trained on plain rendered text, so that is their default prompt format.
