@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -348,6 +349,32 @@ describe('teamtr serve: requests it must refuse', () => {
     const body = (await response.json()) as Json;
     assert.equal(body.error.param, 'max_tokens');
     assert.match(body.error.message, /has room for \d+ \(context \d+\); ask for at most \d+/);
+  });
+
+  test('a request whose body dribbles in slowly is cut off at the request timeout', async () => {
+    const slow = await startServer({
+      endpoints: [
+        modelEndpoint({ id: 'echo', model: plain, tokenizer: char, promptFormat: 'plain' }),
+      ],
+      port: 0,
+      headersTimeoutMs: 200,
+      requestTimeoutMs: 400,
+    });
+    try {
+      const { port } = new URL(slow.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{`,
+      );
+      const started = Date.now();
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      await new Promise((resolve) => socket.on('close', resolve));
+      assert.match(answer, /^HTTP\/1\.1 408/);
+      assert.ok(Date.now() - started < 5_000, 'closed by the server, not by the test');
+    } finally {
+      await slow.close();
+    }
   });
 
   test('a port in use and an impossible port are clear errors', async () => {

@@ -34,6 +34,13 @@ export interface ServerOptions {
   maxConcurrent?: number;
   /** Completions waiting for a slot before new ones are refused with 429. @default 8 */
   maxQueued?: number;
+  /**
+   * A client must send its headers within this time, and its whole request within
+   * requestTimeoutMs, or the connection is closed (a body dribbled slowly cannot hold it).
+   * @default 10_000 and 60_000
+   */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -234,12 +241,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const duplicate = ids.find((id, index) => ids.indexOf(id) !== index);
   if (duplicate) throw new TeamtrError(`two served models are both named "${duplicate}"`);
   const router = new Router(options);
-  const server: Server = createServer((request, response) => {
-    router.handle(request, response).catch((error: unknown) => reportFailure(response, error));
-  });
-  // Slow clients cannot hold a connection open: headers within 10 s, the whole request in 60 s.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 60_000;
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const server: Server = createServer(
+    // Node checks the timeouts every connectionsCheckingInterval (30 s by default).
+    { connectionsCheckingInterval: Math.min(1_000, headersTimeout) },
+    (request, response) => {
+      router.handle(request, response).catch((error: unknown) => reportFailure(response, error));
+    },
+  );
+  server.headersTimeout = headersTimeout;
+  server.requestTimeout = options.requestTimeoutMs ?? 60_000;
   const host = options.host ?? '127.0.0.1';
   await listenOrExplain(server, host, options.port ?? 8000);
   const { port } = server.address() as AddressInfo;
