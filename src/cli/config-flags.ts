@@ -30,22 +30,45 @@ function unwrapped(schema: z.ZodType): z.ZodType {
   return current;
 }
 
+/** Keys the program writes into a run's config, never a user: no flag. */
+const recordedKeys = new Set(['taskFingerprint']);
+
 function leavesOf(schema: z.ZodType, prefix: string[] = []): Leaf[] {
   const inner = unwrapped(schema);
   if (inner instanceof z.ZodObject && prefix.length < 3) {
-    return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, child]) =>
-      leavesOf(child, [...prefix, key]),
-    );
+    return Object.entries(inner.shape as Record<string, z.ZodType>)
+      .filter(([key]) => !recordedKeys.has(key))
+      .flatMap(([key, child]) => leavesOf(child, [...prefix, key]));
   }
   if (prefix.length === 0) return [];
   const choices = inner instanceof z.ZodEnum ? ` (${(inner.options as string[]).join(' | ')})` : '';
+  const fallback = defaultOf(schema);
   return [
     {
       path: prefix,
       flag: prefix.map(kebab).join('-'),
-      description: `config ${prefix.join('.')}${choices}`,
+      description: `config ${prefix.join('.')}${choices}${fallback === undefined ? '' : ` (default ${JSON.stringify(fallback)})`}`,
     },
   ];
+}
+
+/** The schema's default for a leaf, if it has a plain one (shown in --help). */
+function defaultOf(schema: z.ZodType): unknown {
+  let current = schema;
+  for (let depth = 0; depth < 16; depth++) {
+    const definition = current._zod.def as {
+      type?: string;
+      defaultValue?: unknown;
+      innerType?: z.ZodType;
+    };
+    if (definition.type === 'default') {
+      const value = definition.defaultValue;
+      return typeof value === 'object' && value !== null ? undefined : value;
+    }
+    if (!definition.innerType) return undefined;
+    current = definition.innerType;
+  }
+  return undefined;
 }
 
 /** Commander's key for a leaf's flag: `--rollout-group-size` → `rolloutGroupSize`. */
@@ -68,9 +91,7 @@ export function addConfigFlags(
 ): void {
   for (const leaf of leavesOf(schema)) {
     if (skip.includes(leaf.path[0]!)) continue;
-    command.addOption(
-      new Option(`--${leaf.flag} <value>`, leaf.description).hideHelp(leaf.path.length > 1),
-    );
+    command.addOption(new Option(`--${leaf.flag} <value>`, leaf.description));
   }
 }
 

@@ -224,3 +224,74 @@ describe('loadJsonlTask: bytes that are not UTF-8', () => {
     );
   });
 });
+
+describe('loadJsonlTask: the layouts datasets ship in', () => {
+  it('reads GSM8K lines, chat messages lines and renamed fields', async () => {
+    const gsm8k = writeDataset(
+      lines(
+        {
+          question: 'Tom has 3 apples and buys 4. How many?',
+          answer: 'He has 3+4 = 7.\n#### 7',
+          split: 'train',
+        },
+        { question: 'Half of 10?', answer: '10/2 = 5\n#### 5', split: 'eval' },
+      ),
+    );
+    const math = await loadJsonlTask(gsm8k, { verifier: 'math' });
+    const [problem] = math.split('train', { seed: 0 });
+    assert.equal(problem!.prompt, 'Tom has 3 apples and buys 4. How many?');
+    assert.equal(problem!.answer, '7');
+    assert.equal(math.verify(problem!, 'First 3, then 4 more.\n#### 7').correct, true);
+    assert.equal(math.verify(problem!, 'so the answer is \\boxed{7}').correct, true);
+    assert.equal(math.verify(problem!, 'Answer: 8').correct, false);
+
+    const chat = writeDataset(
+      lines(
+        {
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: '2+2?' },
+            { role: 'assistant', content: '4' },
+          ],
+          split: 'train',
+        },
+        { messages: [{ role: 'user', content: '3+3?' }], answer: 6, split: 'eval' },
+      ),
+    );
+    const chatTask = await loadJsonlTask(chat, { verifier: 'numeric' });
+    assert.deepEqual(
+      [...chatTask.split('train', { seed: 0 }), ...chatTask.split('eval', { seed: 0 })].map(
+        (entry) => [entry.prompt, entry.answer],
+      ),
+      [
+        ['2+2?', '4'],
+        ['3+3?', '6'],
+      ],
+    );
+
+    const renamed = writeDataset(
+      lines(
+        { problem: 'a', solution: 'b', split: 'train' },
+        { problem: 'c', solution: 'd', split: 'eval' },
+      ),
+    );
+    const renamedTask = await loadJsonlTask(renamed, {
+      verifier: 'exact',
+      fields: { prompt: 'problem', answer: 'solution' },
+    });
+    assert.deepEqual(
+      renamedTask.split('eval', { seed: 0 }).map((entry) => [entry.prompt, entry.answer]),
+      [['c', 'd']],
+    );
+  });
+
+  it('a chat line without a user message is an error naming the line', async () => {
+    await assertFileError(
+      lines(
+        { prompt: 'x', answer: 'y', split: 'train' },
+        { messages: [{ role: 'assistant', content: 'hi' }], split: 'eval' },
+      ),
+      /line 2: .*prompt.* is missing/,
+    );
+  });
+});

@@ -74,7 +74,60 @@ export const jsonlLoadOptionsSchema = z.strictObject({
     .optional(),
   /** Generation budget of a turn, in characters. @default 2048 */
   maxTurnChars: z.number().int().positive().default(2048),
+  /**
+   * Which keys of a line hold the prompt and the answer, for datasets with their own names
+   * (e.g. { prompt: "problem", answer: "solution" }). Without it, lines may also be GSM8K's
+   * {question, answer: "… #### 42"} or chat {messages: [...], answer?}.
+   */
+  fields: z
+    .strictObject({ prompt: z.string().min(1).optional(), answer: z.string().min(1).optional() })
+    .default({}),
 });
+
+type FieldNames = { prompt?: string; answer?: string };
+
+/**
+ * A line in one of the layouts datasets ship in, as {prompt, answer, …}:
+ * - renamed fields (`fields`): their values move to `prompt` / `answer`;
+ * - GSM8K: `question`, and the final answer after the last "####" of `answer`;
+ * - chat: `messages` — the last user message is the prompt, and the answer is the line's
+ *   `answer`, else the last assistant message.
+ * Anything else is left as it is (and validated as the plain layout).
+ */
+function standardLayout(
+  record: Record<string, unknown>,
+  fields: FieldNames,
+): Record<string, unknown> {
+  const { prompt: promptKey, answer: answerKey } = fields;
+  if (promptKey || answerKey) {
+    const renamed = { ...record };
+    for (const [key, target] of [
+      [promptKey, 'prompt'],
+      [answerKey, 'answer'],
+    ] as const) {
+      if (!key || key === target) continue;
+      renamed[target] = record[key];
+      delete renamed[key];
+    }
+    return renamed;
+  }
+  if ('question' in record && !('prompt' in record)) {
+    const { question, answer, ...rest } = record;
+    const final =
+      typeof answer === 'string' && answer.includes('####')
+        ? answer.split('####').at(-1)!.trim()
+        : answer;
+    return { ...rest, prompt: question, answer: final };
+  }
+  if ('messages' in record && !('prompt' in record) && Array.isArray(record.messages)) {
+    const { messages, answer, ...rest } = record;
+    const list = messages as Array<{ role?: unknown; content?: unknown }>;
+    const last = (role: string) =>
+      [...list].reverse().find((message) => message?.role === role)?.content;
+    return { ...rest, prompt: last('user'), answer: answer ?? last('assistant') };
+  }
+  return record;
+}
 
 export type JsonlLoadOptions = z.input<typeof jsonlLoadOptionsSchema>;
 
@@ -87,7 +140,7 @@ interface LoadedProblem {
 export async function loadJsonlTask(path: string, options: JsonlLoadOptions): Promise<BuiltInTask> {
   const settings = parseWithSchema(jsonlLoadOptionsSchema, options, `jsonl task "${path}"`);
   const verifier = createVerifier(settings.verifier, `jsonl task "${path}" verifier`);
-  const loaded = await readProblems(path, settings.evalFraction);
+  const loaded = await readProblems(path, settings.evalFraction, settings.fields);
   const roles = settings.roles ?? defaultRoles;
   const characters = loaded.map(({ problem }) => problem.prompt + problem.answer).join('');
   const roleText = roles.map((role) => role.prompt).join('');
@@ -128,7 +181,11 @@ async function checkUtf8Lines(path: string): Promise<void> {
   if (pending.length > 0) check(pending);
 }
 
-async function readProblems(path: string, evalFraction: number): Promise<LoadedProblem[]> {
+async function readProblems(
+  path: string,
+  evalFraction: number,
+  fields: FieldNames,
+): Promise<LoadedProblem[]> {
   await checkReadable(path);
   await checkUtf8Lines(path);
   const lines = createInterface({
@@ -142,7 +199,7 @@ async function readProblems(path: string, evalFraction: number): Promise<LoadedP
     lineNumber++;
     const line = lineNumber === 1 ? rawLine.replace(/^\uFEFF/, '') : rawLine;
     if (line.trim() === '') continue;
-    const record = parseLine(path, lineNumber, line);
+    const record = parseLine(path, lineNumber, line, fields);
     const id = record.id ?? `line-${lineNumber}`;
     const earlier = idLines.get(id);
     if (earlier !== undefined) {
@@ -184,7 +241,12 @@ async function checkReadable(path: string): Promise<void> {
   if (!isFile) throw new FileFormatError(path, 'is not a file; give the path of a .jsonl file');
 }
 
-function parseLine(path: string, lineNumber: number, line: string): z.output<typeof lineSchema> {
+function parseLine(
+  path: string,
+  lineNumber: number,
+  line: string,
+  fields: FieldNames,
+): z.output<typeof lineSchema> {
   const example = 'each line must be one JSON object such as {"prompt": "2+2", "answer": "4"}';
   let value: unknown;
   try {
@@ -198,7 +260,7 @@ function parseLine(path: string, lineNumber: number, line: string): z.output<typ
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new FileFormatError(path, `line ${lineNumber}: not a JSON object; ${example}`);
   }
-  const result = lineSchema.safeParse(value);
+  const result = lineSchema.safeParse(standardLayout(value as Record<string, unknown>, fields));
   if (result.success) return result.data;
   const problems = result.error.issues.map(describeLineIssue);
   throw new FileFormatError(path, `line ${lineNumber}: ${problems.join('; ')}`);

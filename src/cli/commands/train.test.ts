@@ -235,3 +235,19 @@ describe('teamtr train: interruption and resume flags', () => {
     assert.match(result.stderr, /--resume continues an existing run: say which with --run-dir DIR/);
   });
 });
+
+describe('teamtr train --help', () => {
+  test('lists every config flag, nested ones included, with its default', async () => {
+    const help = await teamtr(['train', '--help']);
+    assert.match(
+      help.stdout,
+      /--rollout-group-size <value> +config rollout\.groupSize \(default 8\)/,
+    );
+    assert.match(help.stdout, /--budget-generated-tokens <value>/);
+    assert.match(
+      help.stdout,
+      /--trust-region-delta <value> +config trustRegion\.delta \(default 0\.01\)/,
+    );
+    assert.doesNotMatch(help.stdout, /--task-fingerprint/, 'recorded by the trainer, not a flag');
+  });
+});

@@ -59,6 +59,17 @@ export function extractAnswerLine(text: string): string | null {
   return answer.length > 0 ? answer : null;
 }
 
+/** GSM8K's convention: the text after the last "####", to the end of its line, else null. */
+export function extractHashMarked(text: string): string | null {
+  const at = text.lastIndexOf('####');
+  if (at < 0) return null;
+  const answer = text
+    .slice(at + 4)
+    .split('\n')[0]!
+    .trim();
+  return answer.length > 0 ? answer : null;
+}
+
 /** Removes presentation-only LaTeX so equal answers written differently compare equal. */
 export function normalizeMathAnswer(answer: string): string {
   let normalized = answer;
@@ -138,6 +149,8 @@ function locateAnswer(
   if (boxed !== null) return { answer: boxed, source: 'last \\boxed{...}' };
   const line = extractAnswerLine(text);
   if (line !== null) return { answer: line, source: 'last "Answer:" line' };
+  const marked = extractHashMarked(text);
+  if (marked !== null) return { answer: marked, source: 'text after the last "####"' };
   if (fallback === 'whole-text' && text.trim().length > 0) {
     return { answer: text, source: 'whole text (no \\boxed or "Answer:")' };
   }
