@@ -105,6 +105,17 @@ describe('dashboard server', () => {
     assert.equal((await send(server, '/api/runs/first/config')).status, 404);
   });
 
+  test('an impossible or busy port is a clear error naming --port', async () => {
+    await assert.rejects(
+      startDashboard({ runDirectories: [compare], port: 99999 }),
+      /--port 99999 is not a port; give 0–65535/,
+    );
+    await assert.rejects(
+      startDashboard({ runDirectories: [compare], port: server.port }),
+      new RegExp(`port ${server.port} is in use; pick another with --port`),
+    );
+  });
+
   test('is read-only: anything but GET is 405', async () => {
     for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
       const reply = await send(server, '/api/runs', { method });
