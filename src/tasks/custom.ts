@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 import { TeamtrError } from '../util/errors.js';
-import { RandomGenerator } from '../util/random.js';
 import { oneRoundProtocol, sortedUnique } from './protocol.js';
+import { seededSample } from './splits.js';
 import type {
   Problem,
   RoleDefinition,
   SplitName,
-  SplitOptions,
   Task,
   VerifyDetails,
   VerifyResult,
@@ -76,7 +75,7 @@ export function defineTask(definition: TaskDefinition): Task {
       '\n',
       '',
     ),
-    split: (split, options) => sample(splits[split], options),
+    split: (split, options) => seededSample(splits[split], options),
     verify: (problem, answer) => scoreWith(definition, problem, answer),
   };
 }
@@ -100,18 +99,6 @@ function checkedProblems(
     ids.add(id);
     return { id, prompt: input.prompt, answer: String(input.answer), metadata: input.metadata };
   });
-}
-
-/** Every problem of the split, or a seeded sample of `count` in their original order. */
-function sample(problems: readonly Problem[], options: SplitOptions): Problem[] {
-  const { count } = options;
-  if (count === undefined || count >= problems.length) return [...problems];
-  const indices = problems.map((_problem, index) => index);
-  new RandomGenerator(options.seed).shuffle(indices);
-  return indices
-    .slice(0, count)
-    .sort((first, second) => first - second)
-    .map((index) => problems[index]!);
 }
 
 async function scoreWith(

@@ -4,10 +4,9 @@ import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
-import { RandomGenerator } from '../util/random.js';
 import { formatPath, parseWithSchema } from '../util/schema.js';
 import { oneRoundProtocol, sortedUnique } from './protocol.js';
-import { splitOf } from './splits.js';
+import { seededSample, splitOf } from './splits.js';
 import type { Problem, RoleDefinition, SplitName, BuiltInTask } from './types.js';
 import { createVerifier, verifierSpecSchema } from './verifiers/index.js';
 
@@ -296,15 +295,5 @@ function selectSplit(
         `some lines with "split": "${splitName}" or change evalFraction`,
     );
   }
-  const count = splitOptions.count;
-  if (count === undefined || count >= problems.length) return problems;
-  if (!Number.isInteger(count) || count < 0) {
-    throw new TeamtrError(`count must be a non-negative integer, got ${count}`);
-  }
-  const indices = problems.map((_, index) => index);
-  new RandomGenerator(splitOptions.seed).shuffle(indices);
-  return indices
-    .slice(0, count)
-    .sort((first, second) => first - second)
-    .map((index) => problems[index]!);
+  return seededSample(problems, splitOptions);
 }

@@ -101,3 +101,23 @@ export function generatedSplitMethod(
       generate,
     });
 }
+
+/**
+ * A dataset's split: every problem when `count` is absent or covers them all, else a seeded
+ * sample of `count` problems kept in their original order.
+ */
+export function seededSample(
+  problems: readonly Problem[],
+  options: { seed: number; count?: number },
+): Problem[] {
+  const { count } = options;
+  if (count === undefined || count >= problems.length) return [...problems];
+  if (!Number.isInteger(count) || count < 0)
+    throw new TeamtrError(`count must be a non-negative integer, got ${count}`);
+  const indices = problems.map((_problem, index) => index);
+  new RandomGenerator(options.seed).shuffle(indices);
+  return indices
+    .slice(0, count)
+    .sort((first, second) => first - second)
+    .map((index) => problems[index]!);
+}
