@@ -377,6 +377,52 @@ describe('teamtr serve: requests it must refuse', () => {
     }
   });
 
+  test('CORS is off by default and opt-in with an origin', async () => {
+    const closed = await fetch(`${hardened.url}/v1/models`, {
+      headers: { origin: 'http://page.example' },
+    });
+    assert.equal(closed.headers.get('access-control-allow-origin'), null);
+    const open = await startServer({
+      endpoints: [
+        modelEndpoint({ id: 'echo', model: plain, tokenizer: char, promptFormat: 'plain' }),
+      ],
+      port: 0,
+      corsOrigin: 'http://localhost:3000',
+    });
+    try {
+      const preflight = await fetch(`${open.url}/v1/chat/completions`, { method: 'OPTIONS' });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers.get('access-control-allow-origin'), 'http://localhost:3000');
+      assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /content-type/);
+      const listed = await fetch(`${open.url}/v1/models`);
+      assert.equal(listed.headers.get('access-control-allow-origin'), 'http://localhost:3000');
+    } finally {
+      await open.close();
+    }
+  });
+
+  test('GET /v1/models/{id} describes a served model, 404 for others', async () => {
+    const found = await fetch(`${hardened.url}/v1/models/echo`);
+    assert.equal(found.status, 200);
+    assert.deepEqual(await found.json(), {
+      id: 'echo',
+      object: 'model',
+      created: 0,
+      owned_by: 'teamtr',
+    });
+    const missing = await fetch(`${hardened.url}/v1/models/nothing`);
+    assert.equal(missing.status, 404);
+  });
+
+  test('a streamed request that fails before its first token gets its HTTP status, not a 200 stream', async () => {
+    const response = await send(
+      { 'content-type': 'application/json' },
+      { ...request, stream: true, messages: [{ role: 'user', content: 'x'.repeat(500) }] },
+    );
+    assert.equal(response.status, 400);
+    assert.equal(((await response.json()) as Json).error.code, 'context_length_exceeded');
+  });
+
   test('a port in use and an impossible port are clear errors', async () => {
     const port = Number(new URL(hardened.url).port);
     await assert.rejects(

@@ -41,6 +41,11 @@ export interface ServerOptions {
    */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /**
+   * Let web pages from this origin call the server (CORS), e.g. "http://localhost:3000", or
+   * "*" for any. Off by default: browsers then refuse cross-site reads.
+   */
+  corsOrigin?: string;
 }
 
 export interface RunningServer {
@@ -102,12 +107,34 @@ class Router {
 
   async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const route = `${request.method} ${(request.url ?? '').split('?')[0]}`;
+    if (this.options.corsOrigin) {
+      response.setHeader('access-control-allow-origin', this.options.corsOrigin);
+      if (request.method === 'OPTIONS') {
+        response.writeHead(204, {
+          'access-control-allow-methods': 'GET, POST, OPTIONS',
+          'access-control-allow-headers': 'content-type, authorization',
+          'access-control-max-age': '600',
+        });
+        return void response.end();
+      }
+    }
     if (this.allowedHosts && !this.allowedHosts.has(request.headers.host ?? ''))
       throw new RequestError(
         421,
         `this server answers requests for ${[...this.allowedHosts][0]} only (Host ${JSON.stringify(request.headers.host ?? '')} was refused to block DNS rebinding)`,
       );
     if (route === 'GET /health') return sendJson(response, 200, { status: 'ok' });
+    if (request.method === 'GET' && route.startsWith('GET /v1/models/')) {
+      const id = decodeURIComponent(route.slice('GET /v1/models/'.length));
+      if (!this.byId.has(id))
+        throw new RequestError(
+          404,
+          `model "${id}" not found (available: ${[...this.byId.keys()].join(', ')})`,
+          'model',
+          'model_not_found',
+        );
+      return sendJson(response, 200, { id, object: 'model', created: 0, owned_by: 'teamtr' });
+    }
     if (route === 'GET /v1/models') {
       return sendJson(response, 200, {
         object: 'list',
@@ -128,7 +155,7 @@ class Router {
     if (!kind)
       throw new RequestError(
         404,
-        `no route ${route} (routes: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /health)`,
+        `no route ${route} (routes: GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, POST /v1/completions, GET /health)`,
       );
     // A cross-site form can post text/plain without a preflight; JSON needs one, so only JSON.
     const contentType = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -182,13 +209,24 @@ class Router {
       });
       return sendJson(response, 200, responseBody(request, id, created, result));
     }
-    const send = (body: unknown) => response.write(`data: ${JSON.stringify(body)}\n\n`);
-    response.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
-    if (request.kind === 'chat') send(chunkBody(request, id, created, { role: true, text: '' }));
+    // The stream opens at the first token: an error before it (a prompt too long, max_tokens
+    // past the context) is answered with its HTTP status, as without streaming.
+    const open = () => {
+      if (response.headersSent) return;
+      response.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      if (request.kind === 'chat')
+        response.write(
+          `data: ${JSON.stringify(chunkBody(request, id, created, { role: true, text: '' }))}\n\n`,
+        );
+    };
+    const send = (body: unknown) => {
+      open();
+      response.write(`data: ${JSON.stringify(body)}\n\n`);
+    };
     try {
       const result = await endpoint.complete(request, {
         onDelta: (text) => send(chunkBody(request, id, created, { text })),
@@ -197,6 +235,7 @@ class Router {
       send(chunkBody(request, id, created, { finishReason: result.finishReason }));
       if (request.includeUsage) send(usageChunkBody(request, id, created, result));
     } catch (error) {
+      if (!response.headersSent) throw error;
       // Headers are gone: report the failure in the stream itself.
       const message = error instanceof TeamtrError ? error.message : 'internal error';
       send(

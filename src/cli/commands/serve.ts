@@ -89,6 +89,10 @@ export function register(program: Command): void {
     .option('--max-body-bytes <n>', 'largest accepted request body', String(1024 * 1024))
     .option('--max-concurrent <n>', 'completions generated at once', '1')
     .option('--max-queued <n>', 'completions waiting for a slot before 429', '8')
+    .option(
+      '--cors <origin>',
+      'let web pages from this origin call the server (e.g. http://localhost:3000, or *); off by default',
+    )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
       const endpoints = await endpointsFor(runDirectory, flags);
       const host = String(flags.host);
@@ -99,6 +103,7 @@ export function register(program: Command): void {
         maxBodyBytes: integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
         maxConcurrent: integerFlag('max-concurrent', flags.maxConcurrent, 1),
         maxQueued: integerFlag('max-queued', flags.maxQueued, 0),
+        corsOrigin: flags.cors as string | undefined,
       });
       if (!['127.0.0.1', 'localhost', '::1'].includes(host))
         process.stderr.write(
