@@ -30,3 +30,29 @@ describe('the package as a dependency', () => {
     assert.equal(run('use.mjs'), 'function function');
   });
 });
+
+describe('the packed package', () => {
+  test('ships the built-in models, configs and docs, and no test code', () => {
+    const [report] = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+        cwd: root,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    ) as Array<{ files: Array<{ path: string }> }>;
+    const files = report!.files.map((file) => file.path);
+    for (const needed of [
+      'models/arithmetic-chain/role-0/model.safetensors',
+      'models/arithmetic-chain/shared/tokenizer.json',
+      'configs/demo.yaml',
+      'docs/method.md',
+      'dist/index.js',
+      'bin/teamtr.js',
+    ])
+      assert.ok(files.includes(needed), `${needed} is packed`);
+    const testCode = files.filter((file) =>
+      /\.test\.|test-support|backend\/testing|backend\.suite/.test(file),
+    );
+    assert.deepEqual(testCode, []);
+  });
+});

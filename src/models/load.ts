@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkpointFiles, loadCheckpoint } from '../io/checkpoint.js';
@@ -65,16 +66,36 @@ export const teamtrCheckpointFormat: ModelFormat = {
 
 export const modelFormats: ModelFormat[] = [huggingFaceFormat, teamtrCheckpointFormat];
 
-/** Where the built-in tiny models live: `<package>/models`. */
+/** Where the built-in tiny models ship: `<package>/models`. */
 export function builtinModelsDirectory(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'models');
 }
 
-/** `builtin:arithmetic-chain/role-0` → its directory; any other spec is a path. */
+/**
+ * Where `teamtr pretrain` puts models it builds for an installed package: a user cache
+ * ($XDG_CACHE_HOME/teamtr/models, else ~/.cache/teamtr/models), never inside node_modules.
+ */
+export function userModelsDirectory(): string {
+  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(cache, 'teamtr', 'models');
+}
+
+/** Where pretrain writes by default: the package's models/ in a checkout, the cache otherwise. */
+export function defaultPretrainDirectory(): string {
+  const shipped = builtinModelsDirectory();
+  return shipped.split(path.sep).includes('node_modules') ? userModelsDirectory() : shipped;
+}
+
+/**
+ * `builtin:arithmetic-chain/role-0` → the shipped directory, else the one pretrain built in the
+ * user cache; any other spec is a path.
+ */
 export function resolveModelSpec(spec: string): string {
-  if (spec.startsWith('builtin:'))
-    return path.join(builtinModelsDirectory(), spec.slice('builtin:'.length));
-  return path.resolve(spec);
+  if (!spec.startsWith('builtin:')) return path.resolve(spec);
+  const name = spec.slice('builtin:'.length);
+  const shipped = path.join(builtinModelsDirectory(), name);
+  const cached = path.join(userModelsDirectory(), name);
+  return existsSync(shipped) || !existsSync(cached) ? shipped : cached;
 }
 
 /** Loads a model directory in any known format, with an error listing them when none fits. */

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { pretrain, pretrainConfigSchema } from '../../pretrain/pretrain.js';
-import { builtinModelsDirectory } from '../../models/load.js';
+import { defaultPretrainDirectory } from '../../models/load.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
 
@@ -14,7 +14,7 @@ export function register(program: Command): void {
     .option('-c, --config <file>', 'config file (YAML or JSON)')
     .option(
       '--out <dir>',
-      'output directory (default: the package models/<task>, used by builtin:<task>/role-<r>)',
+      'output directory (default: models/<task> in a checkout, ~/.cache/teamtr/models/<task> for an installed package; both serve builtin:<task>/role-<r>)',
     )
     .option('--json', 'print one JSON result object on stdout');
   addConfigFlags(command, pretrainConfigSchema, ['model']);
@@ -28,7 +28,7 @@ export function register(program: Command): void {
       (config.task as { name?: string } | undefined)?.name ?? 'arithmetic-chain',
     );
     const output =
-      (flags.out as string | undefined) ?? path.join(builtinModelsDirectory(), taskName);
+      (flags.out as string | undefined) ?? path.join(defaultPretrainDirectory(), taskName);
     const progress = new ProgressReporter(false);
     let current = -1;
     const result = await pretrain(config, output, (event) => {
