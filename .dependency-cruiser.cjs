@@ -17,7 +17,7 @@ const allowed = {
   models: ['io', 'nn', 'optim', 'tokenizer', 'tensor', 'util'],
   rl: ['util'],
   tasks: ['util'],
-  team: ['nn', 'tasks', 'tokenizer', 'tensor', 'util'],
+  team: ['models', 'nn', 'tasks', 'tokenizer', 'tensor', 'util'],
   trainer: ['io', 'models', 'nn', 'optim', 'rl', 'tasks', 'team', 'tensor', 'tokenizer', 'util'],
   pretrain: ['io', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
   theory: ['io', 'rl', 'util'],

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { chatPromptIds } from '../models/chat.js';
 import type { GenerationDefaults } from '../models/huggingface/generation-config.js';
 import type { TransformerLM } from '../nn/transformer.js';
-import { renderAgentInput, type SharedTurn } from '../team/render.js';
+import { renderForAgent } from '../team/render.js';
 import type { Team } from '../team/team.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { RandomGenerator } from '../util/random.js';
@@ -119,7 +119,7 @@ export async function runTeamPipeline(
   prompt: string,
   options: { temperature: number; random: RandomGenerator; signal?: AbortSignal },
 ): Promise<{ turns: TeamTurn[]; answer: string; generatedTokens: number }> {
-  const shared: SharedTurn[] = [];
+  const spoken: Array<{ agentIndex: number; text: string }> = [];
   const turns: TeamTurn[] = [];
   let generatedTokens = 0;
   for (const agentIndex of team.protocol.turnOrder) {
@@ -128,13 +128,13 @@ export async function runTeamPipeline(
     const [completion] = await agent.policy.complete(
       [
         {
-          input: renderAgentInput(agent, prompt, shared),
+          ...renderForAgent(team, agentIndex, prompt, spoken),
           random: options.random.split(`turn-${turns.length}`),
         },
       ],
       { maxNewTokens: team.protocol.maxTurnTokens, temperature: options.temperature },
     );
-    shared.push({ speakerTag: agent.speakerTag, text: completion!.text });
+    spoken.push({ agentIndex, text: completion!.text });
     turns.push({ agent: agent.name, text: completion!.text });
     generatedTokens += completion!.tokens.length;
   }

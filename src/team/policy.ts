@@ -3,10 +3,17 @@ import type { Tokenizer } from '../tokenizer/types.js';
 import { generate } from '../nn/generate.js';
 import { TeamtrError } from '../util/errors.js';
 import type { TransformerLM } from '../nn/transformer.js';
+import { chatPromptIds, hasChatTemplate } from '../models/chat.js';
+import { chatMessages, type AgentView } from './chat-view.js';
 
 export interface CompletionRequest {
   /** The agent's rendered input text (role prompt + shared context + its speaker tag). */
   input: string;
+  /**
+   * The same context as structure, for policies that render it with a chat template (an
+   * instruct model's tokenizer); plain-text policies read `input`.
+   */
+  view?: AgentView;
   /** The stream this request samples from (per trajectory and turn: common random numbers). */
   random: RandomGenerator;
 }
@@ -54,15 +61,22 @@ export interface AgentPolicy {
 /** Turns end at a newline: every turn is one line of the shared context. */
 export const turnTerminator = '\n';
 
-/** A local TransformerLM with its tokenizer. */
+/**
+ * A local TransformerLM with its tokenizer. A tokenizer with a chat template (an instruct
+ * model) gets the shared context as chat messages, and its turn ends at its end-of-turn token,
+ * newlines and all; a plain model (the built-in character models) reads the rendered text and
+ * writes one line.
+ */
 export class LocalPolicy implements AgentPolicy {
   private readonly stopIds: number[];
+  private readonly chat: boolean;
 
   constructor(
     readonly model: TransformerLM,
     readonly tokenizer: Tokenizer,
   ) {
-    this.stopIds = turnEndingIds(tokenizer);
+    this.chat = hasChatTemplate(tokenizer);
+    this.stopIds = this.chat ? endOfTurnIds(tokenizer) : turnEndingIds(tokenizer);
     if (this.stopIds.length === 0)
       throw new Error(
         'the tokenizer has neither a token containing a newline nor an EOS token to end turns',
@@ -88,7 +102,11 @@ export class LocalPolicy implements AgentPolicy {
     requests: readonly CompletionRequest[],
     settings: CompletionSettings,
   ): Promise<Completion[]> {
-    const inputs = requests.map((request) => this.encodeInput(request.input));
+    const inputs = requests.map((request) =>
+      this.chat && request.view
+        ? chatPromptIds(this.tokenizer, chatMessages(request.view))
+        : this.encodeInput(request.input),
+    );
     this.checkContextLength(inputs, settings.maxNewTokens);
     const generated = generate(this.model, {
       prompts: inputs,
@@ -105,9 +123,12 @@ export class LocalPolicy implements AgentPolicy {
         tokens: sequence.tokens,
         logProbs: sequence.logProbs,
         // A byte-level BPE stop token may carry text before its newline (".\n"): keep that part.
-        text: this.tokenizer
-          .decode(sequence.tokens, { skipSpecialTokens: true })
-          .split(turnTerminator)[0]!,
+        // A chat model's turn keeps its lines; its end-of-turn token is special and dropped.
+        text: this.chat
+          ? this.tokenizer.decode(sequence.tokens, { skipSpecialTokens: true })
+          : this.tokenizer
+              .decode(sequence.tokens, { skipSpecialTokens: true })
+              .split(turnTerminator)[0]!,
         finishReason: sequence.finishReason,
       };
     });
@@ -131,4 +152,22 @@ function turnEndingIds(tokenizer: Tokenizer): number[] {
   }
   turnEndingCache.set(tokenizer, ids);
   return ids;
+}
+
+/** Tokens instruct models end a turn with, besides EOS (ChatML, Llama 3, Phi, Gemma). */
+const endOfTurnTokens = ['<|im_end|>', '<|eot_id|>', '<|end|>', '<end_of_turn>', '<|endoftext|>'];
+
+/** A chat model's turn ends at EOS or at its template's end-of-turn token, not at a newline. */
+function endOfTurnIds(tokenizer: Tokenizer): number[] {
+  const ids = new Set<number>();
+  if (tokenizer.eosId !== undefined) ids.add(tokenizer.eosId);
+  for (const token of endOfTurnTokens) {
+    const id = tokenizer.tokenToId(token);
+    if (id !== undefined) ids.add(id);
+  }
+  if (ids.size === 0)
+    throw new TeamtrError(
+      "the chat model's tokenizer has no EOS or end-of-turn token to end a turn with; set eos_token in tokenizer_config.json",
+    );
+  return [...ids];
 }

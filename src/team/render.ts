@@ -1,5 +1,6 @@
-import type { Agent } from './team.js';
+import type { Agent, Team } from './team.js';
 import { turnTerminator } from './policy.js';
+import type { AgentView } from './chat-view.js';
 
 export interface SharedTurn {
   speakerTag: string;
@@ -35,4 +36,33 @@ export function singleLine(text: string): string {
 /** The default speaker tag of agent `index`: "A:", "B:", … */
 export function speakerTagFor(index: number): string {
   return `${String.fromCharCode(65 + (index % 26))}:`;
+}
+
+/**
+ * Agent `agentIndex`'s input before its turn, both as the plain text character-level models
+ * read and as the structured view a chat template renders (the policy picks).
+ */
+export function renderForAgent(
+  team: Pick<Team, 'agents'>,
+  agentIndex: number,
+  prompt: string,
+  turns: ReadonlyArray<{ agentIndex: number; text: string }>,
+): { input: string; view: AgentView } {
+  const agent = team.agents[agentIndex]!;
+  const shared = turns.map((turn) => ({
+    speakerTag: team.agents[turn.agentIndex]!.speakerTag,
+    text: turn.text,
+  }));
+  return {
+    input: renderAgentInput(agent, prompt, shared),
+    view: {
+      rolePrompt: agent.rolePrompt,
+      prompt,
+      turns: turns.map((turn) => ({
+        speaker: team.agents[turn.agentIndex]!.name,
+        text: turn.text,
+        own: turn.agentIndex === agentIndex,
+      })),
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import { RandomGenerator } from '../util/random.js';
 import type { Problem, Task } from '../tasks/index.js';
 import type { CompletionRequest } from './policy.js';
-import { renderAgentInput, type SharedTurn } from './render.js';
+import { renderForAgent } from './render.js';
 import { hasSeveralRounds, type Team } from './team.js';
 import type { TeamBatch, Trajectory, TurnRecord } from './types.js';
 
@@ -98,12 +98,9 @@ async function sampleTurn(
     const agent = team.agents[agentIndex]!;
     const requests: CompletionRequest[] = indices.map((index) => {
       const trajectory = trajectories[index]!;
-      const shared: SharedTurn[] = trajectory.turns.map((turn) => ({
-        speakerTag: team.agents[turn.agentIndex]!.speakerTag,
-        text: turn.text,
-      }));
+      const prompt = problems[trajectory.problemIndex]!.prompt;
       return {
-        input: renderAgentInput(agent, problems[trajectory.problemIndex]!.prompt, shared),
+        ...renderForAgent(team, agentIndex, prompt, trajectory.turns),
         random: new RandomGenerator(`${seed}/sample/${index}/${turnIndex}`),
       };
     });
