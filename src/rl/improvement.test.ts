@@ -119,7 +119,10 @@ describe('offPolicyImprovementEstimate', () => {
             oldLogProbs,
             confidence: 0.99,
           });
-          if (reference.standardError > 0) assert.ok(stricter.lowerBound < reference.lowerBound);
+          // A standard error below the estimate's rounding (two nearly equal trajectories) moves
+          // nothing in float64: only a resolvable one must lower the bound.
+          if (reference.standardError > 1e-12 * Math.max(1, Math.abs(reference.estimate)))
+            assert.ok(stricter.lowerBound < reference.lowerBound);
         },
       ),
     );
