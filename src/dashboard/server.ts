@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { resolveRunDirectories } from '../report/runs.js';
 import { TeamtrError } from '../util/errors.js';
+import { isLoopbackHost } from '../util/listen.js';
 import { handleRequest } from './routes.js';
 import { RunStore } from './run-store.js';
 
@@ -28,10 +29,6 @@ export interface DashboardServer {
 }
 
 export const defaultDashboardPort = 8765;
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
-}
 
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -100,7 +97,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   }
   const urlHost =
     isIP(host) === 6 ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  if (isLoopback(host))
+  if (isLoopbackHost(host))
     context.allowedHosts = new Set([
       `127.0.0.1:${port}`,
       `localhost:${port}`,
