@@ -80,6 +80,8 @@ export interface NormalizedRequest {
   seed: number | null;
   logprobs: boolean;
   topLogprobs: number;
+  /** Samples to return; sample i draws from seed + i when a seed is given. */
+  n: number;
 }
 
 function describeIssues(error: z.ZodError): { message: string; param: string | null } {
@@ -87,6 +89,9 @@ function describeIssues(error: z.ZodError): { message: string; param: string | n
   const param = issue.path.map(String).join('.') || null;
   return { message: `${param ?? 'request'}: ${issue.message}`, param };
 }
+
+/** Samples one request may ask for (a group for RL: each is a full generation). */
+const maxChoices = 16;
 
 /** Fields that change what a client expects back; accepting and ignoring them would mislead. */
 const unsupportedFields = [
@@ -115,8 +120,15 @@ function refuseUnsupported(
         `${field}: not supported by teamtr serve (plain text generation only); leave it out`,
         field,
       );
-  if (body.n !== undefined && body.n !== null && body.n !== 1)
-    throw new RequestError(400, 'n: only n = 1 is supported', 'n');
+  const n = body.n ?? 1;
+  if (n < 1 || n > maxChoices)
+    throw new RequestError(400, `n: give 1 to ${maxChoices} samples, got ${n}`, 'n');
+  if (n > 1 && body.stream)
+    throw new RequestError(
+      400,
+      'n: several samples are served without streaming; drop stream or n',
+      'n',
+    );
   for (const key of ['frequency_penalty', 'presence_penalty'] as const) {
     const value = body[key];
     if (value !== undefined && value !== null && value !== 0)
@@ -152,6 +164,7 @@ export function normalizeRequest(kind: 'chat' | 'completion', raw: unknown): Nor
     stream: body.stream ?? false,
     includeUsage: body.stream_options?.include_usage ?? false,
     seed: body.seed ?? null,
+    n: body.n ?? 1,
   };
   if (kind === 'chat') {
     const chat = body as z.output<typeof chatRequestSchema>;
@@ -245,31 +258,37 @@ export function responseBody(
   request: NormalizedRequest,
   id: string,
   created: number,
-  result: ServedResult,
+  results: readonly ServedResult[],
 ): unknown {
-  const logprobs =
-    request.logprobs && result.logprobs
-      ? request.kind === 'chat'
-        ? chatLogprobs(result.logprobs)
-        : legacyLogprobs(result.logprobs)
-      : null;
-  const choice =
-    request.kind === 'chat'
+  const choices = results.map((result, index) => {
+    const logprobs =
+      request.logprobs && result.logprobs
+        ? request.kind === 'chat'
+          ? chatLogprobs(result.logprobs)
+          : legacyLogprobs(result.logprobs)
+        : null;
+    return request.kind === 'chat'
       ? {
-          index: 0,
+          index,
           message: { role: 'assistant', content: result.text },
           logprobs,
           finish_reason: result.finishReason,
         }
-      : { index: 0, text: result.text, logprobs, finish_reason: result.finishReason };
+      : { index, text: result.text, logprobs, finish_reason: result.finishReason };
+  });
+  const completionTokens = results.reduce((total, result) => total + result.completionTokens, 0);
   return {
     id,
     object: request.kind === 'chat' ? 'chat.completion' : 'text_completion',
     created,
     model: request.model,
-    choices: [choice],
-    usage: usageOf(result),
-    ...result.extra,
+    choices,
+    usage: {
+      prompt_tokens: results[0]!.promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: results[0]!.promptTokens + completionTokens,
+    },
+    ...results[0]!.extra,
   };
 }
 

@@ -237,7 +237,13 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
         /model "nope" not found \(available: qwen, plain, team, blocking\)/,
       ],
       ['/v1/chat/completions', { model: 'qwen' }, 400, /messages/],
-      ['/v1/chat/completions', chat({ n: 2 }), 400, /only n = 1/],
+      ['/v1/chat/completions', chat({ n: 20 }), 400, /n: give 1 to 16 samples, got 20/],
+      [
+        '/v1/chat/completions',
+        chat({ n: 2, stream: true }),
+        400,
+        /several samples are served without streaming/,
+      ],
       ['/v1/chat/completions', chat({ temperature: 5 }), 400, /temperature/],
       [
         '/v1/chat/completions',
@@ -375,6 +381,26 @@ describe('teamtr serve: requests it must refuse', () => {
     } finally {
       await slow.close();
     }
+  });
+
+  test('n samples come back as n choices, each reproducible from seed + its index', async () => {
+    const body = { ...request, n: 3, seed: 7, max_tokens: 4 };
+    const response = await send({ 'content-type': 'application/json' }, body);
+    assert.equal(response.status, 200);
+    const group = (await response.json()) as Json;
+    assert.deepEqual(
+      group.choices.map((choice: Json) => choice.index),
+      [0, 1, 2],
+    );
+    const single = async (seed: number) =>
+      (
+        (await (
+          await send({ 'content-type': 'application/json' }, { ...request, seed, max_tokens: 4 })
+        ).json()) as Json
+      ).choices[0].message.content;
+    assert.equal(group.choices[2].message.content, await single(9));
+    const tokens = group.usage.completion_tokens;
+    assert.ok(tokens >= 3 && tokens <= 12);
   });
 
   test('CORS is off by default and opt-in with an origin', async () => {

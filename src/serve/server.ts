@@ -203,11 +203,15 @@ class Router {
     const id = completionId(request.kind);
     const created = Math.floor(Date.now() / 1000);
     if (!request.stream) {
-      const result = await endpoint.complete(request, {
-        onDelta: () => undefined,
-        signal: aborter.signal,
-      });
-      return sendJson(response, 200, responseBody(request, id, created, result));
+      const results = [];
+      for (let index = 0; index < request.n; index++)
+        results.push(
+          await endpoint.complete(
+            { ...request, seed: request.seed === null ? null : request.seed + index },
+            { onDelta: () => undefined, signal: aborter.signal },
+          ),
+        );
+      return sendJson(response, 200, responseBody(request, id, created, results));
     }
     // The stream opens at the first token: an error before it (a prompt too long, max_tokens
     // past the context) is answered with its HTTP status, as without streaming.
