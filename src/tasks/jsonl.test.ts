@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError, FileFormatError, TeamtrError } from '../util/errors.js';
+import { parquetWriteFile } from 'hyparquet-writer';
 import { loadJsonlTask } from './jsonl.js';
 import { splitOf } from './splits.js';
 
@@ -292,6 +293,115 @@ describe('loadJsonlTask: the layouts datasets ship in', () => {
         { messages: [{ role: 'assistant', content: 'hi' }], split: 'eval' },
       ),
       /line 2: .*prompt.* is missing/,
+    );
+  });
+});
+
+describe('loadJsonlTask: Parquet files in the verl layout', () => {
+  it('reads chat-message prompts and reward_model.ground_truth; a bad file or row is named', async () => {
+    const rows = [
+      {
+        prompt: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: '2+2?' },
+        ],
+        truth: '4',
+        split: 'train',
+        index: 0,
+      },
+      { prompt: [{ role: 'user', content: '3+3?' }], truth: '6', split: 'test', index: 1 },
+      { prompt: [{ role: 'user', content: '5+5?' }], truth: '10', split: 'train', index: 2 },
+    ];
+    const write = (file: string, prompts: unknown[]) =>
+      parquetWriteFile({
+        filename: file,
+        columnData: [
+          { name: 'data_source', data: rows.map(() => 'openai/gsm8k') },
+          { name: 'prompt', data: prompts },
+          {
+            name: 'reward_model',
+            data: rows.map((row) => ({ ground_truth: row.truth, style: 'rule' })),
+          },
+          {
+            name: 'extra_info',
+            data: rows.map((row) => ({ split: row.split, index: BigInt(row.index) })),
+          },
+        ],
+        schema: [
+          { name: 'root', num_children: 4 },
+          {
+            name: 'data_source',
+            type: 'BYTE_ARRAY',
+            converted_type: 'UTF8',
+            repetition_type: 'OPTIONAL',
+          },
+          { name: 'prompt', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
+          { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+          { name: 'element', repetition_type: 'OPTIONAL', num_children: 2 },
+          { name: 'role', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+          {
+            name: 'content',
+            type: 'BYTE_ARRAY',
+            converted_type: 'UTF8',
+            repetition_type: 'OPTIONAL',
+          },
+          { name: 'reward_model', repetition_type: 'OPTIONAL', num_children: 2 },
+          {
+            name: 'ground_truth',
+            type: 'BYTE_ARRAY',
+            converted_type: 'UTF8',
+            repetition_type: 'OPTIONAL',
+          },
+          {
+            name: 'style',
+            type: 'BYTE_ARRAY',
+            converted_type: 'UTF8',
+            repetition_type: 'OPTIONAL',
+          },
+          { name: 'extra_info', repetition_type: 'OPTIONAL', num_children: 2 },
+          {
+            name: 'split',
+            type: 'BYTE_ARRAY',
+            converted_type: 'UTF8',
+            repetition_type: 'OPTIONAL',
+          },
+          { name: 'index', type: 'INT64', repetition_type: 'OPTIONAL' },
+        ],
+      });
+    const file = path.join(directory, 'verl.parquet');
+    write(
+      file,
+      rows.map((row) => row.prompt),
+    );
+    const task = await loadJsonlTask(file, { verifier: 'math' });
+    assert.deepEqual(
+      task
+        .split('train', { seed: 0 })
+        .map((problem) => [problem.id, problem.prompt, problem.answer]),
+      [
+        ['0', '2+2?', '4'],
+        ['2', '5+5?', '10'],
+      ],
+    );
+    const [held] = task.split('eval', { seed: 0 });
+    assert.equal(held!.prompt, '3+3?');
+    assert.equal(held!.metadata!.data_source, 'openai/gsm8k');
+
+    const noUser = path.join(directory, 'no-user.parquet');
+    write(noUser, [rows[0]!.prompt, [{ role: 'assistant', content: 'hi' }], rows[2]!.prompt]);
+    await assert.rejects(
+      loadJsonlTask(noUser, { verifier: 'math' }),
+      (error: unknown) =>
+        error instanceof FileFormatError &&
+        /no-user\.parquet: row 2: .*prompt.* is missing/.test(error.message),
+    );
+    const broken = path.join(directory, 'broken.parquet');
+    writeFileSync(broken, 'PAR1 this is not parquet');
+    await assert.rejects(
+      loadJsonlTask(broken, { verifier: 'math' }),
+      (error: unknown) =>
+        error instanceof FileFormatError &&
+        /broken\.parquet: is not a readable Parquet file/.test(error.message),
     );
   });
 });

@@ -1,5 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
+import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
@@ -11,7 +13,7 @@ import type { Problem, RoleDefinition, SplitName, BuiltInTask } from './types.js
 import { createVerifier, verifierSpecSchema } from './verifiers/index.js';
 
 /**
- * User datasets: one JSON object per line,
+ * User datasets, JSONL or Parquet (by the file's extension). JSONL: one JSON object per line,
  *
  *     {"prompt": "What is 7*6?", "answer": 42, "id": "q1", "split": "eval", "metadata": {...}}
  *
@@ -86,6 +88,26 @@ export const jsonlLoadOptionsSchema = z.strictObject({
 type FieldNames = { prompt?: string; answer?: string };
 
 /**
+ * verl's layout (the TeamTR authors' data too): `prompt` is a list of chat messages (the last
+ * user message is the problem), the reference is `reward_model.ground_truth`; `extra_info`
+ * may carry `split` and `index`; the rest becomes metadata.
+ */
+function verlLayout(record: Record<string, unknown>): Record<string, unknown> {
+  const { prompt, reward_model: rewardModel, extra_info: extraInfo, answer, ...rest } = record;
+  const messages = prompt as Array<{ role?: unknown; content?: unknown }>;
+  const lastUser = [...messages].reverse().find((message) => message?.role === 'user')?.content;
+  const extra = (extraInfo ?? {}) as { split?: unknown; index?: unknown };
+  const split = extra.split === 'test' || extra.split === 'validation' ? 'eval' : extra.split;
+  return {
+    prompt: lastUser,
+    answer: answer ?? (rewardModel as { ground_truth?: unknown } | undefined)?.ground_truth,
+    ...(split === 'train' || split === 'eval' ? { split } : {}),
+    ...(extra.index !== undefined ? { id: String(extra.index) } : {}),
+    metadata: { ...rest, ...(extraInfo ? { extra_info: extraInfo } : {}) },
+  };
+}
+
+/**
  * A line in one of the layouts datasets ship in, as {prompt, answer, …}:
  * - renamed fields (`fields`): their values move to `prompt` / `answer`;
  * - GSM8K: `question`, and the final answer after the last "####" of `answer`;
@@ -110,6 +132,7 @@ function standardLayout(
     }
     return renamed;
   }
+  if (Array.isArray(record.prompt)) return verlLayout(record);
   if ('question' in record && !('prompt' in record)) {
     const { question, answer, ...rest } = record;
     const final =
@@ -180,39 +203,83 @@ async function checkUtf8Lines(path: string): Promise<void> {
   if (pending.length > 0) check(pending);
 }
 
+/** Each record of a dataset file with its place ("line 3", "row 3") and 1-based number. */
+type RecordSource = AsyncGenerator<{ number: number; where: string; value: unknown }>;
+
+async function* jsonlRecords(path: string): RecordSource {
+  await checkUtf8Lines(path);
+  const lines = createInterface({
+    input: createReadStream(path, { encoding: 'utf8' }),
+    crlfDelay: Infinity,
+  });
+  let lineNumber = 0;
+  for await (const rawLine of lines) {
+    lineNumber++;
+    const line = lineNumber === 1 ? rawLine.replace(/^\uFEFF/, '') : rawLine;
+    if (line.trim() === '') continue;
+    yield {
+      number: lineNumber,
+      where: `line ${lineNumber}`,
+      value: parseJsonLine(path, lineNumber, line),
+    };
+  }
+}
+
+/** Rows of a Parquet file (hyparquet: a maintained pure-JavaScript reader, with compressors). */
+async function* parquetRecords(path: string): RecordSource {
+  let rows: Array<Record<string, unknown>>;
+  try {
+    const file = await asyncBufferFromFile(path);
+    rows = (await parquetReadObjects({ file, compressors })) as Array<Record<string, unknown>>;
+  } catch (error) {
+    throw new FileFormatError(
+      path,
+      `is not a readable Parquet file (${(error as Error).message}); check the file, or convert it to JSONL`,
+    );
+  }
+  for (const [index, row] of rows.entries())
+    yield { number: index + 1, where: `row ${index + 1}`, value: plainValues(row) };
+}
+
+/** Parquet INT64 columns come back as BigInt: numbers (or strings when too large) instead. */
+function plainValues(value: unknown): unknown {
+  if (typeof value === 'bigint')
+    return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (Array.isArray(value)) return value.map(plainValues);
+  if (value !== null && typeof value === 'object' && !(value instanceof Date))
+    return Object.fromEntries(
+      Object.entries(value).map(([key, entry]) => [key, plainValues(entry)]),
+    );
+  return value;
+}
+
 async function readProblems(
   path: string,
   evalFraction: number,
   fields: FieldNames,
 ): Promise<LoadedProblem[]> {
   await checkReadable(path);
-  await checkUtf8Lines(path);
-  const lines = createInterface({
-    input: createReadStream(path, { encoding: 'utf8' }),
-    crlfDelay: Infinity,
-  });
+  const records = path.toLowerCase().endsWith('.parquet')
+    ? parquetRecords(path)
+    : jsonlRecords(path);
   const loaded: LoadedProblem[] = [];
-  const idLines = new Map<string, number>();
-  let lineNumber = 0;
-  for await (const rawLine of lines) {
-    lineNumber++;
-    const line = lineNumber === 1 ? rawLine.replace(/^\uFEFF/, '') : rawLine;
-    if (line.trim() === '') continue;
-    const record = parseLine(path, lineNumber, line, fields);
-    const id = record.id ?? `line-${lineNumber}`;
-    const earlier = idLines.get(id);
+  const idPlaces = new Map<string, string>();
+  for await (const { number, where, value } of records) {
+    const record = validateRecord(path, where, value, fields);
+    const id = record.id ?? (where.startsWith('row') ? `row-${number}` : `line-${number}`);
+    const earlier = idPlaces.get(id);
     if (earlier !== undefined) {
       throw new FileFormatError(
         path,
-        `line ${lineNumber}: id "${id}" is already used on line ${earlier}; ids must be unique`,
+        `${where}: id "${id}" is already used on ${earlier}; ids must be unique`,
       );
     }
-    idLines.set(id, lineNumber);
+    idPlaces.set(id, where);
     const problem: Problem = {
       id,
       prompt: record.prompt,
       answer: String(record.answer),
-      metadata: { ...record.metadata, line: lineNumber },
+      metadata: { ...record.metadata, [where.startsWith('row') ? 'row' : 'line']: number },
     };
     loaded.push({
       problem,
@@ -240,12 +307,7 @@ async function checkReadable(path: string): Promise<void> {
   if (!isFile) throw new FileFormatError(path, 'is not a file; give the path of a .jsonl file');
 }
 
-function parseLine(
-  path: string,
-  lineNumber: number,
-  line: string,
-  fields: FieldNames,
-): z.output<typeof lineSchema> {
+function parseJsonLine(path: string, lineNumber: number, line: string): unknown {
   const example = 'each line must be one JSON object such as {"prompt": "2+2", "answer": "4"}';
   let value: unknown;
   try {
@@ -259,10 +321,19 @@ function parseLine(
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new FileFormatError(path, `line ${lineNumber}: not a JSON object; ${example}`);
   }
+  return value;
+}
+
+function validateRecord(
+  path: string,
+  where: string,
+  value: unknown,
+  fields: FieldNames,
+): z.output<typeof lineSchema> {
   const result = lineSchema.safeParse(standardLayout(value as Record<string, unknown>, fields));
   if (result.success) return result.data;
   const problems = result.error.issues.map(describeLineIssue);
-  throw new FileFormatError(path, `line ${lineNumber}: ${problems.join('; ')}`);
+  throw new FileFormatError(path, `${where}: ${problems.join('; ')}`);
 }
 
 function describeLineIssue(issue: z.core.$ZodIssue): string {
