@@ -117,11 +117,19 @@ export interface TeamTurn {
 export async function runTeamPipeline(
   team: Team,
   prompt: string,
-  options: { temperature: number; random: RandomGenerator; signal?: AbortSignal },
-): Promise<{ turns: TeamTurn[]; answer: string; generatedTokens: number }> {
+  options: {
+    temperature: number;
+    random: RandomGenerator;
+    signal?: AbortSignal;
+    /** Longest turn, if shorter than the protocol's (a request's max_tokens). */
+    maxTurnTokens?: number;
+  },
+): Promise<{ turns: TeamTurn[]; answer: string; generatedTokens: number; inputTokens: number }> {
   const spoken: Array<{ agentIndex: number; text: string }> = [];
   const turns: TeamTurn[] = [];
   let generatedTokens = 0;
+  let inputTokens = 0;
+  const maxNewTokens = Math.min(team.protocol.maxTurnTokens, options.maxTurnTokens ?? Infinity);
   for (const agentIndex of team.protocol.turnOrder) {
     if (options.signal?.aborted) throw new RequestError(499, 'the client went away');
     const agent = team.agents[agentIndex]!;
@@ -132,13 +140,14 @@ export async function runTeamPipeline(
           random: options.random.split(`turn-${turns.length}`),
         },
       ],
-      { maxNewTokens: team.protocol.maxTurnTokens, temperature: options.temperature },
+      { maxNewTokens, temperature: options.temperature },
     );
     spoken.push({ agentIndex, text: completion!.text });
     turns.push({ agent: agent.name, text: completion!.text });
-    generatedTokens += completion!.tokens.length;
+    generatedTokens += completion!.generatedTokenCount ?? completion!.tokens.length;
+    inputTokens += completion!.inputIds.length;
   }
-  return { turns, answer: turns[team.protocol.answerTurn]!.text, generatedTokens };
+  return { turns, answer: turns[team.protocol.answerTurn]!.text, generatedTokens, inputTokens };
 }
 
 /**
@@ -156,16 +165,18 @@ export function teamEndpoint(id: string, team: Team): ServedModel {
           : request.prompt;
       if (prompt.length === 0)
         throw new RequestError(400, 'the team needs a user message with the problem', 'messages');
+      // max_tokens bounds every agent's turn; usage counts what all agents read and wrote.
       const episode = await runTeamPipeline(team, prompt, {
         temperature: request.temperature ?? 0,
         random: generatorFor(request),
         signal: events.signal,
+        maxTurnTokens: request.maxTokens ?? undefined,
       });
       events.onDelta(episode.answer);
       return {
         text: episode.answer,
         finishReason: 'stop',
-        promptTokens: 0,
+        promptTokens: episode.inputTokens,
         completionTokens: episode.generatedTokens,
         logprobs: null,
         extra: { teamtr: { turns: episode.turns } },

@@ -227,6 +227,28 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
     );
   });
 
+  test("the team's usage counts what every agent read and wrote; max_tokens bounds each turn", async () => {
+    const response = await post('/v1/chat/completions', {
+      model: 'team',
+      messages: [{ role: 'user', content: 'Q: 2+2?' }],
+      seed: 1,
+      max_tokens: 2,
+    });
+    assert.equal(response.status, 200);
+    const direct = await runTeamPipeline(team, 'Q: 2+2?', {
+      temperature: 0,
+      random: new RandomGenerator(1),
+      maxTurnTokens: 2,
+    });
+    assert.ok(direct.inputTokens > 0);
+    assert.deepEqual(response.json.usage, {
+      prompt_tokens: direct.inputTokens,
+      completion_tokens: direct.generatedTokens,
+      total_tokens: direct.inputTokens + direct.generatedTokens,
+    });
+    assert.ok(direct.generatedTokens <= 2 * team.protocol.turnOrder.length);
+  });
+
   test('bad requests get OpenAI-style errors', async () => {
     const cases: Array<[string, unknown, number, RegExp]> = [
       ['/v1/chat/completions', '{"model": ', 400, /not valid JSON/],
