@@ -3,7 +3,10 @@ import { createGame, gameFamilyByName } from './families.js';
 import { fitPowerLaw, type PowerLawFit } from './fit.js';
 import { randomTeamPolicy } from './policy.js';
 import { createSeededRandom, deriveSeed, seedPartFromText } from './random.js';
-import { stageSchedules, turnOrder, type StageResult, type UpdateRecord } from './schedules.js';
+import { stageSchedules, turnOrder, type StageResult } from './schedules.js';
+import { certificateTolerance, mergeTallies, tallyBounds, type BoundTallies } from './tightness.js';
+
+export { certificateTolerance } from './tightness.js';
 
 /**
  * The scaling experiment (docs/method.md §7): for every team size N, `games` random games, each with
@@ -33,6 +36,8 @@ export interface ScheduleTotals {
   readonly maxOccupancyGap: number;
   /** max over updates with a positive penalty of |true − L| / penalty (≤ 1 when bounds hold). */
   readonly maxErrorShare: number;
+  /** Violations and tightness of every certificate of certificateBounds.ts. */
+  readonly bounds: BoundTallies;
 }
 
 export interface GameOutcome {
@@ -42,18 +47,6 @@ export interface GameOutcome {
   readonly returnBefore: number;
   /** Keyed by schedule name (`teamtr`, `sequential-stale`, `joint`). */
   readonly schedules: Readonly<Record<string, ScheduleTotals>>;
-}
-
-/** Rounding allowance of a certificate check: 1e−12 of the largest magnitude involved, ≥ 1e−12. */
-export function certificateTolerance(update: UpdateRecord): number {
-  const scale = Math.max(
-    1,
-    Math.abs(update.returnBefore),
-    Math.abs(update.returnAfter),
-    Math.abs(update.certificate.surrogate),
-    update.certificate.penalty,
-  );
-  return 1e-12 * scale;
 }
 
 export function summarizeStage(stage: StageResult): ScheduleTotals {
@@ -94,7 +87,7 @@ export function summarizeStage(stage: StageResult): ScheduleTotals {
           : totals.maxErrorShare,
     };
   }
-  return totals;
+  return { ...totals, bounds: tallyBounds(stage.updates) };
 }
 
 /**
@@ -210,6 +203,8 @@ export interface CertificateCheck {
   readonly stepsMissingDelta: number;
   /** How much of its penalty the worst update's surrogate error used up. */
   readonly maxErrorShare: number;
+  /** Every certificate of certificateBounds.ts over the same updates. */
+  readonly bounds: BoundTallies;
 }
 
 export interface FamilyResult {
@@ -270,6 +265,7 @@ function fitMetric(
 }
 
 export function checkCertificates(outcomes: readonly GameOutcome[]): CertificateCheck {
+  const tallies: BoundTallies[] = [];
   let check = {
     updates: 0,
     violations: 0,
@@ -290,9 +286,10 @@ export function checkCertificates(outcomes: readonly GameOutcome[]): Certificate
         stepsMissingDelta: check.stepsMissingDelta + totals.stepsMissingDelta,
         maxErrorShare: Math.max(check.maxErrorShare, totals.maxErrorShare),
       };
+      tallies.push(totals.bounds);
     }
   }
-  return check;
+  return { ...check, bounds: mergeTallies(tallies) };
 }
 
 /** Runs every game of one family (N ascending) and fits the scaling metrics. */

@@ -1,7 +1,9 @@
+import { certificateBounds } from './certificateBounds.js';
 import { scalingMetrics, type FamilyResult, type TheoryExperimentResult } from './experiment.js';
 import { gameFamilyByName } from './families.js';
 import type { PowerLawFit } from './fit.js';
 import type { LogLogPlot, PlotSeries } from './plot.js';
+import { describeTightness } from './tightness.js';
 
 /**
  * Human-readable renderings of a theory experiment: the terminal table, the markdown report and
@@ -70,6 +72,38 @@ function checkSentence(result: TheoryExperimentResult): string {
   );
 }
 
+const tightnessHeader = [
+  'certificate',
+  'violations',
+  'positive',
+  'cert/true q10',
+  'median',
+  'q90',
+] as const;
+
+/** One row per certificate of certificateBounds.ts, over every update of every family. */
+function tightnessRows(result: TheoryExperimentResult): string[][] {
+  const tightness = describeTightness(result.check.bounds);
+  return certificateBounds.map(({ summaryKey }) => {
+    const entry = tightness[summaryKey]!;
+    const quantiles = entry.ratio_quantiles;
+    const format = (value: number | undefined) =>
+      value === undefined ? 'n/a' : value.toPrecision(3);
+    return [
+      summaryKey,
+      `${entry.violations} of ${entry.updates}`,
+      `${(100 * entry.fraction_positive).toFixed(0)}%`,
+      format(quantiles?.q10),
+      format(quantiles?.median),
+      format(quantiles?.q90),
+    ];
+  });
+}
+
+const tightnessNote =
+  'cert/true: certificate ÷ true improvement over the updates that improved (1 = exact, ' +
+  '≤ 1 for a valid bound); positive: share of updates the certificate certifies as improvements';
+
 /** The terminal summary of `teamtr theory` (without --json). */
 export function renderTheoryTable(
   result: TheoryExperimentResult,
@@ -94,7 +128,16 @@ export function renderTheoryTable(
     ...result.families.map((family) => formatSlope(family.fits[metric.key]!)),
   ]);
   lines.push(...padTable([header, ...rows]).map((line) => `  ${line}`));
-  lines.push('', checkSentence(result));
+  lines.push(
+    '',
+    checkSentence(result),
+    '',
+    'tighter certificates (src/theory/certificateBounds.ts):',
+  );
+  lines.push(
+    ...padTable([[...tightnessHeader], ...tightnessRows(result)]).map((line) => `  ${line}`),
+    `  ${tightnessNote}`,
+  );
   if (context.wallSeconds !== undefined)
     lines.push(`wall time ${context.wallSeconds.toFixed(1)} s`);
   return `${lines.join('\n')}\n`;
@@ -186,6 +229,14 @@ export function renderTheoryReport(
       lines.push('', `${metric.label}: no slope, ${family.fits[metric.key]!.note}.`);
   }
   lines.push('', '## Certificate check', '', `${checkSentence(result)}.`);
+  lines.push(
+    '',
+    'Tighter certificates (derivations in `src/theory/certificateBounds.ts`), every update of every family:',
+    '',
+    ...markdownTable(tightnessHeader, tightnessRows(result)),
+    '',
+    `${tightnessNote}.`,
+  );
   if (context.wallSeconds !== undefined)
     lines.push('', `Wall time: ${context.wallSeconds.toFixed(1)} s.`);
   lines.push(

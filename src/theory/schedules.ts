@@ -4,6 +4,7 @@ import {
   type PositionShift,
   type UpdateCertificate,
 } from './certificate.js';
+import { computeTighterCertificates, type TighterCertificates } from './certificateBounds.js';
 import {
   analyzeTeam,
   computeOccupancy,
@@ -68,6 +69,8 @@ export interface UpdateRecord {
    */
   readonly occupancyGap: number;
   readonly certificate: UpdateCertificate;
+  /** The same update's tighter certificates (certificateBounds.ts), all exact. */
+  readonly tighterCertificates: TighterCertificates;
 }
 
 export interface StageResult {
@@ -136,6 +139,7 @@ interface SequentialUpdateParts {
   readonly returnAfter: number;
   readonly surrogate: number;
   readonly certificate: UpdateCertificate;
+  readonly tighterCertificates: TighterCertificates;
 }
 
 function recordUpdate(parts: SequentialUpdateParts): UpdateRecord {
@@ -161,6 +165,7 @@ function recordUpdate(parts: SequentialUpdateParts): UpdateRecord {
       parts.referenceOccupancy[firstPosition]!,
     ),
     certificate: parts.certificate,
+    tighterCertificates: parts.tighterCertificates,
   };
 }
 
@@ -217,6 +222,20 @@ function runSequentialStage(
     // Fresh occupancy needs the next team's analysis anyway; its J is the update's "after".
     nextAnalysis = resampleEveryUpdate ? analyzeTeam(game, next) : null;
     const nextReturn = nextAnalysis ? nextAnalysis.expectedReturn : expectedReturnOf(game, next);
+    const appliedOccupancy = referenceIsCurrent ? occupancy : computeOccupancy(game, current);
+    const tighterCertificates = computeTighterCertificates({
+      game,
+      reference,
+      referenceTeam: referenceIsCurrent ? current : input.team,
+      current,
+      next,
+      currentOccupancy: appliedOccupancy,
+      nextOccupancy: nextAnalysis ? nextAnalysis.occupancy : computeOccupancy(game, next),
+      positions,
+      earlierPositions: earlierShifts.map((shift) => shift.position),
+      surrogate: change.surrogate,
+      certificate,
+    });
     updates.push(
       recordUpdate({
         game,
@@ -226,11 +245,12 @@ function runSequentialStage(
         current,
         next,
         referenceOccupancy: occupancy,
-        appliedOccupancy: referenceIsCurrent ? occupancy : computeOccupancy(game, current),
+        appliedOccupancy,
         returnBefore: currentReturn,
         returnAfter: nextReturn,
         surrogate: change.surrogate,
         certificate,
+        tighterCertificates,
       }),
     );
     earlierShifts = [...earlierShifts, ...change.shifts];
@@ -304,6 +324,19 @@ export const jointSchedule: StageSchedule = {
     });
     const returnAfter = expectedReturnOf(game, next);
     const trueImprovement = returnAfter - start.expectedReturn;
+    const tighterCertificates = computeTighterCertificates({
+      game,
+      reference: start,
+      referenceTeam: input.team,
+      current: input.team,
+      next,
+      currentOccupancy: start.occupancy,
+      nextOccupancy: computeOccupancy(game, next),
+      positions,
+      earlierPositions: [],
+      surrogate: change.surrogate,
+      certificate,
+    });
     const update: UpdateRecord = {
       agents,
       steps: stepDrafts.map((draft) => ({ ...draft, tokenKlOnAppliedTeam: draft.tokenKl })),
@@ -313,6 +346,7 @@ export const jointSchedule: StageSchedule = {
       surrogateError: Math.abs(trueImprovement - change.surrogate),
       occupancyGap: 0,
       certificate,
+      tighterCertificates,
     };
     return {
       schedule: 'joint',

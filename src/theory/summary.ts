@@ -1,5 +1,6 @@
 import type { CertificateCheck, FamilyResult, TheoryExperimentResult } from './experiment.js';
 import { scalingMetrics } from './experiment.js';
+import { describeTightness, type BoundTightness } from './tightness.js';
 
 /**
  * The one JSON object `teamtr theory --json` prints. The top-level slope keys are the headline
@@ -55,6 +56,8 @@ interface CheckEntries {
   readonly steps_missing_delta: number;
   readonly max_certificate_minus_true: number;
   readonly max_error_share_of_penalty: number;
+  /** Per certificate of certificateBounds.ts: violations, share positive, certificate/true quantiles. */
+  readonly certificate_bounds: Record<string, BoundTightness>;
 }
 
 function checkEntries(check: CertificateCheck): CheckEntries {
@@ -67,6 +70,7 @@ function checkEntries(check: CertificateCheck): CheckEntries {
     max_certificate_minus_true: check.maxExcess,
     max_error_share_of_penalty: check.maxErrorShare,
     steps_missing_delta: check.stepsMissingDelta,
+    certificate_bounds: describeTightness(check.bounds),
   };
 }
 
