@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError } from '../util/errors.js';
+import { certificateBounds } from './certificateBounds.js';
 import { resolveTheoryConfig } from './config.js';
 import { runGame, runTheoryExperiment, scalingMetrics } from './experiment.js';
 import { renderTheoryReport, renderTheoryTable } from './report.js';
@@ -93,4 +94,37 @@ test('the summary has the promised keys and the reports name the slopes', () => 
   const table = renderTheoryTable(result);
   assert.ok(table.includes('family random'));
   assert.ok(table.includes(`0 of ${result.check.updates} updates`));
+});
+
+test('every tighter certificate is tallied over every update, unviolated, its quantiles in order', () => {
+  const result = runTheoryExperiment(tiny);
+  const summary = summarizeTheory(result);
+  const bounds = summary.certificate_bounds;
+  assert.deepEqual(
+    Object.keys(bounds),
+    certificateBounds.map((bound) => bound.summaryKey),
+  );
+  for (const [key, entry] of Object.entries(bounds)) {
+    assert.equal(entry.updates, result.check.updates, key);
+    assert.equal(entry.violations, 0, key);
+    assert.equal(entry.max_violation, 0, key);
+    const quantiles = entry.ratio_quantiles!;
+    const ordered = [quantiles.q10, quantiles.q25, quantiles.median, quantiles.q75, quantiles.q90];
+    for (let index = 1; index < ordered.length; index++) {
+      assert.ok(ordered[index - 1]! <= ordered[index]!, key);
+    }
+    assert.ok(quantiles.q90 <= 1, `${key}: a valid bound never certifies more than the truth`);
+  }
+  // The lab-only bound is the tightest; the second-order trainer bound beats today's.
+  assert.ok(
+    bounds['exact_weighted']!.ratio_quantiles!.median >
+      bounds['lm_weighted']!.ratio_quantiles!.median,
+  );
+  assert.ok(
+    bounds['lm_weighted']!.ratio_quantiles!.median > bounds['lm_current']!.ratio_quantiles!.median,
+  );
+  const perFamily = summary.by_family['dense']!['certificate_bounds'] as typeof bounds;
+  assert.equal(perFamily['current']!.updates, result.families[0]!.check.updates);
+  assert.ok(renderTheoryReport(result).includes('lm_weighted'));
+  assert.ok(renderTheoryTable(result).includes('exact_weighted'));
 });

@@ -36,8 +36,6 @@ export interface ScheduleTotals {
   readonly maxOccupancyGap: number;
   /** max over updates with a positive penalty of |true − L| / penalty (≤ 1 when bounds hold). */
   readonly maxErrorShare: number;
-  /** Violations and tightness of every certificate of certificateBounds.ts. */
-  readonly bounds: BoundTallies;
 }
 
 export interface GameOutcome {
@@ -87,19 +85,19 @@ export function summarizeStage(stage: StageResult): ScheduleTotals {
           : totals.maxErrorShare,
     };
   }
-  return { ...totals, bounds: tallyBounds(stage.updates) };
+  return totals;
 }
 
 /**
- * One game of the experiment: its own seeded game and initial team (a function of the seed,
- * family, N and game index only), one stage of every schedule from that same team.
+ * A game's outcome and its certificates' tallies, kept apart: the tallies hold a ratio per update,
+ * which would triple the per-game records that results.json stores.
  */
-export function runGame(
+function playGame(
   config: TheoryConfig,
   family: string,
   agentCount: number,
   gameIndex: number,
-): GameOutcome {
+): { outcome: GameOutcome; bounds: BoundTallies } {
   const random = createSeededRandom(
     deriveSeed(config.seed, seedPartFromText(family), agentCount, gameIndex),
   );
@@ -112,13 +110,31 @@ export function runGame(
   const game = createGame(shape, gameFamilyByName(family), random);
   const team = randomTeamPolicy(game, random, config.logitScale);
   const schedules: Record<string, ScheduleTotals> = {};
+  const bounds: BoundTallies[] = [];
   let returnBefore = 0;
   for (const schedule of stageSchedules) {
     const stage = schedule.runStage({ game, team, delta: config.delta, order: turnOrder(game) });
     schedules[schedule.name] = summarizeStage(stage);
+    bounds.push(tallyBounds(stage.updates));
     returnBefore = stage.returnBefore;
   }
-  return { family, agentCount, gameIndex, returnBefore, schedules };
+  return {
+    outcome: { family, agentCount, gameIndex, returnBefore, schedules },
+    bounds: mergeTallies(bounds),
+  };
+}
+
+/**
+ * One game of the experiment: its own seeded game and initial team (a function of the seed,
+ * family, N and game index only), one stage of every schedule from that same team.
+ */
+export function runGame(
+  config: TheoryConfig,
+  family: string,
+  agentCount: number,
+  gameIndex: number,
+): GameOutcome {
+  return playGame(config, family, agentCount, gameIndex).outcome;
 }
 
 /** A per-game quantity whose growth with N is fitted. */
@@ -264,8 +280,10 @@ function fitMetric(
   });
 }
 
-export function checkCertificates(outcomes: readonly GameOutcome[]): CertificateCheck {
-  const tallies: BoundTallies[] = [];
+export function checkCertificates(
+  outcomes: readonly GameOutcome[],
+  bounds: BoundTallies,
+): CertificateCheck {
   let check = {
     updates: 0,
     violations: 0,
@@ -286,10 +304,9 @@ export function checkCertificates(outcomes: readonly GameOutcome[]): Certificate
         stepsMissingDelta: check.stepsMissingDelta + totals.stepsMissingDelta,
         maxErrorShare: Math.max(check.maxErrorShare, totals.maxErrorShare),
       };
-      tallies.push(totals.bounds);
     }
   }
-  return { ...check, bounds: mergeTallies(tallies) };
+  return { ...check, bounds };
 }
 
 /** Runs every game of one family (N ascending) and fits the scaling metrics. */
@@ -299,10 +316,13 @@ export function runFamily(
   onProgress?: (progress: TheoryProgress) => void,
 ): FamilyResult {
   const outcomes: GameOutcome[] = [];
+  const bounds: BoundTallies[] = [];
   const agentCounts = [...config.agentCounts].sort((first, second) => first - second);
   for (const agentCount of agentCounts) {
     for (let gameIndex = 0; gameIndex < config.games; gameIndex++) {
-      outcomes.push(runGame(config, family, agentCount, gameIndex));
+      const game = playGame(config, family, agentCount, gameIndex);
+      outcomes.push(game.outcome);
+      bounds.push(game.bounds);
       onProgress?.({ family, agentCount, completedGames: gameIndex + 1, totalGames: config.games });
     }
   }
@@ -310,7 +330,7 @@ export function runFamily(
   scalingMetrics.forEach((metric, index) => {
     fits[metric.key] = fitMetric(config, outcomes, metric, index);
   });
-  return { family, outcomes, fits, check: checkCertificates(outcomes) };
+  return { family, outcomes, fits, check: checkCertificates(outcomes, mergeTallies(bounds)) };
 }
 
 /** Runs every family of the config; the result is a function of the config alone. */
@@ -322,6 +342,9 @@ export function runTheoryExperiment(
   return {
     config,
     families,
-    check: checkCertificates(families.flatMap((family) => family.outcomes)),
+    check: checkCertificates(
+      families.flatMap((family) => family.outcomes),
+      mergeTallies(families.map((family) => family.check.bounds)),
+    ),
   };
 }

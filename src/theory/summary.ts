@@ -21,6 +21,8 @@ export interface TheorySummary {
   readonly spec_form_violations: number;
   readonly max_spec_form_violation: number;
   readonly family: string;
+  /** Every certificate of certificateBounds.ts over every update: tightness and violations. */
+  readonly certificate_bounds: Readonly<Record<string, BoundTightness>>;
   readonly settings: Readonly<Record<string, unknown>>;
   readonly by_family: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   readonly [extra: string]: unknown;
