@@ -10,6 +10,7 @@ export * from './aggregation.js';
 export * from './surrogate.js';
 export * from './value.js';
 export * from './kl.js';
+export * from './total-variation.js';
 export * from './certificate.js';
 export * from './improvement.js';
 export * from './diagnostics.js';

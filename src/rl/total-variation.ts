@@ -1,0 +1,58 @@
+/**
+ * Exact per-position total variation over the whole vocabulary: TV(π_old(·|prefix),
+ * π_new(·|prefix)) = ½ Σ_v |p_v − q_v| at every position where the agent emitted a token. The
+ * second-order certificate (certificate.ts) charges each token its own TV, which is exact here
+ * where Pinsker's √(KL/2) only bounds it. Same row layout as kl.ts's tokenKl: log-softmax'ed
+ * rows `[positions, vocab]`, any chunk of positions, float64 sums.
+ */
+import { ShapeError } from '../util/errors.js';
+import type { NumberArray } from './layout.js';
+
+/**
+ * TV per position, with log p = oldLogProbsFull and log q = newLogProbsFull. Each term is
+ * |p − q| = max(p, q)·(1 − e^(−|log p − log q|)), computed with expm1, so p ≈ q loses no digits
+ * to cancellation and a tiny probability next to a large one cannot overflow. The result is
+ * clamped to [0, 1] against float32 rounding of the inputs.
+ */
+export function tokenTotalVariation({
+  oldLogProbsFull,
+  newLogProbsFull,
+  positions,
+  vocab,
+}: {
+  /** [positions, vocab] log π_old. */
+  oldLogProbsFull: NumberArray;
+  /** [positions, vocab] log π_new. */
+  newLogProbsFull: NumberArray;
+  positions: number;
+  vocab: number;
+}): Float32Array {
+  if (!Number.isInteger(positions) || positions < 0 || !Number.isInteger(vocab) || vocab < 1) {
+    throw new ShapeError(
+      `tokenTotalVariation: positions (${positions}) and vocab (${vocab}) must be integers, vocab ≥ 1`,
+    );
+  }
+  for (const [name, values] of [
+    ['oldLogProbsFull', oldLogProbsFull],
+    ['newLogProbsFull', newLogProbsFull],
+  ] as const) {
+    if (values.length !== positions * vocab) {
+      throw new ShapeError(
+        `tokenTotalVariation: ${name} has ${values.length} entries, expected positions × vocab = ${positions} × ${vocab}`,
+      );
+    }
+  }
+  const perPosition = new Float32Array(positions);
+  for (let position = 0; position < positions; position++) {
+    let sum = 0;
+    for (let index = position * vocab; index < (position + 1) * vocab; index++) {
+      const oldLogProb = oldLogProbsFull[index];
+      const newLogProb = newLogProbsFull[index];
+      const larger = Math.max(oldLogProb, newLogProb);
+      if (larger === -Infinity) continue;
+      sum += -Math.exp(larger) * Math.expm1(-Math.abs(oldLogProb - newLogProb));
+    }
+    perPosition[position] = Math.min(1, Math.max(0, sum / 2));
+  }
+  return perPosition;
+}
