@@ -128,3 +128,20 @@ test('every tighter certificate is tallied over every update, unviolated, its qu
   assert.ok(renderTheoryReport(result).includes('lm_weighted'));
   assert.ok(renderTheoryTable(result).includes('exact_weighted'));
 });
+
+test('the tallies split by schedule and add up to the whole', () => {
+  const summary = summarizeTheory(runTheoryExperiment(tiny));
+  const bySchedule = summary.certificate_bounds_by_schedule as Record<
+    string,
+    Record<string, { updates: number; violations: number }>
+  >;
+  assert.deepEqual(Object.keys(bySchedule).sort(), ['joint', 'sequential-stale', 'teamtr']);
+  for (const bound of certificateBounds) {
+    const parts = Object.values(bySchedule).map((schedule) => schedule[bound.summaryKey]!);
+    const total = summary.certificate_bounds[bound.summaryKey]!;
+    assert.equal(
+      parts.reduce((sum, part) => sum + part.updates, 0),
+      total.updates,
+    );
+  }
+});

@@ -4,7 +4,12 @@ import { fitPowerLaw, type PowerLawFit } from './fit.js';
 import { randomTeamPolicy } from './policy.js';
 import { createSeededRandom, deriveSeed, seedPartFromText } from './random.js';
 import { stageSchedules, turnOrder, type StageResult } from './schedules.js';
-import { certificateTolerance, mergeTallies, tallyBounds, type BoundTallies } from './tightness.js';
+import {
+  certificateTolerance,
+  mergeBySchedule,
+  tallyBounds,
+  type TalliesBySchedule,
+} from './tightness.js';
 
 export { certificateTolerance } from './tightness.js';
 
@@ -97,7 +102,7 @@ function playGame(
   family: string,
   agentCount: number,
   gameIndex: number,
-): { outcome: GameOutcome; bounds: BoundTallies } {
+): { outcome: GameOutcome; bounds: TalliesBySchedule } {
   const random = createSeededRandom(
     deriveSeed(config.seed, seedPartFromText(family), agentCount, gameIndex),
   );
@@ -110,17 +115,17 @@ function playGame(
   const game = createGame(shape, gameFamilyByName(family), random);
   const team = randomTeamPolicy(game, random, config.logitScale);
   const schedules: Record<string, ScheduleTotals> = {};
-  const bounds: BoundTallies[] = [];
+  const bounds: Record<string, ReturnType<typeof tallyBounds>> = {};
   let returnBefore = 0;
   for (const schedule of stageSchedules) {
     const stage = schedule.runStage({ game, team, delta: config.delta, order: turnOrder(game) });
     schedules[schedule.name] = summarizeStage(stage);
-    bounds.push(tallyBounds(stage.updates));
+    bounds[schedule.name] = tallyBounds(stage.updates);
     returnBefore = stage.returnBefore;
   }
   return {
     outcome: { family, agentCount, gameIndex, returnBefore, schedules },
-    bounds: mergeTallies(bounds),
+    bounds,
   };
 }
 
@@ -219,8 +224,8 @@ export interface CertificateCheck {
   readonly stepsMissingDelta: number;
   /** How much of its penalty the worst update's surrogate error used up. */
   readonly maxErrorShare: number;
-  /** Every certificate of certificateBounds.ts over the same updates. */
-  readonly bounds: BoundTallies;
+  /** Every certificate of certificateBounds.ts over the same updates, per schedule. */
+  readonly bounds: TalliesBySchedule;
 }
 
 export interface FamilyResult {
@@ -282,7 +287,7 @@ function fitMetric(
 
 export function checkCertificates(
   outcomes: readonly GameOutcome[],
-  bounds: BoundTallies,
+  bounds: TalliesBySchedule,
 ): CertificateCheck {
   let check = {
     updates: 0,
@@ -316,7 +321,7 @@ export function runFamily(
   onProgress?: (progress: TheoryProgress) => void,
 ): FamilyResult {
   const outcomes: GameOutcome[] = [];
-  const bounds: BoundTallies[] = [];
+  const bounds: TalliesBySchedule[] = [];
   const agentCounts = [...config.agentCounts].sort((first, second) => first - second);
   for (const agentCount of agentCounts) {
     for (let gameIndex = 0; gameIndex < config.games; gameIndex++) {
@@ -330,7 +335,7 @@ export function runFamily(
   scalingMetrics.forEach((metric, index) => {
     fits[metric.key] = fitMetric(config, outcomes, metric, index);
   });
-  return { family, outcomes, fits, check: checkCertificates(outcomes, mergeTallies(bounds)) };
+  return { family, outcomes, fits, check: checkCertificates(outcomes, mergeBySchedule(bounds)) };
 }
 
 /** Runs every family of the config; the result is a function of the config alone. */
@@ -344,7 +349,7 @@ export function runTheoryExperiment(
     families,
     check: checkCertificates(
       families.flatMap((family) => family.outcomes),
-      mergeTallies(families.map((family) => family.check.bounds)),
+      mergeBySchedule(families.map((family) => family.check.bounds)),
     ),
   };
 }

@@ -3,7 +3,7 @@ import { scalingMetrics, type FamilyResult, type TheoryExperimentResult } from '
 import { gameFamilyByName } from './families.js';
 import type { PowerLawFit } from './fit.js';
 import type { LogLogPlot, PlotSeries } from './plot.js';
-import { describeTightness } from './tightness.js';
+import { allSchedules, describeTightness } from './tightness.js';
 
 /**
  * Human-readable renderings of a theory experiment: the terminal table, the markdown report and
@@ -83,7 +83,7 @@ const tightnessHeader = [
 
 /** One row per certificate of certificateBounds.ts, over every update of every family. */
 function tightnessRows(result: TheoryExperimentResult): string[][] {
-  const tightness = describeTightness(result.check.bounds);
+  const tightness = describeTightness(allSchedules(result.check.bounds));
   return certificateBounds.map(({ summaryKey }) => {
     const entry = tightness[summaryKey]!;
     const quantiles = entry.ratio_quantiles;

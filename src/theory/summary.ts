@@ -1,6 +1,6 @@
 import type { CertificateCheck, FamilyResult, TheoryExperimentResult } from './experiment.js';
 import { scalingMetrics } from './experiment.js';
-import { describeTightness, type BoundTightness } from './tightness.js';
+import { allSchedules, describeTightness, type BoundTightness } from './tightness.js';
 
 /**
  * The one JSON object `teamtr theory --json` prints. The top-level slope keys are the headline
@@ -60,6 +60,8 @@ interface CheckEntries {
   readonly max_error_share_of_penalty: number;
   /** Per certificate of certificateBounds.ts: violations, share positive, certificate/true quantiles. */
   readonly certificate_bounds: Record<string, BoundTightness>;
+  /** The same, schedule by schedule. */
+  readonly certificate_bounds_by_schedule: Record<string, Record<string, BoundTightness>>;
 }
 
 function checkEntries(check: CertificateCheck): CheckEntries {
@@ -72,7 +74,10 @@ function checkEntries(check: CertificateCheck): CheckEntries {
     max_certificate_minus_true: check.maxExcess,
     max_error_share_of_penalty: check.maxErrorShare,
     steps_missing_delta: check.stepsMissingDelta,
-    certificate_bounds: describeTightness(check.bounds),
+    certificate_bounds: describeTightness(allSchedules(check.bounds)),
+    certificate_bounds_by_schedule: Object.fromEntries(
+      Object.entries(check.bounds).map(([name, tallies]) => [name, describeTightness(tallies)]),
+    ),
   };
 }
 

@@ -82,6 +82,24 @@ export function mergeTallies(parts: readonly BoundTallies[]): BoundTallies {
   return merged;
 }
 
+/** Tallies keyed by schedule name (`teamtr`, `sequential-stale`, `joint`). */
+export type TalliesBySchedule = Readonly<Record<string, BoundTallies>>;
+
+/** Sums tallies schedule by schedule. */
+export function mergeBySchedule(parts: readonly TalliesBySchedule[]): TalliesBySchedule {
+  const names = [...new Set(parts.flatMap((part) => Object.keys(part)))];
+  const merged: Record<string, BoundTallies> = {};
+  for (const name of names) {
+    merged[name] = mergeTallies(parts.flatMap((part) => (part[name] ? [part[name]] : [])));
+  }
+  return merged;
+}
+
+/** Every schedule's tallies together. */
+export function allSchedules(bySchedule: TalliesBySchedule): BoundTallies {
+  return mergeTallies(Object.values(bySchedule));
+}
+
 /** The p-quantile of sorted values, linear interpolation between order statistics. */
 export function quantile(sorted: readonly number[], probability: number): number {
   const position = probability * (sorted.length - 1);
