@@ -5,28 +5,7 @@
  * positions works, so a trainer can stream them instead of holding a whole batch's vocabulary
  * rows. Sums accumulate in float64.
  */
-import { ShapeError } from '../util/errors.js';
-import { resolveTokenGrid, expectLength, type NumberArray } from './layout.js';
-
-function checkVocabularyRows(
-  arrays: { name: string; values: NumberArray }[],
-  positions: number,
-  vocab: number,
-  caller: string,
-): void {
-  if (!Number.isInteger(positions) || positions < 0 || !Number.isInteger(vocab) || vocab < 1) {
-    throw new ShapeError(
-      `${caller}: positions (${positions}) and vocab (${vocab}) must be integers, vocab ≥ 1`,
-    );
-  }
-  for (const { name, values } of arrays) {
-    if (values.length !== positions * vocab) {
-      throw new ShapeError(
-        `${caller}: ${name} has ${values.length} entries, expected positions × vocab = ${positions} × ${vocab}`,
-      );
-    }
-  }
-}
+import { checkVocabularyRows, resolveTokenGrid, expectLength, type NumberArray } from './layout.js';
 
 /**
  * KL(p ‖ q) per position, with log p = oldLogProbsFull and log q = newLogProbsFull, computed as

@@ -198,3 +198,24 @@ export function packedToGrid({
   }
   return { values: grid, mask, rows, length: width };
 }
+
+/** Checks [positions, vocab] full-distribution arrays (log-probabilities over the vocabulary). */
+export function checkVocabularyRows(
+  arrays: { name: string; values: NumberArray }[],
+  positions: number,
+  vocab: number,
+  caller: string,
+): void {
+  if (!Number.isInteger(positions) || positions < 0 || !Number.isInteger(vocab) || vocab < 1) {
+    throw new ShapeError(
+      `${caller}: positions (${positions}) and vocab (${vocab}) must be integers, vocab ≥ 1`,
+    );
+  }
+  for (const { name, values } of arrays) {
+    if (values.length !== positions * vocab) {
+      throw new ShapeError(
+        `${caller}: ${name} has ${values.length} entries, expected positions × vocab = ${positions} × ${vocab}`,
+      );
+    }
+  }
+}

@@ -5,8 +5,7 @@
  * where Pinsker's √(KL/2) only bounds it. Same row layout as kl.ts's tokenKl: log-softmax'ed
  * rows `[positions, vocab]`, any chunk of positions, float64 sums.
  */
-import { ShapeError } from '../util/errors.js';
-import type { NumberArray } from './layout.js';
+import { checkVocabularyRows, type NumberArray } from './layout.js';
 
 /**
  * TV per position, with log p = oldLogProbsFull and log q = newLogProbsFull. Each term is
@@ -27,21 +26,15 @@ export function tokenTotalVariation({
   positions: number;
   vocab: number;
 }): Float32Array {
-  if (!Number.isInteger(positions) || positions < 0 || !Number.isInteger(vocab) || vocab < 1) {
-    throw new ShapeError(
-      `tokenTotalVariation: positions (${positions}) and vocab (${vocab}) must be integers, vocab ≥ 1`,
-    );
-  }
-  for (const [name, values] of [
-    ['oldLogProbsFull', oldLogProbsFull],
-    ['newLogProbsFull', newLogProbsFull],
-  ] as const) {
-    if (values.length !== positions * vocab) {
-      throw new ShapeError(
-        `tokenTotalVariation: ${name} has ${values.length} entries, expected positions × vocab = ${positions} × ${vocab}`,
-      );
-    }
-  }
+  checkVocabularyRows(
+    [
+      { name: 'oldLogProbsFull', values: oldLogProbsFull },
+      { name: 'newLogProbsFull', values: newLogProbsFull },
+    ],
+    positions,
+    vocab,
+    'tokenTotalVariation',
+  );
   const perPosition = new Float32Array(positions);
   for (let position = 0; position < positions; position++) {
     let sum = 0;
