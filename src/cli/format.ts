@@ -1,4 +1,8 @@
-import type { TrainSummary } from '../trainer/summary.js';
+import type {
+  CertificateFormStatistics,
+  TrainSummary,
+  YardstickStatistics,
+} from '../trainer/summary.js';
 
 const percent = (value: number): string => `${(100 * value).toFixed(1)}%`;
 const interval = (bounds: [number, number]): string =>
@@ -27,12 +31,21 @@ export function formatSummary(summary: TrainSummary): string {
   const certificates = summary.certificates;
   lines.push(
     `  trust region: mean token KL ${number(certificates.meanKl, 5)}, out-of-region rate ${percent(certificates.outOfRegionRate)}`,
-    `  certificates: mean ${number(certificates.meanCertificate, 4)}, measured improvement mean ${number(certificates.meanMeasuredImprovement, 4)}`,
-    `    rank correlation certificate vs measured: cumulative ${number(certificates.cumulativeRankCorrelation)}, per update ${number(certificates.perUpdateRankCorrelation)}`,
-    `    certificate above measured improvement: ${certificates.certificateAboveMeasuredFraction === null ? 'n/a' : percent(certificates.certificateAboveMeasuredFraction)} of updates`,
-    ...(certificates.heldOut
+    `  certificates (lower bounds on each update's improvement) against the measured improvement:`,
+    ...certificateLines('first order, on the batch it was fitted to', certificates.firstOrder),
+    ...(certificates.secondOrder
+      ? certificateLines('second order, on the batch it was fitted to', certificates.secondOrder)
+      : []),
+    ...(certificates.heldOutBatch
       ? [
-          `    held-out prompts (out of sample): measured improvement mean ${number(certificates.heldOut.meanMeasuredImprovement, 4)}, rank correlation cumulative ${number(certificates.heldOut.cumulativeRankCorrelation)}, per update ${number(certificates.heldOut.perUpdateRankCorrelation)}, certificate above it ${certificates.heldOut.certificateAboveMeasuredFraction === null ? 'n/a' : percent(certificates.heldOut.certificateAboveMeasuredFraction)}`,
+          ...certificateLines(
+            'first order, on held-out prompts',
+            certificates.heldOutBatch.firstOrder,
+          ),
+          ...certificateLines(
+            'second order, on held-out prompts',
+            certificates.heldOutBatch.secondOrder,
+          ),
         ]
       : []),
     `  team reward per stage: ${signed(summary.stageImprovement.inSamplePerStage)} on the stage's own problems, ${signed(summary.stageImprovement.outOfSamplePerStage)} on the next stage's new ones`,
@@ -43,4 +56,18 @@ export function formatSummary(summary: TrainSummary): string {
     '',
   );
   return lines.join('\n');
+}
+
+function certificateLines(form: string, statistics: CertificateFormStatistics): string[] {
+  const against = (name: string, yardstick: YardstickStatistics | null) =>
+    yardstick
+      ? [
+          `      vs ${name} improvement: mean ${number(yardstick.meanMeasuredImprovement, 4)}; certificate − measured ${number(yardstick.meanExcess, 4)} ${yardstick.meanExcessInterval ? `[${number(yardstick.meanExcessInterval[0], 4)}, ${number(yardstick.meanExcessInterval[1], 4)}]` : ''}, above it for ${yardstick.certificateAboveMeasuredFraction === null ? 'n/a' : percent(yardstick.certificateAboveMeasuredFraction)} of updates; rank correlation cumulative ${number(yardstick.cumulativeRankCorrelation)}, per update ${number(yardstick.perUpdateRankCorrelation)}`,
+        ]
+      : [];
+  return [
+    `    ${form}: mean ${number(statistics.meanCertificate, 4)}, positive for ${percent(statistics.certifiedFraction)} of updates`,
+    ...against('in-sample', statistics.inSample),
+    ...against('held-out', statistics.heldOut),
+  ];
 }

@@ -15,12 +15,31 @@ export interface UpdateCertificate {
   /** Surrogate gain L (unclipped importance-weighted advantage, reward units). */
   surrogate: number;
   surrogateStandardError: number;
-  /** 2ε·Σ_k Σ_{j<k} E√(KL_j/2). */
+  /**
+   * 2ε·E[Σ_k Σ_{j<k} √(KL_j/2)] over every step k up to the agent's horizon (its turns × the
+   * longest turn): the first-order penalty, a bound.
+   */
   penalty: number;
   /** Extra term of the sequential-stale schedule (earlier agents' trajectory shift). */
   stalePenalty: number;
-  /** Certified lower bound L − penalty − stalePenalty. */
+  /** Certified lower bound L − penalty − stalePenalty (first order). */
   certificate: number;
+  /**
+   * ε·E[Σ_k |W_k − 1|·TV_k] (docs/method.md §5): the second-order penalty, also a bound. Absent
+   * in runs recorded before it existed.
+   */
+  secondOrderPenalty?: number;
+  /** L − secondOrderPenalty − stalePenalty: the second-order certified lower bound. */
+  secondOrderCertificate?: number;
+  /**
+   * The same bounds on the held-out batch (sampled before the update on prompts it never saw):
+   * unbiased estimates of them, where those above read high (the update maximized the surrogate
+   * on its own batch). Null, or absent in older runs, when held-out measurement is off.
+   */
+  heldOutSurrogate?: number | null;
+  heldOutSurrogateStandardError?: number | null;
+  heldOutCertificate?: number | null;
+  heldOutSecondOrderCertificate?: number | null;
   /** Σ over the agent's tokens of E√(KL/2): its own trajectory-level shift. */
   trajectoryShift: number;
   offPolicyEstimate: number;

@@ -9,7 +9,8 @@ import { rollout } from '../team/rollout.js';
 import { firstTurnOf, hasSeveralRounds, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
-import { certifyUpdate, type UpdateCertificate } from './certify.js';
+import { certifyUpdate, tokenHorizon, type UpdateCertificate } from './certify.js';
+import { HeldOutEvidence } from './certificate-evidence.js';
 import { OccupancyTracker } from './occupancy.js';
 import type { UpdateRecord } from './records.js';
 import {
@@ -142,6 +143,9 @@ export class Stage {
   ): Promise<AgentUpdate> {
     const { settings } = this;
     const heldOutBefore = await this.heldOutTeamBatch();
+    const heldOutEvidence = heldOutBefore
+      ? new HeldOutEvidence(unit.model, heldOutBefore, unit.agentIndices)
+      : null;
     const estimate = settings.objective.advantages({
       rewards: batch.trajectories.map((trajectory) => trajectory.reward),
       problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
@@ -164,9 +168,16 @@ export class Stage {
     const certificate = certifyUpdate({
       batch,
       result,
-      ...settings.certificate,
-      earlierShifts: options.unreflectedShifts ?? [],
+      settings: {
+        epsilon: settings.certificate.epsilon,
+        earlierShifts: options.unreflectedShifts ?? [],
+        horizon: tokenHorizon(this.team.protocol, unit.agentIndices),
+      },
+      confidence: settings.certificate.confidence,
       vocab: unit.model.config.vocabSize,
+      heldOut: heldOutEvidence
+        ? { batch: heldOutEvidence.batch, evidence: heldOutEvidence.after() }
+        : null,
     });
     const occupancyGap = this.occupancy.gap();
     this.occupancy.advance(unit);

@@ -1,8 +1,15 @@
-import { inRegionTolerance, outOfRegionRate, rankCorrelation } from '../rl/index.js';
 import type { TrainConfig } from './config.js';
-import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
+import type { EvaluationRecord, MetricsRecord, StageRecord } from './records.js';
 import type { EvaluationSummary, RunState } from './run-state.js';
 import { runWarnings } from './warnings.js';
+import { certificateStatistics, type CertificateStatistics } from './certificate-statistics.js';
+
+export {
+  certificateStatistics,
+  type CertificateFormStatistics,
+  type CertificateStatistics,
+  type YardstickStatistics,
+} from './certificate-statistics.js';
 
 export type { EvaluationSummary } from './run-state.js';
 
@@ -54,90 +61,6 @@ export function stageImprovementStatistics(
       stages.slice(1).map((stage, index) => stage.rewardBefore - stages[index]!.rewardBefore),
     ),
   };
-}
-
-export interface CertificateStatistics {
-  updates: number;
-  meanKl: number;
-  outOfRegionRate: number;
-  /** Spearman correlation of cumulative certificate and cumulative measured improvement. */
-  cumulativeRankCorrelation: number | null;
-  /** Spearman correlation of per-update certificate and measured improvement. */
-  perUpdateRankCorrelation: number | null;
-  /** Fraction of measured updates whose certificate exceeded the measured improvement. */
-  certificateAboveMeasuredFraction: number | null;
-  meanCertificate: number;
-  meanMeasuredImprovement: number | null;
-  /**
-   * The same against the held-out (out-of-sample) improvement, when the run measured it
-   * (certificate.heldOutProblems > 0); null otherwise.
-   */
-  heldOut: YardstickStatistics | null;
-}
-
-/** How the certificate compares with one measured improvement (the yardstick). */
-export interface YardstickStatistics {
-  updates: number;
-  cumulativeRankCorrelation: number | null;
-  perUpdateRankCorrelation: number | null;
-  certificateAboveMeasuredFraction: number | null;
-  meanMeasuredImprovement: number | null;
-}
-
-export function certificateStatistics(records: readonly MetricsRecord[]): CertificateStatistics {
-  const updates = records.filter((record): record is UpdateRecord => record.type === 'update');
-  const inSample = yardstick(updates, (record) => record.measuredImprovement);
-  const heldOut = yardstick(updates, (record) => record.heldOutImprovement ?? null);
-  return {
-    updates: updates.length,
-    meanKl: mean(updates.map((record) => record.kl)) ?? 0,
-    outOfRegionRate: updates.length
-      ? outOfRegionRate({
-          updateKl: updates.map((record) => record.kl),
-          delta: updates.map((record) => record.delta),
-          tolerance: inRegionTolerance,
-        }).rate
-      : 0,
-    cumulativeRankCorrelation: inSample.cumulativeRankCorrelation,
-    perUpdateRankCorrelation: inSample.perUpdateRankCorrelation,
-    certificateAboveMeasuredFraction: inSample.certificateAboveMeasuredFraction,
-    meanCertificate: mean(updates.map((record) => record.certificate)) ?? 0,
-    meanMeasuredImprovement: inSample.meanMeasuredImprovement,
-    heldOut: heldOut.updates > 0 ? heldOut : null,
-  };
-}
-
-function yardstick(
-  updates: readonly UpdateRecord[],
-  measure: (record: UpdateRecord) => number | null,
-): YardstickStatistics {
-  const measured = updates.filter((record) => {
-    const value = measure(record);
-    return value !== null && Number.isFinite(value);
-  });
-  const cumulative = (values: number[]) =>
-    values.map((_value, index) => values.slice(0, index + 1).reduce((a, b) => a + b, 0));
-  const certificates = measured.map((record) => record.certificate);
-  const improvements = measured.map((record) => measure(record)!);
-  const correlation = (x: number[], y: number[]) =>
-    x.length >= 3 ? finiteOrNull(rankCorrelation({ x, y })) : null;
-  return {
-    updates: measured.length,
-    cumulativeRankCorrelation: correlation(cumulative(certificates), cumulative(improvements)),
-    perUpdateRankCorrelation: correlation(certificates, improvements),
-    certificateAboveMeasuredFraction: measured.length
-      ? measured.filter((record) => record.certificate > measure(record)!).length / measured.length
-      : null,
-    meanMeasuredImprovement: mean(improvements),
-  };
-}
-
-function mean(values: readonly number[]): number | null {
-  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
-}
-
-function finiteOrNull(value: number): number | null {
-  return Number.isFinite(value) ? value : null;
 }
 
 export function lastEvaluation(records: readonly MetricsRecord[]): EvaluationRecord | null {

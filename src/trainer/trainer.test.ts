@@ -199,14 +199,28 @@ describe('held-out measurement of every update', () => {
     });
     const strip = (record: MetricsRecord) => {
       const copy: Record<string, unknown> = { ...record, elapsedSeconds: undefined };
-      delete copy.heldOutImprovement;
-      delete copy.heldOutImprovementStandardError;
+      for (const key of Object.keys(copy)) if (key.startsWith('heldOut')) delete copy[key];
       delete copy.measurementTokens;
       return copy;
     };
     assert.deepEqual(records(measured).map(strip), records(plain).map(strip));
     const updates = records(measured).filter((record) => record.type === 'update');
-    assert.ok(updates.every((record) => typeof record.heldOutImprovement === 'number'));
+    for (const key of [
+      'heldOutImprovement',
+      'heldOutSurrogate',
+      'heldOutCertificate',
+      'heldOutSecondOrderCertificate',
+    ] as const) {
+      assert.ok(
+        updates.every((record) => Number.isFinite(record[key])),
+        key,
+      );
+    }
+    // The held-out bounds subtract their penalties from the held-out surrogate.
+    for (const record of updates) {
+      assert.ok(record.heldOutCertificate! <= record.heldOutSurrogate!);
+      assert.ok(record.heldOutSecondOrderCertificate! <= record.heldOutSurrogate!);
+    }
     assert.ok(
       records(plain).every(
         (record) => record.type !== 'update' || record.heldOutImprovement === null,
@@ -215,5 +229,6 @@ describe('held-out measurement of every update', () => {
     const stages = records(measured).filter((record) => record.type === 'stage');
     assert.ok(stages.every((record) => record.measurementTokens > 0));
     assert.equal(summary.certificates.heldOut?.updates, updates.length);
+    assert.equal(summary.certificates.heldOutBatch?.secondOrder.heldOut?.updates, updates.length);
   });
 });

@@ -14,6 +14,7 @@ import type { TeamBatch } from '../team/types.js';
 import { captureSnapshot, interpolateParameters, restoreSnapshot } from './parameter-state.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from './token-grid.js';
 import type { TrainableUnit } from './units.js';
+import { compareDistributions, type CertificateEvidence } from './certificate-evidence.js';
 
 /** How an update runs; the radius δ and the learning rate are the unit's own. */
 export interface TrustRegionSettings {
@@ -25,15 +26,11 @@ export interface TrustRegionSettings {
   policyLoss: PolicyLoss;
 }
 
-export interface TrustRegionResult {
-  tokens: UnitTokens;
+/** The accepted update; its CertificateEvidence is that of the accepted parameters. */
+export interface TrustRegionResult extends CertificateEvidence {
   /** Token-level KL(π_old ‖ π_new) of the accepted parameters (docs/method.md §3). */
   kl: number;
   maxTokenKl: number;
-  /** [rows·length] exact per-token KL of the accepted parameters. */
-  perTokenKl: Float32Array;
-  /** [rows·length] log π_new of the sampled tokens under the accepted parameters. */
-  newLogProbs: Float32Array;
   inRegion: boolean;
   stepsTaken: number;
   stepsUndone: number;
@@ -64,11 +61,14 @@ export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegio
   const steps = takeSteps(options, tokens, meter);
   const final = meter.measure();
   return {
-    tokens,
+    ...compareDistributions(
+      tokens,
+      meter.reference,
+      final.distributions,
+      unit.model.config.vocabSize,
+    ),
     kl: final.kl,
     maxTokenKl: final.max,
-    perTokenKl: final.perToken,
-    newLogProbs: gatherTakenLogProbs(tokens, final.distributions, unit.model.config.vocabSize),
     inRegion: final.kl <= unit.delta + inRegionTolerance,
     ...steps,
     referenceDistributions: meter.reference,
@@ -245,21 +245,4 @@ function backOff(
   }
   restoreSnapshot(parameters, snapshot);
   return 0;
-}
-
-/** log π(token) of each sampled token, from full log-distributions, as a grid. */
-function gatherTakenLogProbs(
-  tokens: UnitTokens,
-  distributions: Float32Array,
-  vocab: number,
-): Float32Array {
-  const flat = new Float32Array(tokens.totalTokens);
-  let cursor = 0;
-  for (const item of tokens.items) {
-    for (const token of item.completion) {
-      flat[cursor] = distributions[cursor * vocab + token]!;
-      cursor++;
-    }
-  }
-  return toGrid(tokens, flat);
 }
