@@ -24,10 +24,11 @@ const allowed = {
   serve: ['models', 'nn', 'team', 'tensor', 'tokenizer', 'io', 'util'],
   tinker: ['models', 'nn', 'optim', 'rl', 'tensor', 'tokenizer', 'io', 'util'],
   report: ['io', 'trainer', 'util'],
+  experiments: ['theory', 'trainer', 'util'],
   dashboard: ['report', 'trainer', 'io', 'util'],
   bench: ['backend', 'nn', 'optim', 'tensor', 'models', 'io', 'util'],
   cli: [
-    'backend', 'bench', 'dashboard', 'io', 'models', 'nn', 'optim', 'pretrain', 'report', 'rl',
+    'backend', 'bench', 'dashboard', 'experiments', 'io', 'models', 'nn', 'optim', 'pretrain', 'report', 'rl',
     'serve', 'tasks', 'team', 'tensor', 'theory', 'tinker', 'tokenizer', 'trainer', 'util',
   ],
 };

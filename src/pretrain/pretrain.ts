@@ -27,11 +27,17 @@ export const pretrainConfigSchema = z.strictObject({
   steps: z.number().int().positive().default(1500),
   batchSize: z.number().int().positive().default(64),
   learningRate: z.number().positive().default(3e-3),
+  /** Also train one shared model that plays every role (the `single` baseline's base model). */
+  shared: z.boolean().default(true),
   model: modelConfigSchema.optional(),
 });
 export type PretrainConfig = z.output<typeof pretrainConfigSchema>;
 
-export function defaultBaseModelConfig(vocabSize: number) {
+/**
+ * The built-in models' shape. `maxPositions` fits the task: 96 for the short-turn tasks, more
+ * for long-turn ones (pretrain measures the longest demonstrated context).
+ */
+export function defaultBaseModelConfig(vocabSize: number, maxPositions = 96) {
   return {
     architecture: 'llama' as const,
     vocabSize,
@@ -40,7 +46,7 @@ export function defaultBaseModelConfig(vocabSize: number) {
     heads: 4,
     kvHeads: 2,
     intermediateSize: 160,
-    maxPositions: 96,
+    maxPositions,
     tieEmbeddings: true,
   };
 }
@@ -90,6 +96,22 @@ function roleExample(
   return { input, target };
 }
 
+/**
+ * Positions the base models need: the longest input + turn over 200 demonstrations of the last
+ * role (the longest context) and a turn's budget of slack, rounded up to a multiple of 32; at
+ * least 96, the short-turn tasks' size.
+ */
+function contextFor(task: Task, tokenizer: CharTokenizer, config: PretrainConfig): number {
+  const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/context`);
+  const lastRole = task.protocol.turnOrder.at(-1)!;
+  let longest = 0;
+  for (let sample = 0; sample < 200; sample++) {
+    const example = roleExample(task, lastRole, tokenizer, random, 0, random.nextUint32());
+    longest = Math.max(longest, example.input.length + example.target.length);
+  }
+  return Math.max(96, Math.ceil((longest + task.protocol.maxTurnChars) / 32) * 32);
+}
+
 /** Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one into `shared`. */
 export async function pretrain(
   configInput: unknown,
@@ -99,7 +121,9 @@ export async function pretrain(
   const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
   const task = await getTask(config.task, 'task');
   const tokenizer = new CharTokenizer({ alphabet: defaultCharAlphabet });
-  const modelConfig = config.model ?? defaultBaseModelConfig(tokenizer.vocabSize);
+  const modelConfig =
+    config.model ??
+    defaultBaseModelConfig(tokenizer.vocabSize, contextFor(task, tokenizer, config));
   const roles = task.protocol.roles.length;
   const directories: string[] = [];
   const finalLosses: number[] = [];
@@ -111,11 +135,15 @@ export async function pretrain(
       roles: [role],
       steps: config.steps,
     })),
-    {
-      name: 'shared',
-      roles: Array.from({ length: roles }, (_unused, role) => role),
-      steps: config.steps * roles,
-    },
+    ...(config.shared
+      ? [
+          {
+            name: 'shared',
+            roles: Array.from({ length: roles }, (_unused, role) => role),
+            steps: config.steps * roles,
+          },
+        ]
+      : []),
   ];
   for (const [index, plan] of plans.entries()) {
     const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${plan.name}`);

@@ -23,6 +23,11 @@ export {
 export { createArithmeticChainTask, type ArithmeticChainOptions } from './arithmetic-chain.js';
 export { createStringPipelineTask, type StringPipelineOptions } from './string-pipeline.js';
 export { createSolveCheckFinalTask, type SolveCheckFinalOptions } from './solve-check-final.js';
+export {
+  createWorkedChainTask,
+  maxAgents as workedChainMaxAgents,
+  type WorkedChainOptions,
+} from './worked-chain.js';
 export { hashString, splitOf } from './splits.js';
 export * from './verifiers/index.js';
 export {

@@ -30,7 +30,7 @@ describe('getTask', () => {
       assert.equal(error.path, 'task.name');
       assert.match(
         error.message,
-        /unknown task "chess" \(valid: arithmetic-chain, string-pipeline, solve-check-final, jsonl\)/,
+        /unknown task "chess" \(valid: arithmetic-chain, string-pipeline, solve-check-final, worked-chain, jsonl\)/,
       );
       return true;
     });
@@ -84,6 +84,7 @@ describe('getTask', () => {
       'arithmetic-chain',
       'string-pipeline',
       'solve-check-final',
+      'worked-chain',
       'jsonl',
     ]);
     assert.deepEqual(taskSpecSchema.parse({ name: 'arithmetic-chain' }), {

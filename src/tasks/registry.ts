@@ -6,6 +6,7 @@ import { jsonlLoadOptionsSchema, loadJsonlTask } from './jsonl.js';
 import { createSolveCheckFinalTask, solveCheckFinalOptionsSchema } from './solve-check-final.js';
 import { createStringPipelineTask, stringPipelineOptionsSchema } from './string-pipeline.js';
 import type { BuiltInTask } from './types.js';
+import { createWorkedChainTask, workedChainOptionsSchema } from './worked-chain.js';
 
 const jsonlTaskSpecSchema = jsonlLoadOptionsSchema.extend({
   name: z.literal('jsonl'),
@@ -43,6 +44,10 @@ const taskTable = {
     create: async (spec: z.output<typeof solveCheckFinalOptionsSchema>) =>
       createSolveCheckFinalTask(spec),
   },
+  'worked-chain': {
+    schema: workedChainOptionsSchema,
+    create: async (spec: z.output<typeof workedChainOptionsSchema>) => createWorkedChainTask(spec),
+  },
   jsonl: {
     schema: jsonlTaskSpecSchema,
     create: async ({ name: _name, path, ...options }: z.output<typeof jsonlTaskSpecSchema>) =>
@@ -68,6 +73,7 @@ export const taskSpecSchema = z.discriminatedUnion('name', [
   taskTable['arithmetic-chain'].schema,
   taskTable['string-pipeline'].schema,
   taskTable['solve-check-final'].schema,
+  taskTable['worked-chain'].schema,
   taskTable.jsonl.schema,
   taskTable.code.schema,
 ]);

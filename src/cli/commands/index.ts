@@ -8,6 +8,7 @@ import { register as registerExport } from './export.js';
 import { register as registerPretrain } from './pretrain.js';
 import { register as registerReport } from './report.js';
 import { register as registerSample } from './sample.js';
+import { register as registerScaling } from './scaling.js';
 import { register as registerScore } from './score.js';
 import { register as registerServe } from './serve.js';
 import { register as registerSwap } from './swap.js';
@@ -23,6 +24,7 @@ export function registerCommands(program: Command): void {
   registerTrain(program);
   registerEval(program);
   registerCompare(program);
+  registerScaling(program);
   registerPretrain(program);
   registerTheory(program);
   registerDashboard(program);
