@@ -52,6 +52,27 @@ describe('pretrain', () => {
     assert.equal(loaded.tokenizer.vocabSize, 100);
   });
 
+  test('long-turn models: sized to the longest context of the task, per role only when asked', async () => {
+    const longTurns = {
+      task: { name: 'worked-chain', agents: 2, steps: 6 },
+      shared: false,
+      steps: 2,
+      batchSize: 4,
+      seed: 1,
+    };
+    const first = await pretrain(longTurns, path.join(directory, 'long-first'));
+    const second = await pretrain(longTurns, path.join(directory, 'long-second'));
+    assert.deepEqual(
+      first.directories.map((entry) => path.basename(entry)),
+      ['role-0', 'role-1'],
+    );
+    const bytes = (folder: string) => readFileSync(path.join(folder, 'model.safetensors'));
+    assert.ok(bytes(first.directories[1]!).equals(bytes(second.directories[1]!)));
+    // Prompt (18) + two turns of ≤ 42 with tags and newlines, a turn's slack, rounded to 32.
+    const loaded = await loadModel(first.directories[1]!);
+    assert.equal(loaded.model.config.maxPositions, 160);
+  });
+
   test('bad settings are clear errors', async () => {
     await assert.rejects(
       pretrain({ ...config, mistakeRate: 2 }, path.join(directory, 'x')),
