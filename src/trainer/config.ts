@@ -173,6 +173,25 @@ export const trainConfigSchema = z.strictObject({
       /** What an out-of-region step does: undo it, or halve it until back in region. */
       backoff: z.enum(['restore', 'line-search']).default('line-search'),
       maxGradNorm: z.number().positive().max(1e6).default(1),
+      /**
+       * Per-agent adaptive δ (off when absent): after each stage an agent's δ grows by `growth`
+       * while its update's held-out improvement is confidently positive (z ≥ confidence) and in
+       * region, and shrinks by `shrink` after a confident regression, within [minDelta,
+       * maxDelta]. Needs certificate.heldOutProblems > 0.
+       */
+      adaptiveDelta: z
+        .strictObject({
+          growth: z.number().gt(1).max(10).default(1.5),
+          shrink: z.number().gt(0).lt(1).default(0.5),
+          minDelta: z.number().positive().max(10).default(0.001),
+          maxDelta: z.number().positive().max(10).default(0.1),
+          confidence: z.number().positive().max(10).default(1),
+        })
+        .refine((settings) => settings.minDelta <= settings.maxDelta, {
+          message: 'minDelta must be at most maxDelta',
+          path: ['minDelta'],
+        })
+        .optional(),
     })
     .prefault({}),
   optimizer: z

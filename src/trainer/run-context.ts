@@ -8,6 +8,8 @@ import { RunDirectory } from './run-directory.js';
 import { assertNotActive } from './run-lock.js';
 import { schedules } from './schedules.js';
 import type { StageHook } from './stage-hooks.js';
+import { adaptiveDeltaHook } from './adaptive-delta.js';
+import type { TrainableUnit } from './units.js';
 import type { StageSettings } from './stage.js';
 import { resolveStageSettings } from './stage-settings.js';
 import { swapHook } from './swap.js';
@@ -67,7 +69,10 @@ export async function prepareRun(options: TrainOptions): Promise<RunContext> {
     run,
     settings: resolveStageSettings(config),
     evalProblems: task.split('eval', { seed: config.seed, count: config.evaluation.problems }),
-    hooks: [swapHook(target, (record) => emit({ kind: 'swap', record }))],
+    hooks: [
+      swapHook(target, (record) => emit({ kind: 'swap', record })),
+      ...adaptiveDeltaHooks(config, built.units),
+    ],
     emit,
     idleReported: false,
   };
@@ -112,4 +117,16 @@ function withCodeTask(options: TrainOptions): unknown {
       'a task is given both in the config and in code (train({ task })); give one of them',
     );
   return { ...config, task: { name: 'code', task: asTask(options.task).name } };
+}
+
+/** The adaptive-δ hook when the config asks for it; it reads the held-out measurement. */
+function adaptiveDeltaHooks(config: TrainConfig, units: readonly TrainableUnit[]): StageHook[] {
+  const settings = config.trustRegion.adaptiveDelta;
+  if (!settings) return [];
+  if (config.certificate.heldOutProblems === 0)
+    throw new ConfigError(
+      'trustRegion.adaptiveDelta',
+      'adapts δ to each update’s held-out improvement, so it needs certificate.heldOutProblems > 0 (e.g. 8)',
+    );
+  return [adaptiveDeltaHook(units, settings)];
 }

@@ -52,6 +52,8 @@ export const runStateSchema = z.preprocess(
     /** Held-out accuracy before training (null only before the first evaluation). */
     evaluationBefore: evaluationSummarySchema.nullable(),
     swaps: swapProgressSchema.default({ applied: [], pendingRecovery: [] }),
+    /** Each unit's current δ when trustRegion.adaptiveDelta moves it (empty otherwise). */
+    deltas: z.record(z.string(), z.number().nonnegative()).optional(),
     /** Checksums of the checkpoint's files and metrics prefix (absent in older checkpoints). */
     integrity: checkpointIntegritySchema.optional(),
   }),

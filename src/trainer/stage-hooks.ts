@@ -1,4 +1,4 @@
-import type { MetricsRecord, StageRecord } from './records.js';
+import type { MetricsRecord, StageRecord, UpdateRecord } from './records.js';
 import type { RunState } from './run-state.js';
 
 /**
@@ -9,6 +9,10 @@ import type { RunState } from './run-state.js';
 export interface StageHook {
   /** Runs before stage `state.stage + 1`; may advance state (e.g. generated tokens). */
   beforeStage(state: RunState): Promise<MetricsRecord[]>;
-  /** Runs after `stage` completed; its records follow the stage's. */
-  afterStage(state: RunState, stage: StageRecord): MetricsRecord[];
+  /** Runs after `stage` completed (with its updates' records); its records follow the stage's. */
+  afterStage(
+    state: RunState,
+    stage: StageRecord,
+    updates: readonly UpdateRecord[],
+  ): MetricsRecord[];
 }

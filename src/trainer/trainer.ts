@@ -124,7 +124,7 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
   state.stage++;
   const { updates, stageRecord } = await runStage(context, state);
   records.push(...updates, stageRecord);
-  for (const hook of context.hooks) records.push(...hook.afterStage(state, stageRecord));
+  for (const hook of context.hooks) records.push(...hook.afterStage(state, stageRecord, updates));
   context.emit({
     kind: 'stage',
     stage: state.stage,
