@@ -6,7 +6,7 @@ import { renderForAgent } from '../team/render.js';
 import type { Team } from '../team/team.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { RandomGenerator } from '../util/random.js';
-import { generateText } from './generation.js';
+import { generateText, type DeltaListener } from './generation.js';
 import { RequestError, type NormalizedRequest, type ServedResult } from './protocol.js';
 
 /**
@@ -17,7 +17,7 @@ export interface ServedModel {
   readonly id: string;
   complete(
     request: NormalizedRequest,
-    events: { onDelta: (text: string) => void; signal: AbortSignal },
+    events: { onDelta: DeltaListener; signal: AbortSignal },
   ): Promise<ServedResult>;
 }
 
@@ -172,7 +172,7 @@ export function teamEndpoint(id: string, team: Team): ServedModel {
         signal: events.signal,
         maxTurnTokens: request.maxTokens ?? undefined,
       });
-      events.onDelta(episode.answer);
+      events.onDelta(episode.answer, []);
       return {
         text: episode.answer,
         finishReason: 'stop',

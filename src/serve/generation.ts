@@ -114,6 +114,9 @@ function nextLogits(
  * The completion's text as tokens arrive: cut at the first stop string, and emitted in deltas
  * that stop short of a partial character or a possible stop string.
  */
+/** A streamed piece of text and the log-probs of the tokens consumed for it. */
+export type DeltaListener = (text: string, logprobs: readonly TokenLogprob[]) => void;
+
 export class CompletionText {
   text = '';
   private readonly content: number[] = [];
@@ -169,7 +172,7 @@ export async function generateText(
   tokenizer: Tokenizer,
   promptIds: readonly number[],
   settings: GenerationSettings,
-  events: { onDelta?: (text: string) => void; signal?: AbortSignal } = {},
+  events: { onDelta?: DeltaListener; signal?: AbortSignal } = {},
 ): Promise<GenerationResult> {
   if (promptIds.length === 0)
     throw new TeamtrError('the prompt is empty (and the tokenizer has no BOS token to start from)');
@@ -182,8 +185,15 @@ export async function generateText(
   const usable = Math.min(tokenizer.vocabSize, model.config.vocabSize);
   const stopIds = new Set(settings.stopTokenIds);
   const cache = new KeyValueCache(model.config, 1, promptIds.length + maxNewTokens);
-  const completion = new CompletionText(tokenizer, settings.stopStrings, events.onDelta);
   const result: GenerationResult = { text: '', finishReason: 'length', tokens: [], logprobs: [] };
+  // Each delta carries the log-probs of the tokens consumed since the one before, so a
+  // streamed response has every token's log-prob exactly once, as a whole one does.
+  let sent = 0;
+  const deliver = (text: string) => {
+    events.onDelta?.(text, result.logprobs.slice(sent));
+    sent = result.logprobs.length;
+  };
+  const completion = new CompletionText(tokenizer, settings.stopStrings, deliver);
   try {
     let input: readonly number[] = promptIds;
     for (let step = 0; step < maxNewTokens; step++) {
@@ -205,6 +215,7 @@ export async function generateText(
     cache.destroy();
   }
   completion.flush();
+  if (sent < result.logprobs.length) deliver('');
   result.text = completion.text;
   return result;
 }

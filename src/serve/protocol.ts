@@ -221,7 +221,7 @@ const usageOf = (result: ServedResult) => ({
   total_tokens: result.promptTokens + result.completionTokens,
 });
 
-function chatLogprobs(logprobs: TokenLogprob[]): unknown {
+function chatLogprobs(logprobs: readonly TokenLogprob[]): unknown {
   const bytes = (text: string) => [...Buffer.from(text, 'utf8')];
   return {
     content: logprobs.map((entry) => ({
@@ -237,7 +237,7 @@ function chatLogprobs(logprobs: TokenLogprob[]): unknown {
   };
 }
 
-function legacyLogprobs(logprobs: TokenLogprob[]): unknown {
+function legacyLogprobs(logprobs: readonly TokenLogprob[]): unknown {
   let offset = 0;
   return {
     tokens: logprobs.map((entry) => entry.text),
@@ -297,9 +297,21 @@ export function chunkBody(
   request: NormalizedRequest,
   id: string,
   created: number,
-  delta: { text?: string; role?: boolean; finishReason?: 'stop' | 'length' },
+  delta: {
+    text?: string;
+    role?: boolean;
+    finishReason?: 'stop' | 'length';
+    /** The log-probs of the tokens behind this delta, when the request asked for them. */
+    logprobs?: readonly TokenLogprob[];
+  },
 ): unknown {
   const finish = delta.finishReason ?? null;
+  const logprobs =
+    request.logprobs && delta.logprobs
+      ? request.kind === 'chat'
+        ? chatLogprobs(delta.logprobs)
+        : legacyLogprobs(delta.logprobs)
+      : null;
   const choice =
     request.kind === 'chat'
       ? {
@@ -308,10 +320,10 @@ export function chunkBody(
             ...(delta.role ? { role: 'assistant' } : {}),
             ...(delta.text !== undefined ? { content: delta.text } : {}),
           },
-          logprobs: null,
+          logprobs,
           finish_reason: finish,
         }
-      : { index: 0, text: delta.text ?? '', logprobs: null, finish_reason: finish };
+      : { index: 0, text: delta.text ?? '', logprobs, finish_reason: finish };
   return {
     id,
     object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',

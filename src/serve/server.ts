@@ -233,7 +233,7 @@ class Router {
     };
     try {
       const result = await endpoint.complete(request, {
-        onDelta: (text) => send(chunkBody(request, id, created, { text })),
+        onDelta: (text, logprobs) => send(chunkBody(request, id, created, { text, logprobs })),
         signal: aborter.signal,
       });
       send(chunkBody(request, id, created, { finishReason: result.finishReason }));

@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { loadModel } from '../models/load.js';
+import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
+import { TransformerLM } from '../nn/transformer.js';
+import { LocalPolicy } from '../team/policy.js';
+import type { Team } from '../team/team.js';
+import { CharTokenizer } from '../tokenizer/char.js';
+import { RandomGenerator } from '../util/random.js';
+import { modelEndpoint, teamEndpoint } from './endpoints.js';
+import { startServer, type RunningServer } from './server.js';
+
+/**
+ * `teamtr serve` driven by the official `openai` client, as its users call it: every gap the
+ * real-teams issue listed (unsupported fields, n > 1, GET /v1/models/{id}, streamed log-probs,
+ * a status before a stream opens, max_tokens and usage of the team model), read through the
+ * client's own parsing and error classes.
+ */
+const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-openai-'));
+const char = new CharTokenizer();
+const charModel = (seed: number) =>
+  new TransformerLM(
+    {
+      architecture: 'llama',
+      vocabSize: char.vocabSize,
+      hiddenSize: 16,
+      layers: 1,
+      heads: 2,
+      intermediateSize: 24,
+      maxPositions: 96,
+    },
+    new RandomGenerator(seed),
+  );
+const team: Team = {
+  agents: [0, 1].map((index) => ({
+    name: `agent-${index}`,
+    rolePrompt: index === 0 ? 'Solve. ' : 'Check. ',
+    speakerTag: `${'AB'[index]}:`,
+    policy: new LocalPolicy(charModel(20 + index), char),
+  })),
+  protocol: { turnOrder: [0, 1], answerTurn: 1, permutePerEpisode: false, maxTurnTokens: 8 },
+};
+
+let server: RunningServer;
+let client: OpenAI;
+
+before(async () => {
+  writeHuggingFaceFixture(path.join(root, 'qwen'), { modelType: 'qwen2' });
+  const qwen = await loadModel(path.join(root, 'qwen'));
+  server = await startServer({
+    port: 0,
+    maxBodyBytes: 65_536,
+    maxConcurrent: 1,
+    maxQueued: 4,
+    endpoints: [
+      modelEndpoint({
+        id: 'qwen',
+        model: qwen.model,
+        tokenizer: qwen.tokenizer,
+        generation: qwen.generation,
+      }),
+      teamEndpoint('team', team),
+    ],
+  });
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+});
+after(async () => {
+  await server.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const question = [{ role: 'user' as const, content: 'What is 2+3?' }];
+
+async function rejectsWithStatus(promise: Promise<unknown>, status: number, field: RegExp) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof OpenAI.APIError, String(error));
+    assert.equal(error.status, status);
+    assert.match(error.message, field);
+    return true;
+  });
+}
+
+describe('teamtr serve through the official openai client', () => {
+  test('lists and retrieves models', async () => {
+    const models = (await client.models.list()).data.map((model) => model.id);
+    assert.deepEqual(models.sort(), ['qwen', 'team']);
+    assert.equal((await client.models.retrieve('qwen')).id, 'qwen');
+    await rejectsWithStatus(client.models.retrieve('nope'), 404, /nope/);
+  });
+
+  test('streamed chunks carry every token’s log-prob, exactly as the whole response does', async () => {
+    const request = {
+      model: 'qwen',
+      messages: question,
+      max_tokens: 10,
+      seed: 7,
+      logprobs: true,
+      top_logprobs: 2,
+    };
+    const whole = await client.chat.completions.create(request);
+    const expected = whole.choices[0]!.logprobs!.content!;
+    assert.equal(expected.length, whole.usage!.completion_tokens);
+    const stream = await client.chat.completions.create({ ...request, stream: true });
+    let text = '';
+    const streamed: typeof expected = [];
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      text += choice.delta.content ?? '';
+      streamed.push(...(choice.logprobs?.content ?? []));
+    }
+    assert.equal(text, whole.choices[0]!.message.content);
+    assert.deepEqual(streamed, expected);
+    assert.ok(streamed.every((entry) => entry.top_logprobs.length === 2));
+  });
+
+  test('n > 1 returns a group of samples', async () => {
+    const response = await client.chat.completions.create({
+      model: 'qwen',
+      messages: question,
+      max_tokens: 6,
+      n: 3,
+      seed: 1,
+    });
+    assert.deepEqual(
+      response.choices.map((choice) => choice.index),
+      [0, 1, 2],
+    );
+  });
+
+  test('fields it cannot honour are refused with 400 naming the field', async () => {
+    await rejectsWithStatus(
+      client.chat.completions.create({
+        model: 'qwen',
+        messages: question,
+        tools: [{ type: 'function', function: { name: 'add', parameters: {} } }],
+      }),
+      400,
+      /tools/,
+    );
+    await rejectsWithStatus(
+      client.chat.completions.create({
+        model: 'qwen',
+        messages: question,
+        response_format: { type: 'json_object' },
+      }),
+      400,
+      /response_format/,
+    );
+  });
+
+  test('a streamed request that cannot start is an HTTP error, not a 200 stream', async () => {
+    await rejectsWithStatus(
+      client.chat.completions.create({
+        model: 'qwen',
+        messages: [{ role: 'user', content: 'x '.repeat(2000) }],
+        stream: true,
+      }),
+      400,
+      /context|tokens/,
+    );
+  });
+
+  test('the team model honours max_tokens per turn and counts its usage', async () => {
+    const response = await client.chat.completions.create({
+      model: 'team',
+      messages: question,
+      max_tokens: 3,
+      seed: 2,
+    });
+    const usage = response.usage!;
+    assert.ok(usage.prompt_tokens > 0, 'prompt tokens are counted');
+    assert.ok(usage.completion_tokens > 0 && usage.completion_tokens <= 2 * 3);
+    assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+  });
+});
