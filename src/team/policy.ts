@@ -39,6 +39,11 @@ export interface CompletionSettings {
   maxNewTokens: number;
   /** @default 1 (RL samples from the policy itself) */
   temperature?: number;
+  /**
+   * Strings that end a turn: its text stops before the first one, and its tokens end with the
+   * token that completed it (never re-tokenized, so what is scored is what was sampled).
+   */
+  stop?: readonly string[];
 }
 
 /**
@@ -118,20 +123,41 @@ export class LocalPolicy implements AgentPolicy {
       vocabularyLimit: this.tokenizer.vocabSize,
     });
     return generated.map((sequence, index) => {
-      return {
+      const completion = {
         inputIds: inputs[index]!,
         tokens: sequence.tokens,
         logProbs: sequence.logProbs,
-        // A byte-level BPE stop token may carry text before its newline (".\n"): keep that part.
-        // A chat model's turn keeps its lines; its end-of-turn token is special and dropped.
-        text: this.chat
-          ? this.tokenizer.decode(sequence.tokens, { skipSpecialTokens: true })
-          : this.tokenizer
-              .decode(sequence.tokens, { skipSpecialTokens: true })
-              .split(turnTerminator)[0]!,
+        text: this.turnText(sequence.tokens),
         finishReason: sequence.finishReason,
       };
+      return settings.stop?.length ? this.cutAtStop(completion, settings.stop) : completion;
     });
+  }
+
+  /**
+   * A byte-level BPE stop token may carry text before its newline (".\n"): keep that part. A
+   * chat model's turn keeps its lines; its end-of-turn token is special and dropped.
+   */
+  private turnText(tokens: readonly number[]): string {
+    const text = this.tokenizer.decode(tokens, { skipSpecialTokens: true });
+    return this.chat ? text : text.split(turnTerminator)[0]!;
+  }
+
+  /** The completion up to the first token whose text completes a stop string. */
+  private cutAtStop(completion: Completion, stop: readonly string[]): Completion {
+    for (let length = 1; length <= completion.tokens.length; length++) {
+      const text = this.turnText(completion.tokens.slice(0, length));
+      const at = Math.min(...stop.map((entry) => text.indexOf(entry)).filter((at) => at >= 0));
+      if (!Number.isFinite(at)) continue;
+      return {
+        ...completion,
+        tokens: completion.tokens.slice(0, length),
+        logProbs: completion.logProbs.slice(0, length),
+        text: text.slice(0, at),
+        finishReason: 'stop',
+      };
+    }
+    return completion;
   }
 }
 

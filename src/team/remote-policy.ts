@@ -148,7 +148,8 @@ export class RemotePolicy implements AgentPolicy {
       model,
       max_tokens: this.config.maxTokens ?? settings.maxNewTokens,
       temperature: settings.temperature ?? 1,
-      stop: [turnTerminator],
+      // OpenAI servers take at most 4 stop strings; the rest are cut here below.
+      stop: [turnTerminator, ...(settings.stop ?? [])].slice(0, 4),
       seed: request.random.nextUint32() & 0x7fffffff,
       stream: false,
     };
@@ -174,9 +175,13 @@ export class RemotePolicy implements AgentPolicy {
         ? ((choice as { message: { content: string | null } }).message.content ?? '')
         : (choice as { text: string }).text;
     // A turn is one line: keep what precedes the first newline, even if the server ignored `stop`.
-    const newline = raw.indexOf(turnTerminator);
-    const text = singleLine(newline >= 0 ? raw.slice(0, newline) : raw);
-    const finishReason = newline >= 0 || choice.finish_reason === 'stop' ? 'stop' : 'length';
+    // The same for the agent's own stop strings.
+    const ends = [turnTerminator, ...(settings.stop ?? [])]
+      .map((entry) => raw.indexOf(entry))
+      .filter((at) => at >= 0);
+    const cut = ends.length ? Math.min(...ends) : -1;
+    const text = singleLine(cut >= 0 ? raw.slice(0, cut) : raw);
+    const finishReason = cut >= 0 || choice.finish_reason === 'stop' ? 'stop' : 'length';
     // Generated tokens count toward training budgets like a local agent's; a server that
     // reports no usage counts as 0.
     const generatedTokenCount = parsed.data.usage?.completion_tokens ?? 0;

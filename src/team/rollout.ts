@@ -2,7 +2,7 @@ import { RandomGenerator } from '../util/random.js';
 import type { Problem, Task } from '../tasks/index.js';
 import type { CompletionRequest } from './policy.js';
 import { renderForAgent } from './render.js';
-import { hasSeveralRounds, type Team } from './team.js';
+import { hasSeveralRounds, turnTokenLimit, type Team } from './team.js';
 import type { TeamBatch, Trajectory, TurnRecord } from './types.js';
 
 export interface RolloutOptions {
@@ -105,8 +105,9 @@ async function sampleTurn(
       };
     });
     const completions = await agent.policy.complete(requests, {
-      maxNewTokens: team.protocol.maxTurnTokens,
+      maxNewTokens: turnTokenLimit(team, agentIndex),
       temperature: options.temperature ?? 1,
+      ...(agent.stop ? { stop: agent.stop } : {}),
     });
     completions.forEach((completion, position) => {
       const record: TurnRecord = { turnIndex, agentIndex, ...completion };

@@ -11,6 +11,15 @@ export interface Agent {
   /** Written before each of this agent's turns in the shared context, e.g. "A:". */
   speakerTag: string;
   policy: AgentPolicy;
+  /** Longest turn of this agent in tokens. @default the protocol's maxTurnTokens */
+  maxTurnTokens?: number;
+  /** Strings that end this agent's turn early (CompletionSettings.stop). */
+  stop?: readonly string[];
+}
+
+/** The most tokens one turn of agent `agentIndex` may take. */
+export function turnTokenLimit(team: Team, agentIndex: number): number {
+  return team.agents[agentIndex]?.maxTurnTokens ?? team.protocol.maxTurnTokens;
 }
 
 /** Who speaks when. */

@@ -101,6 +101,10 @@ export function agentFromConfig(options: {
     name: agentConfig.name,
     rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
     speakerTag: agentConfig.speakerTag ?? speakerTagFor(index),
+    ...(agentConfig.maxTurnTokens !== undefined
+      ? { maxTurnTokens: agentConfig.maxTurnTokens }
+      : {}),
+    ...(agentConfig.stop !== undefined ? { stop: agentConfig.stop } : {}),
     policy,
   };
 }

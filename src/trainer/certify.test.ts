@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import type { CertificateEvidence } from './certificate-evidence.js';
 import { certificateBounds, tokenHorizon } from './certify.js';
@@ -83,16 +84,29 @@ describe('tokenHorizon', () => {
     permutePerEpisode: false,
     maxTurnTokens: 5,
   };
+  const agent = (maxTurnTokens?: number) =>
+    ({
+      name: 'a',
+      rolePrompt: '',
+      speakerTag: 'A:',
+      maxTurnTokens,
+    }) as unknown as Team['agents'][number];
+  const teamOf = (shape: typeof protocol, agents = [agent(), agent(), agent()]): Team => ({
+    agents,
+    protocol: shape,
+  });
 
   test("an agent's turns times the longest turn, summed over a shared model's agents", () => {
-    assert.equal(tokenHorizon(protocol, [0]), 10);
-    assert.equal(tokenHorizon(protocol, [0, 1]), 20);
-    assert.equal(tokenHorizon(protocol, [3]), 0);
+    assert.equal(tokenHorizon(teamOf(protocol), [0]), 10);
+    assert.equal(tokenHorizon(teamOf(protocol), [0, 1]), 20);
+    assert.equal(tokenHorizon(teamOf(protocol), [3]), 0);
+    // An agent's own maxTurnTokens replaces the protocol's.
+    assert.equal(tokenHorizon(teamOf(protocol, [agent(), agent(7), agent()]), [0, 1]), 24);
   });
 
   test('with speakers permuted, every agent may take the busiest slots', () => {
     const permuted = { ...protocol, turnOrder: [0, 0, 1], permutePerEpisode: true };
-    assert.equal(tokenHorizon(permuted, [1]), 10);
-    assert.equal(tokenHorizon({ ...permuted, permutePerEpisode: false }, [1]), 5);
+    assert.equal(tokenHorizon(teamOf(permuted), [1]), 10);
+    assert.equal(tokenHorizon(teamOf({ ...permuted, permutePerEpisode: false }), [1]), 5);
   });
 });

@@ -10,7 +10,7 @@ import {
   broadcastToTokens,
   weightedTotalVariationPenalty,
 } from '../rl/index.js';
-import type { Protocol } from '../team/team.js';
+import { turnTokenLimit, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import type { RankShiftSummary, UpdateCertificate } from './records.js';
 
@@ -167,18 +167,20 @@ function centeredRewards(batch: TeamBatch): Float64Array {
 }
 
 /**
- * The most tokens the given agents can emit in one trajectory: their turns × the longest turn.
+ * The most tokens the given agents can emit in one trajectory: their turns × their longest turn.
  * With speakers permuted per episode an agent may take any agent's slots, so each counts the
  * most turns any agent has.
  */
-export function tokenHorizon(protocol: Protocol, agentIndices: readonly number[]): number {
+export function tokenHorizon(team: Team, agentIndices: readonly number[]): number {
+  const { protocol } = team;
   const turnsOf = (agent: number) => protocol.turnOrder.filter((index) => index === agent).length;
   const mostTurns = Math.max(0, ...protocol.turnOrder.map(turnsOf));
-  const turns = agentIndices.reduce(
-    (total, agent) => total + (protocol.permutePerEpisode ? mostTurns : turnsOf(agent)),
+  return agentIndices.reduce(
+    (total, agent) =>
+      total +
+      (protocol.permutePerEpisode ? mostTurns : turnsOf(agent)) * turnTokenLimit(team, agent),
     0,
   );
-  return turns * protocol.maxTurnTokens;
 }
 
 function rankShift(result: TrustRegionResult, vocab: number): RankShiftSummary[] {

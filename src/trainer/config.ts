@@ -30,6 +30,13 @@ export const agentConfigSchema = z
     trainable: z.boolean().optional(),
     /** Per-agent trust-region radius. @default trustRegion.delta */
     delta: z.number().nonnegative().max(10).optional(),
+    /** Longest turn of this agent, in tokens. @default protocol.maxTurnTokens */
+    maxTurnTokens: z.number().int().positive().max(65_536).optional(),
+    /**
+     * Strings that end this agent's turn (besides its end-of-turn token or newline). The turn's
+     * text stops before the string; its recorded tokens end with the token that completed it.
+     */
+    stop: z.array(z.string().min(1).max(256)).max(16).optional(),
     /** Per-agent learning rate. @default optimizer.learningRate */
     learningRate: z.number().positive().max(1e4).optional(),
     /** Train low-rank adapters instead of the whole model: { rank, alpha, targetModules, … }. */

@@ -171,7 +171,7 @@ export class Stage {
       settings: {
         epsilon: settings.certificate.epsilon,
         earlierShifts: options.unreflectedShifts ?? [],
-        horizon: tokenHorizon(this.team.protocol, unit.agentIndices),
+        horizon: tokenHorizon(this.team, unit.agentIndices),
       },
       confidence: settings.certificate.confidence,
       vocab: unit.model.config.vocabSize,
