@@ -4,30 +4,30 @@ import { RandomGenerator } from '../util/random.js';
 import { sampleDemonstration } from './demonstrations.js';
 import { createWorkedChainTask } from './worked-chain.js';
 
-const prompt = '1 A6 B2 C7 D3 E8 F5 G4 H1';
-const problem = { id: 'p', prompt, answer: '11' };
+const prompt = '1 67';
+const problem = { id: 'p', prompt, answer: '9' };
 
 describe('worked-chain', () => {
-  test('each agent works its rule from the last digit the agent before it wrote', () => {
+  test('each agent continues from the last digit the agent before it wrote', () => {
     const task = createWorkedChainTask({ agents: 3, steps: 4 });
     const demonstrate = (role: number, previousTurns: string[]) =>
       task.demonstrator!.demonstrate(problem, { role, previousTurns });
-    // A: x → x + 6 from the start digit 1.
+    // A: steps alternate +6 and +7 from the start digit 1.
     const first = demonstrate(0, []);
-    assert.equal(first, '1+6=7 7+6=13 3+6=9 9+6=15');
-    // B continues from A's last result as written: 15 → 5, or a slipped 14 → 4.
-    assert.equal(demonstrate(1, [first]), '5+2=7 7+2=9 9+2=11 1+2=3');
-    assert.equal(demonstrate(1, ['1+6=7 7+6=13 3+6=9 9+6=14']), '4+2=6 6+2=8 8+2=10 0+2=2');
+    assert.equal(first, '1+6=7 7+7=14 4+6=10 0+7=7');
+    // B continues from A's last result as written: 7, or a slipped 8.
+    assert.equal(demonstrate(1, [first]), '7+6=13 3+7=10 0+6=6 6+7=13');
+    assert.equal(demonstrate(1, ['1+6=7 7+7=14 4+6=10 0+7=8']), '8+6=14 4+7=11 1+6=7 7+7=14');
     // An unreadable turn: the chain is recomputed from the prompt.
-    assert.equal(demonstrate(2, [first, 'no idea']), '3+7=10 0+7=7 7+7=14 4+7=11');
+    assert.equal(demonstrate(2, [first, 'no idea']), '3+6=9 9+7=16 6+6=12 2+7=9');
   });
 
   test('the answer is the last number of the last turn, exactly', () => {
     const task = createWorkedChainTask({ agents: 3 });
-    assert.equal(task.verify(problem, '3+7=10 0+7=7 7+7=14 4+7=11').correct, true);
-    assert.equal(task.verify(problem, '4+7=12').correct, false);
+    assert.equal(task.verify(problem, '3+6=9 9+7=16 6+6=12 2+7=9').correct, true);
+    assert.equal(task.verify(problem, '2+7=8').correct, false);
     assert.equal(task.verify(problem, '').correct, false);
-    assert.equal(task.verify(problem, '11 and then 12').correct, false);
+    assert.equal(task.verify(problem, '9 and then 10').correct, false);
   });
 
   test('problems are deterministic from the seed and shared by teams of every size', () => {
@@ -78,12 +78,12 @@ describe('worked-chain', () => {
     for (let trial = 0; trial < 200; trial++) {
       const ideal = task.demonstrator!.demonstrate(problem, {
         role: 2,
-        previousTurns: ['1+6=7 7+6=13 3+6=9 9+6=15', '5+2=7 7+2=9 9+2=11 1+2=3'],
+        previousTurns: ['1+6=7 7+7=14 4+6=10 0+7=7', '7+6=13 3+7=10 0+6=6 6+7=13'],
       });
       const slipped = task.demonstrator!.corrupt({
         problem,
         role: 2,
-        previousTurns: ['1+6=7 7+6=13 3+6=9 9+6=15', '5+2=7 7+2=9 9+2=11 1+2=3'],
+        previousTurns: ['1+6=7 7+7=14 4+6=10 0+7=7', '7+6=13 3+7=10 0+6=6 6+7=13'],
         text: ideal,
         random,
       });

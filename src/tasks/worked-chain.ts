@@ -10,22 +10,20 @@ import { verifyNumeric } from './verifiers/numeric.js';
 
 /**
  * worked-chain: long turns that continue each other's work. The long-turn task of the scaling
- * experiment (docs/method.md §9): every agent writes `steps` worked steps, about 9 characters
- * (tokens, for the built-in character models) each, and starts from the last number the agent
- * before it wrote, so what a later agent should write depends on the content of the earlier
- * turns, slips included.
+ * experiment (docs/method.md §9): every agent writes `steps` worked steps, about 6.5 characters
+ * (tokens, for the built-in character models) each, alternately adding the prompt's two step
+ * sizes, and starts from the last digit of the last number the agent before it wrote — so what
+ * a later agent should write depends on the content of the earlier turns, slips included.
  *
- *     prompt   5 A7 B2 C9 D1 E6 F8 G3 H4      start 5, then one step size per agent
- *     turn A   5+7=12 2+7=9 9+7=16 6+7=13      A adds 7 `steps` times; each step starts from
- *                                              the last digit of the result before it
- *     turn B   3+2=5 5+2=7 7+2=9 9+2=11        B starts from A's last result (13 → 3)
+ *     prompt   5 37                           start 5; steps alternate +3 and +7
+ *     turn A   5+3=8 8+7=15 5+3=8 8+7=15 …     each step starts from the last digit before it
+ *     turn B   5+3=8 8+7=15 …                  B starts from A's last result (15 → 5)
  *     ...      the answer is the last result of the last agent's turn
  *
- * Agent r is labelled by its speaker letter (A, B, …) both in the prompt and in its role prompt,
- * so its rule is found by content, not by counting. The prompt always lists the rules of
- * `maxAgents` agents, whatever `agents` is: a team of N agents uses the first N, so teams of
- * every size share one set of problems (paired comparisons across N) and one set of per-role
- * base models (pretrained with `agents: 8`).
+ * Every agent reads the rule from the start of the prompt (a tiny model finds it there at any
+ * context length) and the agents differ only in where they stand in the chain. The prompt does
+ * not depend on `agents`: teams of every size share one set of problems (paired comparisons
+ * across N) and one set of per-role base models (pretrained with `agents: 8`).
  */
 
 export const maxAgents = 8;
@@ -46,9 +44,10 @@ export const workedChainOptionsSchema = z.strictObject({
 /** Options of createWorkedChainTask; every field has a default. */
 export type WorkedChainOptions = Omit<z.input<typeof workedChainOptionsSchema>, 'name'>;
 
-/** x → x + offset; the next step starts from the result's last digit. */
+/** Steps alternate x → x + first and x → x + second; each starts from the last digit before. */
 interface Rule {
-  offset: number;
+  first: number;
+  second: number;
 }
 
 const letterOf = (agent: number) => String.fromCharCode(65 + agent);
@@ -64,7 +63,7 @@ export function createWorkedChainTask(taskOptions: WorkedChainOptions = {}): Bui
   return {
     name,
     description:
-      `A chain of ${agents} agents, each writing ${steps} worked steps x → x + b that continue ` +
+      `A chain of ${agents} agents, each writing ${steps} worked steps (alternately + a and + b) that continue ` +
       "from the last digit of the previous agent's result.",
     protocol: oneRoundProtocol(
       Array.from({ length: agents }, (_, agent) => ({
@@ -72,8 +71,8 @@ export function createWorkedChainTask(taskOptions: WorkedChainOptions = {}): Bui
         prompt: letterOf(agent),
         description:
           agent === 0
-            ? `Applies rule ${letterOf(agent)} ${steps} times from the prompt's start digit, showing each step.`
-            : `Applies rule ${letterOf(agent)} ${steps} times from the last digit of the previous turn's last result.`,
+            ? `Writes ${steps} worked steps from the prompt's start digit.`
+            : `Writes ${steps} worked steps from the last digit of the previous turn's last result.`,
       })),
       // "x+b=vv" and a separating space per step.
       7 * steps,
@@ -97,53 +96,49 @@ export function createWorkedChainTask(taskOptions: WorkedChainOptions = {}): Bui
 
 function generateProblem(random: RandomGenerator, agents: number, steps: number) {
   const start = random.nextInt(10);
-  const rules: Rule[] = Array.from({ length: maxAgents }, () => ({
-    offset: 1 + random.nextInt(9),
-  }));
-  const prompt = [
-    String(start),
-    ...rules.map((rule, agent) => `${letterOf(agent)}${rule.offset}`),
-  ].join(' ');
+  const rule: Rule = { first: 1 + random.nextInt(9), second: 1 + random.nextInt(9) };
+  const prompt = `${start} ${rule.first}${rule.second}`;
   const results: number[] = [];
   let value = start;
   for (let agent = 0; agent < agents; agent++) {
-    value = workedSteps(value % 10, rules[agent]!, steps).at(-1)!;
+    value = workedSteps(value % 10, rule, steps).at(-1)!;
     results.push(value);
   }
   return { prompt, answer: String(value), metadata: { agents, steps, results } };
 }
 
-/** The results of `steps` steps of x → x + b, each from the last digit of the one before. */
+/** The results of `steps` steps, each from the last digit of the one before. */
 function workedSteps(start: number, rule: Rule, steps: number): number[] {
   const results: number[] = [];
   let digit = start;
   for (let step = 0; step < steps; step++) {
-    const result = digit + rule.offset;
+    const result = digit + offsetOf(rule, step);
     results.push(result);
     digit = result % 10;
   }
   return results;
 }
 
+const offsetOf = (rule: Rule, step: number) => (step % 2 === 0 ? rule.first : rule.second);
+
 function formatSteps(start: number, rule: Rule, results: readonly number[]): string {
   let digit = start;
   return results
-    .map((result) => {
-      const text = `${digit}+${rule.offset}=${result}`;
+    .map((result, step) => {
+      const text = `${digit}+${offsetOf(rule, step)}=${result}`;
       digit = result % 10;
       return text;
     })
     .join(' ');
 }
 
-function parsePrompt(taskName: string, prompt: string): { start: number; rules: Rule[] } {
-  const match = /^(\d) ((?:[A-H]\d ?){8})$/.exec(prompt);
+function parsePrompt(taskName: string, prompt: string): { start: number; rule: Rule } {
+  const match = /^(\d) ([1-9])([1-9])$/.exec(prompt);
   if (!match) throw new TeamtrError(`${taskName}: cannot read the prompt "${prompt}"`);
-  const rules = match[2]!
-    .trim()
-    .split(' ')
-    .map((token) => ({ offset: Number(token[1]) }));
-  return { start: Number(match[1]), rules };
+  return {
+    start: Number(match[1]),
+    rule: { first: Number(match[2]), second: Number(match[3]) },
+  };
 }
 
 /** The last number a turn wrote, or null when it wrote none. */
@@ -154,7 +149,7 @@ function lastNumber(text: string): number | null {
 
 /** The digit agent `agent` starts from: the prompt's for A, else the previous turn's last result's. */
 function startDigit(
-  parsed: { start: number; rules: Rule[] },
+  parsed: { start: number; rule: Rule },
   context: DemonstrationContext,
   steps: number,
 ): number {
@@ -164,7 +159,7 @@ function startDigit(
   // An unreadable previous turn: a careful agent recomputes the chain from the prompt.
   let digit = parsed.start;
   for (let agent = 0; agent < context.role; agent++) {
-    digit = workedSteps(digit, parsed.rules[agent]!, steps).at(-1)! % 10;
+    digit = workedSteps(digit, parsed.rule, steps).at(-1)! % 10;
   }
   return digit;
 }
@@ -179,7 +174,7 @@ function demonstrate(
   const parsed = parsePrompt(taskName, problem.prompt);
   checkDefaultProtocol(taskName, context, agents);
   const start = startDigit(parsed, context, steps);
-  const rule = parsed.rules[context.role]!;
+  const { rule } = parsed;
   return formatSteps(start, rule, workedSteps(start, rule, steps));
 }
 
@@ -197,13 +192,13 @@ function corrupt(
   const { problem, random } = request;
   const parsed = parsePrompt(taskName, problem.prompt);
   checkDefaultProtocol(taskName, request, agents);
-  const rule = parsed.rules[request.role]!;
+  const { rule } = parsed;
   const start = startDigit(parsed, request, steps);
   const results: number[] = [];
   const slipAt = random.nextInt(steps);
   let digit = start;
   for (let step = 0; step < steps; step++) {
-    const exact = digit + rule.offset;
+    const exact = digit + offsetOf(rule, step);
     const result = step === slipAt ? numericMistake(exact, random) : exact;
     results.push(result);
     digit = result % 10;
