@@ -1,38 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runCli } from '../test-support/run-cli.js';
 import { createTrainingFixture } from '../../trainer/test-support/fixture.js';
 import { directorySnapshot } from '../../trainer/test-support/run-files.js';
 import { createSwapModels } from '../../trainer/test-support/swap-models.js';
 import { train } from '../../trainer/trainer.js';
 
-const mainModule = fileURLToPath(new URL('../main.ts', import.meta.url));
 const cleanup: string[] = [];
 after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
-
-/** The real CLI entry in a child process (through tsx), with its exit code and output. */
-function runCli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const script = `const { main } = await import(${JSON.stringify(pathToFileURL(mainModule).href)}); process.exitCode = await main(JSON.parse(process.env.TEAMTR_TEST_ARGV));`;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', '--input-type=module', '-e', script],
-      {
-        env: { ...process.env, TEAMTR_TEST_ARGV: JSON.stringify(argv), TEAMTR_QUIET_BACKEND: '1' },
-      },
-      (error, stdout, stderr) => {
-        resolve({
-          code: error && typeof error.code === 'number' ? error.code : error ? 1 : 0,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
-}
 
 test('teamtr swap schedules a swap on an existing run (one JSON object with --json) and refuses a missing model cleanly', async () => {
   const fixture = await createTrainingFixture();

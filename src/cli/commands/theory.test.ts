@@ -1,33 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-
-const mainModule = fileURLToPath(new URL('../main.ts', import.meta.url));
-
-/**
- * Runs the real CLI entry in a child process (through tsx, so no build is needed) and captures
- * its output. A child keeps our stdout free for the test runner's own reporting.
- */
-function runCli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const script =
-    `const { main } = await import(${JSON.stringify(pathToFileURL(mainModule).href)});` +
-    `process.exitCode = await main(JSON.parse(process.env.TEAMTR_TEST_ARGV));`;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', '--input-type=module', '-e', script],
-      { env: { ...process.env, TEAMTR_TEST_ARGV: JSON.stringify(argv) } },
-      (error, stdout, stderr) => {
-        const code = error && typeof error.code === 'number' ? error.code : error ? 1 : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+import { runCli } from '../test-support/run-cli.js';
 
 const small = [
   '--agent-counts',
