@@ -5,39 +5,14 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { TransformerLM } from '../nn/transformer.js';
-import { LocalPolicy } from '../team/policy.js';
 import type { Team } from '../team/team.js';
-import { CharTokenizer } from '../tokenizer/char.js';
-import { RandomGenerator } from '../util/random.js';
 import { modelEndpoint, teamEndpoint } from './endpoints.js';
 import { startServer, type RunningServer } from './server.js';
+import { charModel, charTeam, charTokenizer } from './test-support/char-team.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const example = path.join(root, 'examples', 'ai-sdk.ts');
-const char = new CharTokenizer();
-const model = (seed: number) =>
-  new TransformerLM(
-    {
-      architecture: 'llama',
-      vocabSize: char.vocabSize,
-      hiddenSize: 16,
-      layers: 1,
-      heads: 2,
-      intermediateSize: 24,
-      maxPositions: 96,
-    },
-    new RandomGenerator(seed),
-  );
-const team: Team = {
-  agents: ['segment-1', 'segment-2'].map((name, index) => ({
-    name,
-    rolePrompt: `seg${index + 1}`,
-    speakerTag: `${'AB'[index]}:`,
-    policy: new LocalPolicy(model(30 + index), char),
-  })),
-  protocol: { turnOrder: [0, 1], answerTurn: 1, permutePerEpisode: false, maxTurnTokens: 8 },
-};
+const team: Team = charTeam(['segment-1', 'segment-2'], ['seg1', 'seg2'], 30);
 
 let server: RunningServer;
 before(async () => {
@@ -47,7 +22,12 @@ before(async () => {
     maxConcurrent: 1,
     maxQueued: 4,
     endpoints: [
-      modelEndpoint({ id: 'segment-1', model: model(30), tokenizer: char, promptFormat: 'plain' }),
+      modelEndpoint({
+        id: 'segment-1',
+        model: charModel(30),
+        tokenizer: charTokenizer,
+        promptFormat: 'plain',
+      }),
       teamEndpoint('team', team),
     ],
   });

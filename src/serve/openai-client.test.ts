@@ -6,13 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { loadModel } from '../models/load.js';
 import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
-import { TransformerLM } from '../nn/transformer.js';
-import { LocalPolicy } from '../team/policy.js';
 import type { Team } from '../team/team.js';
-import { CharTokenizer } from '../tokenizer/char.js';
-import { RandomGenerator } from '../util/random.js';
 import { modelEndpoint, teamEndpoint } from './endpoints.js';
 import { startServer, type RunningServer } from './server.js';
+import { charTeam } from './test-support/char-team.js';
 
 /**
  * `teamtr serve` driven by the official `openai` client, as its users call it: every gap the
@@ -21,29 +18,7 @@ import { startServer, type RunningServer } from './server.js';
  * client's own parsing and error classes.
  */
 const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-openai-'));
-const char = new CharTokenizer();
-const charModel = (seed: number) =>
-  new TransformerLM(
-    {
-      architecture: 'llama',
-      vocabSize: char.vocabSize,
-      hiddenSize: 16,
-      layers: 1,
-      heads: 2,
-      intermediateSize: 24,
-      maxPositions: 96,
-    },
-    new RandomGenerator(seed),
-  );
-const team: Team = {
-  agents: [0, 1].map((index) => ({
-    name: `agent-${index}`,
-    rolePrompt: index === 0 ? 'Solve. ' : 'Check. ',
-    speakerTag: `${'AB'[index]}:`,
-    policy: new LocalPolicy(charModel(20 + index), char),
-  })),
-  protocol: { turnOrder: [0, 1], answerTurn: 1, permutePerEpisode: false, maxTurnTokens: 8 },
-};
+const team: Team = charTeam(['agent-0', 'agent-1'], ['Solve. ', 'Check. '], 20);
 
 let server: RunningServer;
 let client: OpenAI;

@@ -253,6 +253,15 @@ function legacyLogprobs(logprobs: readonly TokenLogprob[]): unknown {
   };
 }
 
+/** The `logprobs` field of a choice: in the request's format, or null when not asked for. */
+function logprobsBody(
+  request: NormalizedRequest,
+  logprobs: readonly TokenLogprob[] | null | undefined,
+): unknown {
+  if (!request.logprobs || !logprobs) return null;
+  return request.kind === 'chat' ? chatLogprobs(logprobs) : legacyLogprobs(logprobs);
+}
+
 /** The non-streamed response body. */
 export function responseBody(
   request: NormalizedRequest,
@@ -261,12 +270,7 @@ export function responseBody(
   results: readonly ServedResult[],
 ): unknown {
   const choices = results.map((result, index) => {
-    const logprobs =
-      request.logprobs && result.logprobs
-        ? request.kind === 'chat'
-          ? chatLogprobs(result.logprobs)
-          : legacyLogprobs(result.logprobs)
-        : null;
+    const logprobs = logprobsBody(request, result.logprobs);
     return request.kind === 'chat'
       ? {
           index,
@@ -306,12 +310,7 @@ export function chunkBody(
   },
 ): unknown {
   const finish = delta.finishReason ?? null;
-  const logprobs =
-    request.logprobs && delta.logprobs
-      ? request.kind === 'chat'
-        ? chatLogprobs(delta.logprobs)
-        : legacyLogprobs(delta.logprobs)
-      : null;
+  const logprobs = logprobsBody(request, delta.logprobs);
   const choice =
     request.kind === 'chat'
       ? {

@@ -8,43 +8,20 @@ import { after, before, describe, test } from 'node:test';
 import { loadModel, type LoadedModel } from '../models/load.js';
 import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
 import { scoreToArrays } from '../nn/score.js';
-import { TransformerLM } from '../nn/transformer.js';
-import { LocalPolicy } from '../team/policy.js';
 import type { Team } from '../team/team.js';
-import { CharTokenizer } from '../tokenizer/char.js';
 import { RandomGenerator } from '../util/random.js';
 import { modelEndpoint, runTeamPipeline, teamEndpoint, type ServedModel } from './endpoints.js';
 import { startServer, type RunningServer } from './server.js';
+import { charModel, charTeam, charTokenizer } from './test-support/char-team.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-serve-'));
-const char = new CharTokenizer();
-const charModel = (seed: number) =>
-  new TransformerLM(
-    {
-      architecture: 'llama',
-      vocabSize: char.vocabSize,
-      hiddenSize: 16,
-      layers: 1,
-      heads: 2,
-      intermediateSize: 24,
-      maxPositions: 96,
-    },
-    new RandomGenerator(seed),
-  );
+const char = charTokenizer;
 
 let qwen: LoadedModel;
 let server: RunningServer;
 let release: (() => void) | null = null;
 const plain = charModel(1);
-const team: Team = {
-  agents: [0, 1].map((index) => ({
-    name: `agent-${index}`,
-    rolePrompt: index === 0 ? 'Solve. ' : 'Check. ',
-    speakerTag: `${'AB'[index]}:`,
-    policy: new LocalPolicy(charModel(10 + index), char),
-  })),
-  protocol: { turnOrder: [0, 1], answerTurn: 1, permutePerEpisode: false, maxTurnTokens: 8 },
-};
+const team: Team = charTeam(['agent-0', 'agent-1'], ['Solve. ', 'Check. '], 10);
 /** Holds its slot until the test releases it: makes "the server is busy" deterministic. */
 const blocking: ServedModel = {
   id: 'blocking',
