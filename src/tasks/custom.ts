@@ -146,11 +146,15 @@ export function taskFingerprint(task: Task): string {
   return hash.digest('hex');
 }
 
-/** Every problem of a split; a generated task (no natural size) gives its first 256 of seed 0. */
+/**
+ * Every problem of a split; a generated task (no natural size) gives its first 256 draws of
+ * seed 0, repeats allowed (a small problem space, such as worked-chain's 810 prompts, may hold
+ * fewer than 256 distinct eval problems).
+ */
 function everyProblem(task: Task, split: SplitName): Problem[] {
   try {
     return task.split(split, { seed: 0 });
   } catch {
-    return task.split(split, { seed: 0, count: 256 });
+    return task.split(split, { seed: 0, count: 256, unique: false });
   }
 }

@@ -35,6 +35,23 @@ function integerIn(flag: string, low: number, high: number) {
 async function runCell(config: unknown, runDirectory: string): Promise<void> {
   const summaryPath = path.join(runDirectory, 'summary.json');
   if (existsSync(summaryPath)) {
+    // The trainer adds what it resolved (the task's fingerprint, default agents) to the config
+    // it stores, so only the settings the request names are compared.
+    const stored = JSON.parse(
+      readFileSync(path.join(runDirectory, 'config.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    const requested = trainConfigSchema.parse(config) as Record<string, unknown>;
+    const changed = Object.keys(requested).filter(
+      (key) =>
+        requested[key] !== undefined &&
+        JSON.stringify(stored[key]) !== JSON.stringify(requested[key]),
+    );
+    if (changed.length > 0)
+      throw new ConfigError(
+        '--out',
+        `${runDirectory} holds a run with other ${changed.join(', ')} settings; ` +
+          'choose another --out, or delete that directory to rerun it',
+      );
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary;
     if (!summary.interrupted) {
       process.stderr.write(`scaling: ${runDirectory} already finished\n`);
@@ -67,6 +84,10 @@ export function register(program: Command): void {
     .option('--schedules <list>', 'schedules', 'teamtr,sequential-stale,joint')
     .option('--seeds <list>', 'seeds', '0,1')
     .option(
+      '--tokens-per-agent <n>',
+      'generated-token budget per agent: a team of N gets N times it (default: budget.generatedTokens for every N)',
+    )
+    .option(
       '--out <dir>',
       'directory for the runs and scaling.json / scaling.md',
       path.join('runs', 'scaling'),
@@ -80,9 +101,9 @@ export function register(program: Command): void {
       flags,
     );
     const agents = parseList(
-      String(flags.agents),
-      '--agents',
-      integerIn('--agents', 2, workedChainMaxAgents),
+      String(flags.teamSizes),
+      '--team-sizes',
+      integerIn('--team-sizes', 2, workedChainMaxAgents),
     );
     const schedules = parseList(String(flags.schedules), '--schedules', (item) => {
       if (!(scheduleNames as readonly string[]).includes(item))
@@ -100,13 +121,23 @@ export function register(program: Command): void {
         `the scaling experiment varies task.agents; use a task that has it (worked-chain), not "${String(task.name)}"`,
       );
     const out = String(flags.out);
+    const perAgent =
+      flags.tokensPerAgent === undefined
+        ? null
+        : integerIn('--tokens-per-agent', 1, 1e12)(String(flags.tokensPerAgent));
     const cells: { agents: number; schedule: string; seed: number; directory: string }[] = [];
     for (const count of agents)
       for (const schedule of schedules)
         for (const seed of seeds) {
           const directory = path.join(out, `N${count}-${schedule}-seed${seed}`);
           cells.push({ agents: count, schedule, seed, directory });
-          await runCell({ ...base, task: { ...task, agents: count }, schedule, seed }, directory);
+          const budget = perAgent
+            ? { ...(base.budget as object), generatedTokens: perAgent * count }
+            : base.budget;
+          await runCell(
+            { ...base, task: { ...task, agents: count }, schedule, seed, budget },
+            directory,
+          );
         }
     const views = await loadRuns(cells.map((cell) => cell.directory));
     const runs: ScalingRun[] = cells.map((cell, index) => ({
