@@ -2,25 +2,13 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { startDashboard } from '../../dashboard/server.js';
 import { ConfigError } from '../../util/errors.js';
+import { untilInterrupted } from '../interrupted.js';
 
 function integerFlag(text: string, flag: string, minimum: number, maximum: number): number {
   const value = Number(text);
   if (!/^\d+$/.test(text) || value < minimum || value > maximum)
     throw new ConfigError(flag, `"${text}" is not an integer from ${minimum} to ${maximum}`);
   return value;
-}
-
-/** Resolves on the first Ctrl-C (or SIGTERM), then stops listening for both. */
-function untilInterrupted(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
 }
 
 export function register(program: Command): void {
@@ -64,6 +52,7 @@ export function register(program: Command): void {
               `teamtr dashboard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
             ),
         });
+        const interrupted = untilInterrupted();
         if (flags.json) {
           process.stdout.write(
             `${JSON.stringify({ url: dashboard.url, host: dashboard.host, port: dashboard.port, runs: dashboard.runDirectories })}\n`,
@@ -79,7 +68,7 @@ export function register(program: Command): void {
             `teamtr dashboard: listening on ${flags.host}: anyone who can reach this machine can read these runs\n`,
           );
         }
-        await untilInterrupted();
+        await interrupted;
         await dashboard.close();
         process.stderr.write('teamtr dashboard: stopped\n');
       },

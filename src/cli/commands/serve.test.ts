@@ -8,23 +8,19 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeHuggingFaceFixture } from '../../models/test-support/huggingface-fixture.js';
 import { RemotePolicy } from '../../team/remote-policy.js';
 import { RandomGenerator } from '../../util/random.js';
+import { runCli } from '../test-support/run-cli.js';
 
 const mainModule = fileURLToPath(new URL('../main.ts', import.meta.url));
 const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-cli-serve-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-test('teamtr serve --model: a real server process that a remote agent can play against, stopped by SIGTERM', async () => {
-  const modelDirectory = path.join(root, 'tiny-qwen');
-  writeHuggingFaceFixture(modelDirectory, { modelType: 'qwen2' });
+/** `teamtr serve …` in a child process, once it listens: its URL, its stderr, and how to stop it. */
+async function startServe(argv: string[]) {
   const script =
     `const { main } = await import(${JSON.stringify(pathToFileURL(mainModule).href)});` +
     'process.exitCode = await main(JSON.parse(process.env.TEAMTR_TEST_ARGV));';
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    env: {
-      ...process.env,
-      TEAMTR_QUIET_BACKEND: '1',
-      TEAMTR_TEST_ARGV: JSON.stringify(['serve', '--model', modelDirectory, '--port', '0']),
-    },
+    env: { ...process.env, TEAMTR_QUIET_BACKEND: '1', TEAMTR_TEST_ARGV: JSON.stringify(argv) },
   });
   let stdout = '';
   let stderr = '';
@@ -32,23 +28,42 @@ test('teamtr serve --model: a real server process that a remote agent can play a
     stderr += chunk;
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  try {
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk;
-        const match = /listening on (http:\/\/127\.0\.0\.1:\d+\/v1) \(models: tiny-qwen\)/.exec(
-          stdout,
-        );
-        if (match) resolve(match[1]!);
-      });
-      void exited.then((code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  const listening = await new Promise<{ url: string; models: string }>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk;
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+\/v1) \(models: ([^)]*)\)/.exec(stdout);
+      if (match) resolve({ url: match[1]!, models: match[2]! });
     });
-    const models = (await (await fetch(`${url}/models`)).json()) as { data: Array<{ id: string }> };
+    void exited.then((code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  }).catch((error: unknown) => {
+    child.kill('SIGTERM');
+    throw error;
+  });
+  return {
+    ...listening,
+    stderr: () => stderr,
+    /** SIGTERM, then the exit code. */
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+test('teamtr serve --model: a real server process that a remote agent can play against, stopped by SIGTERM', async () => {
+  const modelDirectory = path.join(root, 'tiny-qwen');
+  writeHuggingFaceFixture(modelDirectory, { modelType: 'qwen2' });
+  const server = await startServe(['serve', '--model', modelDirectory, '--port', '0']);
+  try {
+    assert.equal(server.models, 'tiny-qwen');
+    const models = (await (await fetch(`${server.url}/models`)).json()) as {
+      data: Array<{ id: string }>;
+    };
     assert.deepEqual(
       models.data.map((entry) => entry.id),
       ['tiny-qwen'],
     );
-    const remote = new RemotePolicy({ baseURL: url, model: 'tiny-qwen', api: 'chat' });
+    const remote = new RemotePolicy({ baseURL: server.url, model: 'tiny-qwen', api: 'chat' });
     const [turn] = await remote.complete(
       [{ input: 'the sum of 12 and 3?', random: new RandomGenerator(1) }],
       { maxNewTokens: 6, temperature: 0.7 },
@@ -56,7 +71,38 @@ test('teamtr serve --model: a real server process that a remote agent can play a
     assert.ok(!turn!.text.includes('\n'));
     assert.ok(['stop', 'length'].includes(turn!.finishReason));
   } finally {
-    child.kill('SIGTERM');
+    assert.equal(await server.stop(), 0, server.stderr());
   }
-  assert.equal(await exited, 0, stderr);
+});
+
+test('serving a run that has no checkpoint yet warns that its agents are the base models', async () => {
+  const runDirectory = path.join(root, 'run');
+  const trained = await runCli([
+    'train',
+    '-c',
+    'configs/demo.yaml',
+    '--run-dir',
+    runDirectory,
+    '--budget-max-stages',
+    '1',
+    '--rollout-problems-per-batch',
+    '2',
+    '--rollout-group-size',
+    '2',
+    '--evaluation-problems',
+    '4',
+  ]);
+  assert.equal(trained.code, 0, trained.stderr);
+  const withCheckpoint = await startServe(['serve', runDirectory, '--port', '0']);
+  assert.equal(await withCheckpoint.stop(), 0);
+  assert.doesNotMatch(withCheckpoint.stderr(), /no checkpoint/);
+
+  rmSync(path.join(runDirectory, 'checkpoint'), { recursive: true });
+  const untrained = await startServe(['serve', runDirectory, '--port', '0']);
+  assert.match(untrained.models, /team/);
+  assert.equal(await untrained.stop(), 0, untrained.stderr());
+  assert.match(
+    untrained.stderr(),
+    /warning: .*run has no checkpoint yet, so its agents are the untrained base models/,
+  );
 });

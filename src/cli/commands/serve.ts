@@ -5,6 +5,7 @@ import { modelEndpoint, teamEndpoint, type ServedModel } from '../../serve/endpo
 import { startServer } from '../../serve/server.js';
 import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
+import { untilInterrupted } from '../interrupted.js';
 
 function integerFlag(flag: string, value: unknown, minimum: number): number {
   const parsed = Number(value);
@@ -109,17 +110,11 @@ export function register(program: Command): void {
         process.stderr.write(
           `teamtr serve: warning: bound to ${host}; anyone who can reach it can use the models (there is no authentication)\n`,
         );
+      const interrupted = untilInterrupted();
       process.stdout.write(
         `teamtr serve: listening on ${server.url}/v1 (models: ${endpoints.map((endpoint) => endpoint.id).join(', ')})\n`,
       );
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          void server.close().then(resolve);
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await interrupted;
+      await server.close();
     });
 }
