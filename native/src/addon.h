@@ -5,13 +5,18 @@
 #include <node_api.h>
 #include <stddef.h>
 
+#include "kernel_signatures.h"
+
 typedef struct {
   const char *name;
   napi_callback callback;
 } addon_function;
 
 void addon_export(napi_env env, napi_value exports, const addon_function *functions, size_t count);
-void addon_register_math(napi_env env, napi_value exports);
-void addon_register_model(napi_env env, napi_value exports);
+
+/* The entry point of a kernel of kernel_signatures.h: entry_<c_name>(env, info). */
+#define KERNEL_ENTRY(c_name) napi_value entry_##c_name(napi_env env, napi_callback_info info)
+#define DECLARE_KERNEL_ENTRY(c_name, js_name) KERNEL_ENTRY(c_name);
+KERNELS(DECLARE_KERNEL_ENTRY)
 
 #endif

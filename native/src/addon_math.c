@@ -1,4 +1,4 @@
-/* N-API entry points for matmul, the softmax family and the norms: validate, then call. */
+/* N-API entry points for matmul, the softmax family and the norms: read, validate, call. */
 #include "addon.h"
 
 #include "arguments.h"
@@ -10,56 +10,40 @@ static double batched_span(int64_t batch, int64_t stride, double item) {
   return (double)(batch - 1) * (double)stride + item;
 }
 
-static napi_value matmul(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "matmul", 13)) return NULL;
-  float_array a = arguments_floats(&args, 0, "a", false);
-  float_array b = arguments_floats(&args, 1, "b", false);
-  float_array c = arguments_floats(&args, 2, "c", false);
-  matmul_arguments call = {
-      .a = a.data, .b = b.data, .c = c.data,
-      .batch = arguments_size(&args, 3, "batch"),
-      .m = arguments_size(&args, 4, "m"),
-      .n = arguments_size(&args, 5, "n"),
-      .k = arguments_size(&args, 6, "k"),
-      .transpose_a = arguments_boolean(&args, 7, "transposeA"),
-      .transpose_b = arguments_boolean(&args, 8, "transposeB"),
-      .stride_a = arguments_size(&args, 9, "strideA"),
-      .stride_b = arguments_size(&args, 10, "strideB"),
-      .alpha = (float)arguments_number(&args, 11, "alpha"),
-      .beta = (float)arguments_number(&args, 12, "beta"),
-  };
-  arguments_require(&args, "a", a.length,
-                    batched_span(call.batch, call.stride_a, (double)call.m * call.k));
-  arguments_require(&args, "b", b.length,
-                    batched_span(call.batch, call.stride_b, (double)call.k * call.n));
-  arguments_require(&args, "c", c.length, (double)call.batch * call.m * call.n);
+KERNEL_ENTRY(matmul) {
+  READ_KERNEL_ARGUMENTS(MATMUL)
+  arguments_require(&args, "a", a.length, batched_span(batch, stride_a, (double)m * k));
+  arguments_require(&args, "b", b.length, batched_span(batch, stride_b, (double)k * n));
+  arguments_require(&args, "c", c.length, (double)batch * m * n);
   if (args.failed) return NULL;
+  matmul_arguments call = {
+      .a = a.data, .b = b.data, .c = c.data, .batch = batch, .m = m, .n = n, .k = k,
+      .transpose_a = transpose_a, .transpose_b = transpose_b, .stride_a = stride_a,
+      .stride_b = stride_b, .alpha = (float)alpha, .beta = (float)beta};
   kernel_matmul(&call);
   return NULL;
 }
 
-static napi_value softmax_common(napi_env env, napi_callback_info info, const char *name,
-                                 bool logarithm) {
-  arguments args;
-  if (!arguments_read(&args, env, info, name, 4)) return NULL;
-  float_array input = arguments_floats(&args, 0, "input", false);
-  float_array output = arguments_floats(&args, 1, "output", false);
-  int64_t rows = arguments_size(&args, 2, "rows");
-  int64_t columns = arguments_size(&args, 3, "columns");
-  arguments_require(&args, "input", input.length, (double)rows * columns);
-  arguments_require(&args, "output", output.length, (double)rows * columns);
-  if (args.failed) return NULL;
-  kernel_softmax(input.data, output.data, rows, columns, logarithm);
+/* Input and output of a row-wise softmax hold rows × columns. */
+static bool check_rows(arguments *args, float_array input, float_array output, int64_t rows,
+                       int64_t columns) {
+  arguments_require(args, "input", input.length, (double)rows * columns);
+  arguments_require(args, "output", output.length, (double)rows * columns);
+  return !args->failed;
+}
+
+KERNEL_ENTRY(softmax) {
+  READ_KERNEL_ARGUMENTS(SOFTMAX)
+  if (!check_rows(&args, input, output, rows, columns)) return NULL;
+  kernel_softmax(input.data, output.data, rows, columns, false);
   return NULL;
 }
 
-static napi_value softmax(napi_env env, napi_callback_info info) {
-  return softmax_common(env, info, "softmax", false);
-}
-
-static napi_value log_softmax(napi_env env, napi_callback_info info) {
-  return softmax_common(env, info, "logSoftmax", true);
+KERNEL_ENTRY(log_softmax) {
+  READ_KERNEL_ARGUMENTS(LOG_SOFTMAX)
+  if (!check_rows(&args, input, output, rows, columns)) return NULL;
+  kernel_softmax(input.data, output.data, rows, columns, true);
+  return NULL;
 }
 
 /* Targets index into each row: checked here so a bad token id cannot read out of bounds. */
@@ -76,20 +60,18 @@ static void check_targets(arguments *args, int_array targets, int64_t rows, int6
   }
 }
 
-static napi_value gather_log_probs(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "gatherLogProbs", 7)) return NULL;
-  float_array logits = arguments_floats(&args, 0, "logits", false);
-  int_array targets = arguments_ints(&args, 1, "targets");
-  int64_t rows = arguments_size(&args, 2, "rows");
-  int64_t columns = arguments_size(&args, 3, "columns");
-  float_array log_probs = arguments_floats(&args, 4, "logProbs", false);
-  float_array entropy = arguments_floats(&args, 5, "entropy", true);
-  float_array log_sum_exp = arguments_floats(&args, 6, "logSumExp", true);
+/* An optional per-row array, when given, holds one value per row. */
+static void require_optional_rows(arguments *args, const char *name, float_array array,
+                                  int64_t rows) {
+  if (array.data) arguments_require(args, name, array.length, (double)rows);
+}
+
+KERNEL_ENTRY(gather_log_probs) {
+  READ_KERNEL_ARGUMENTS(GATHER_LOG_PROBS)
   arguments_require(&args, "logits", logits.length, (double)rows * columns);
   arguments_require(&args, "logProbs", log_probs.length, (double)rows);
-  if (entropy.data) arguments_require(&args, "entropy", entropy.length, (double)rows);
-  if (log_sum_exp.data) arguments_require(&args, "logSumExp", log_sum_exp.length, (double)rows);
+  require_optional_rows(&args, "entropy", entropy, rows);
+  require_optional_rows(&args, "logSumExp", log_sum_exp, rows);
   check_targets(&args, targets, rows, columns);
   if (args.failed) return NULL;
   gather_arguments call = {logits.data, targets.data, rows, columns,
@@ -98,22 +80,13 @@ static napi_value gather_log_probs(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value gather_log_probs_backward(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "gatherLogProbsBackward", 8)) return NULL;
-  float_array logits = arguments_floats(&args, 0, "logits", false);
-  int_array targets = arguments_ints(&args, 1, "targets");
-  int64_t rows = arguments_size(&args, 2, "rows");
-  int64_t columns = arguments_size(&args, 3, "columns");
-  float_array log_sum_exp = arguments_floats(&args, 4, "logSumExp", false);
-  float_array grad_log_probs = arguments_floats(&args, 5, "gradLogProbs", false);
-  float_array grad_entropy = arguments_floats(&args, 6, "gradEntropy", true);
-  float_array grad_logits = arguments_floats(&args, 7, "gradLogits", false);
+KERNEL_ENTRY(gather_log_probs_backward) {
+  READ_KERNEL_ARGUMENTS(GATHER_LOG_PROBS_BACKWARD)
   arguments_require(&args, "logits", logits.length, (double)rows * columns);
   arguments_require(&args, "gradLogits", grad_logits.length, (double)rows * columns);
   arguments_require(&args, "logSumExp", log_sum_exp.length, (double)rows);
   arguments_require(&args, "gradLogProbs", grad_log_probs.length, (double)rows);
-  if (grad_entropy.data) arguments_require(&args, "gradEntropy", grad_entropy.length, (double)rows);
+  require_optional_rows(&args, "gradEntropy", grad_entropy, rows);
   check_targets(&args, targets, rows, columns);
   if (args.failed) return NULL;
   gather_backward_arguments call = {logits.data, targets.data, rows, columns, log_sum_exp.data,
@@ -122,19 +95,17 @@ static napi_value gather_log_probs_backward(napi_env env, napi_callback_info inf
   return NULL;
 }
 
-static napi_value rms_norm(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "rmsNorm", 7)) return NULL;
-  float_array input = arguments_floats(&args, 0, "input", false);
-  float_array weight = arguments_floats(&args, 1, "weight", false);
-  float_array output = arguments_floats(&args, 2, "output", false);
-  float_array inverse_rms = arguments_floats(&args, 3, "inverseRms", false);
-  int64_t rows = arguments_size(&args, 4, "rows");
-  int64_t columns = arguments_size(&args, 5, "columns");
-  double epsilon = arguments_number(&args, 6, "epsilon");
-  arguments_require(&args, "input", input.length, (double)rows * columns);
+/* The sizes every norm shares: per-element arrays hold rows × columns, weights one row. */
+static void require_norm_sizes(arguments *args, float_array input, float_array weight,
+                               int64_t rows, int64_t columns) {
+  arguments_require(args, "input", input.length, (double)rows * columns);
+  arguments_require(args, "weight", weight.length, (double)columns);
+}
+
+KERNEL_ENTRY(rms_norm) {
+  READ_KERNEL_ARGUMENTS(RMS_NORM)
+  require_norm_sizes(&args, input, weight, rows, columns);
   arguments_require(&args, "output", output.length, (double)rows * columns);
-  arguments_require(&args, "weight", weight.length, (double)columns);
   arguments_require(&args, "inverseRms", inverse_rms.length, (double)rows);
   if (args.failed) return NULL;
   norm_arguments call = {.input = input.data, .weight = weight.data, .output = output.data,
@@ -144,22 +115,11 @@ static napi_value rms_norm(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value rms_norm_backward(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "rmsNormBackward", 8)) return NULL;
-  float_array input = arguments_floats(&args, 0, "input", false);
-  float_array weight = arguments_floats(&args, 1, "weight", false);
-  float_array inverse_rms = arguments_floats(&args, 2, "inverseRms", false);
-  float_array grad_output = arguments_floats(&args, 3, "gradOutput", false);
-  float_array grad_input = arguments_floats(&args, 4, "gradInput", false);
-  float_array grad_weight = arguments_floats(&args, 5, "gradWeight", true);
-  int64_t rows = arguments_size(&args, 6, "rows");
-  int64_t columns = arguments_size(&args, 7, "columns");
-  double elements = (double)rows * columns;
-  arguments_require(&args, "input", input.length, elements);
-  arguments_require(&args, "gradOutput", grad_output.length, elements);
-  arguments_require(&args, "gradInput", grad_input.length, elements);
-  arguments_require(&args, "weight", weight.length, (double)columns);
+KERNEL_ENTRY(rms_norm_backward) {
+  READ_KERNEL_ARGUMENTS(RMS_NORM_BACKWARD)
+  require_norm_sizes(&args, input, weight, rows, columns);
+  arguments_require(&args, "gradOutput", grad_output.length, (double)rows * columns);
+  arguments_require(&args, "gradInput", grad_input.length, (double)rows * columns);
   if (grad_weight.data) arguments_require(&args, "gradWeight", grad_weight.length, (double)columns);
   arguments_require(&args, "inverseRms", inverse_rms.length, (double)rows);
   if (args.failed) return NULL;
@@ -171,21 +131,10 @@ static napi_value rms_norm_backward(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value layer_norm(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "layerNorm", 9)) return NULL;
-  float_array input = arguments_floats(&args, 0, "input", false);
-  float_array weight = arguments_floats(&args, 1, "weight", false);
-  float_array bias = arguments_floats(&args, 2, "bias", true);
-  float_array output = arguments_floats(&args, 3, "output", false);
-  float_array mean = arguments_floats(&args, 4, "mean", false);
-  float_array inverse_std = arguments_floats(&args, 5, "inverseStd", false);
-  int64_t rows = arguments_size(&args, 6, "rows");
-  int64_t columns = arguments_size(&args, 7, "columns");
-  double epsilon = arguments_number(&args, 8, "epsilon");
-  arguments_require(&args, "input", input.length, (double)rows * columns);
+KERNEL_ENTRY(layer_norm) {
+  READ_KERNEL_ARGUMENTS(LAYER_NORM)
+  require_norm_sizes(&args, input, weight, rows, columns);
   arguments_require(&args, "output", output.length, (double)rows * columns);
-  arguments_require(&args, "weight", weight.length, (double)columns);
   if (bias.data) arguments_require(&args, "bias", bias.length, (double)columns);
   arguments_require(&args, "mean", mean.length, (double)rows);
   arguments_require(&args, "inverseStd", inverse_std.length, (double)rows);
@@ -198,24 +147,11 @@ static napi_value layer_norm(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value layer_norm_backward(napi_env env, napi_callback_info info) {
-  arguments args;
-  if (!arguments_read(&args, env, info, "layerNormBackward", 10)) return NULL;
-  float_array input = arguments_floats(&args, 0, "input", false);
-  float_array weight = arguments_floats(&args, 1, "weight", false);
-  float_array mean = arguments_floats(&args, 2, "mean", false);
-  float_array inverse_std = arguments_floats(&args, 3, "inverseStd", false);
-  float_array grad_output = arguments_floats(&args, 4, "gradOutput", false);
-  float_array grad_input = arguments_floats(&args, 5, "gradInput", false);
-  float_array grad_weight = arguments_floats(&args, 6, "gradWeight", true);
-  float_array grad_bias = arguments_floats(&args, 7, "gradBias", true);
-  int64_t rows = arguments_size(&args, 8, "rows");
-  int64_t columns = arguments_size(&args, 9, "columns");
-  double elements = (double)rows * columns;
-  arguments_require(&args, "input", input.length, elements);
-  arguments_require(&args, "gradOutput", grad_output.length, elements);
-  arguments_require(&args, "gradInput", grad_input.length, elements);
-  arguments_require(&args, "weight", weight.length, (double)columns);
+KERNEL_ENTRY(layer_norm_backward) {
+  READ_KERNEL_ARGUMENTS(LAYER_NORM_BACKWARD)
+  require_norm_sizes(&args, input, weight, rows, columns);
+  arguments_require(&args, "gradOutput", grad_output.length, (double)rows * columns);
+  arguments_require(&args, "gradInput", grad_input.length, (double)rows * columns);
   if (grad_weight.data) arguments_require(&args, "gradWeight", grad_weight.length, (double)columns);
   if (grad_bias.data) arguments_require(&args, "gradBias", grad_bias.length, (double)columns);
   arguments_require(&args, "mean", mean.length, (double)rows);
@@ -228,19 +164,4 @@ static napi_value layer_norm_backward(napi_env env, napi_callback_info info) {
       .grad_bias = grad_bias.data, .rows = rows, .columns = columns};
   kernel_layer_norm_backward(&call);
   return NULL;
-}
-
-void addon_register_math(napi_env env, napi_value exports) {
-  const addon_function functions[] = {
-      {"matmul", matmul},
-      {"softmax", softmax},
-      {"logSoftmax", log_softmax},
-      {"gatherLogProbs", gather_log_probs},
-      {"gatherLogProbsBackward", gather_log_probs_backward},
-      {"rmsNorm", rms_norm},
-      {"rmsNormBackward", rms_norm_backward},
-      {"layerNorm", layer_norm},
-      {"layerNormBackward", layer_norm_backward},
-  };
-  addon_export(env, exports, functions, sizeof functions / sizeof functions[0]);
 }

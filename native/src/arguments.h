@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernel_signatures.h"
+
 #define MAX_ARGUMENTS 20
 
 typedef struct {
@@ -48,5 +50,31 @@ bool arguments_boolean(arguments *args, size_t index, const char *name);
 void arguments_require(arguments *args, const char *name, size_t length, double needed);
 /* RangeError with a formatted message. */
 void arguments_range_error(arguments *args, const char *format, ...);
+
+/*
+ * Table-driven reading. kernel_signatures.h (generated from src/backend/types.ts) lists each
+ * kernel's arguments as X(index, c_name, "jsName", KIND); READ_KERNEL_ARGUMENTS(PREFIX), at the
+ * top of an entry point taking (env, info), declares `args` and one local per argument named
+ * c_name, read with the reader of its KIND, and returns NULL (a TypeError pending) when the
+ * call passed the wrong number of arguments. A wrong type leaves args.failed set.
+ */
+#define ARGUMENT_TYPE_FLOATS float_array
+#define ARGUMENT_TYPE_OPTIONAL_FLOATS float_array
+#define ARGUMENT_TYPE_INTS int_array
+#define ARGUMENT_TYPE_SIZE int64_t
+#define ARGUMENT_TYPE_NUMBER double
+#define ARGUMENT_TYPE_BOOLEAN bool
+#define ARGUMENT_READ_FLOATS(args, index, name) arguments_floats(args, index, name, false)
+#define ARGUMENT_READ_OPTIONAL_FLOATS(args, index, name) arguments_floats(args, index, name, true)
+#define ARGUMENT_READ_INTS(args, index, name) arguments_ints(args, index, name)
+#define ARGUMENT_READ_SIZE(args, index, name) arguments_size(args, index, name)
+#define ARGUMENT_READ_NUMBER(args, index, name) arguments_number(args, index, name)
+#define ARGUMENT_READ_BOOLEAN(args, index, name) arguments_boolean(args, index, name)
+#define ARGUMENT_DECLARE_AND_READ(index, c_name, js_name, kind) \
+  ARGUMENT_TYPE_##kind c_name = ARGUMENT_READ_##kind(&args, index, js_name);
+#define READ_KERNEL_ARGUMENTS(PREFIX)                                                      \
+  arguments args;                                                                          \
+  if (!arguments_read(&args, env, info, PREFIX##_NAME, PREFIX##_ARGUMENT_COUNT)) return NULL; \
+  PREFIX##_ARGUMENTS(ARGUMENT_DECLARE_AND_READ)
 
 #endif

@@ -192,10 +192,20 @@ function hotKernelCases(backend: KernelBackend): { name: string; run: () => void
           columns,
         }),
     },
-    { name: 'swiglu [2048, 704]', run: () => backend.swiglu(activations, other, result) },
+    {
+      name: 'swiglu [2048, 704]',
+      run: () => backend.swiglu({ gate: activations, up: other, output: result }),
+    },
     {
       name: 'swigluBackward [2048, 704]',
-      run: () => backend.swigluBackward(activations, other, other, result, result2),
+      run: () =>
+        backend.swigluBackward({
+          gate: activations,
+          up: other,
+          gradOutput: other,
+          gradGate: result,
+          gradUp: result2,
+        }),
     },
     {
       name: 'adamw [3M parameters]',

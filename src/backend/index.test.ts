@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -77,6 +79,23 @@ describe('backend selection', () => {
   test('native requested but missing is an error that says how to build it', () => {
     const result = selectInChild({ ...MISSING_ADDON, TEAMTR_BACKEND: 'native' });
     assert.match(result.stdout, /^TeamtrError: The native backend was requested but .*npm rebuild/);
+  });
+
+  test('an addon built from other kernel signatures is refused, not called with misplaced arguments', () => {
+    const directory = mkdtempSync(path.join(tmpdir(), 'teamtr-stale-addon-'));
+    try {
+      // A stand-in for an old build: loads like the addon, reports another fingerprint.
+      const stale = path.join(directory, 'stale-addon.cjs');
+      writeFileSync(
+        stale,
+        'module.exports = { info: () => ({ blas: "none", blasVersion: "", sgemm: "own", ' +
+          'vectorWidth: 8, threads: 1, signatures: "0000000000000000" }), setThreads() {} };',
+      );
+      const result = selectInChild({ TEAMTR_NATIVE_ADDON: stale, TEAMTR_BACKEND: 'native' });
+      assert.match(result.stdout, /built from other kernel signatures.*rebuild it/);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   test('an unknown TEAMTR_BACKEND lists the valid choices', () => {

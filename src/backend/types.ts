@@ -3,32 +3,48 @@
  *
  * Kernels know nothing of tensors, shapes objects or autograd. They take flat row-major
  * `Float32Array`s (views via `subarray` are fine) plus integer sizes, write into output arrays
- * the caller allocated, and return nothing. Validation happens once, in the tensor ops above;
- * kernels trust their arguments. Every kernel has a pure-TypeScript implementation (the
- * reference, `typescript.ts`) and may have a native one (`native.ts`, the C addon); one shared
- * test suite (`backend.suite.ts`) runs against every backend.
+ * the caller allocated, and return nothing (`sumOfSquares` returns its sum). Validation happens
+ * once, in the tensor ops above; kernels trust their arguments. Every kernel has a
+ * pure-TypeScript implementation (the reference, `typescript.ts`) and may have a native one
+ * (`native.ts`, the C addon); one shared test suite (`backend.suite.ts`) runs against every
+ * backend.
  *
  * Conventions: "accumulate" outputs are added into (`+=`), every other output is overwritten.
+ *
+ * `kernelSignatures` below is the one statement of every kernel's arguments: their names,
+ * order, kinds and documentation. The argument types of `KernelBackend` are derived from it,
+ * the native backend passes arguments to C in its order, and the C addon reads them through
+ * native/src/kernel_signatures.h, which `npm run generate:kernels` writes from it (a test
+ * checks that the committed header is current). Adding a kernel: an entry here, a reference
+ * implementation (`reference/*.ts`, listed in `typescript.ts`), and a C entry point under
+ * native/src/ — then regenerate the header.
  */
-export interface MatmulArguments {
-  /** A: [batch][m×k] (or [k×m] when transposeA), row-major, batch stride `strideA` (0 = shared). */
-  a: Float32Array;
-  /** B: [batch][k×n] (or [n×k] when transposeB), batch stride `strideB` (0 = shared). */
-  b: Float32Array;
-  /** C: [batch][m×n], batch stride m·n. */
-  c: Float32Array;
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transposeA: boolean;
-  transposeB: boolean;
-  strideA: number;
-  strideB: number;
-  /** C = alpha·op(A)·op(B) + beta·C. @default alpha 1, beta 0 */
-  alpha?: number;
-  beta?: number;
+
+/** How an argument crosses into C: an array (possibly null), a size, a number or a flag. */
+export type ArgumentKind = 'floats' | 'optionalFloats' | 'ints' | 'size' | 'number' | 'boolean';
+
+interface TypeOfKind {
+  floats: Float32Array;
+  optionalFloats: Float32Array | null;
+  ints: Int32Array;
+  /** A non-negative integer below 2⁴⁰ (the addon refuses anything else). */
+  size: number;
+  number: number;
+  boolean: boolean;
 }
+
+const floats = 'floats';
+const optionalFloats = 'optionalFloats';
+const ints = 'ints';
+const size = 'size';
+const number = 'number';
+const boolean = 'boolean';
+/** A number the caller may leave out; the native backend then passes `value`. */
+const numberDefaultingTo = <Value extends number>(value: Value) =>
+  ({ kind: number, default: value }) as const;
+
+/** An argument's kind, or a number's kind with its default. */
+export type ArgumentSignature = ArgumentKind | { kind: 'number'; default: number };
 
 /**
  * Causal multi-head attention with grouped-query heads, on the projection layout
@@ -38,192 +54,243 @@ export interface MatmulArguments {
  * `keyMask[b·keyCapacity + j] !== 0` (no mask: all valid). A query with no valid key outputs 0.
  * Head h reads kv head ⌊h / (heads / kvHeads)⌋.
  */
-export interface AttentionShape {
-  batch: number;
-  queryLength: number;
-  keyLength: number;
-  keyCapacity: number;
-  heads: number;
-  kvHeads: number;
-  headDim: number;
-  queryStart: number;
-  /** Usually 1/√headDim. */
-  scale: number;
+const attentionShape = {
   /** [batch, keyCapacity], 1 = attend, 0 = padding. */
-  keyMask: Float32Array | null;
-}
+  keyMask: optionalFloats,
+  batch: size,
+  queryLength: size,
+  keyLength: size,
+  keyCapacity: size,
+  heads: size,
+  kvHeads: size,
+  headDim: size,
+  queryStart: size,
+  /** Usually 1/√headDim. */
+  scale: number,
+} as const;
 
-export interface AttentionForwardArguments extends AttentionShape {
-  query: Float32Array;
-  key: Float32Array;
-  value: Float32Array;
-  /** [batch, queryLength, heads, headDim] */
-  output: Float32Array;
-  /**
-   * [batch, heads, queryLength, keyLength] softmax probabilities, saved for the backward pass;
-   * null in no-grad mode (the kernel then need not materialize them).
-   */
-  probabilities: Float32Array | null;
-}
-
-export interface AttentionBackwardArguments extends AttentionShape {
-  query: Float32Array;
-  key: Float32Array;
-  value: Float32Array;
-  probabilities: Float32Array;
-  gradOutput: Float32Array;
-  /** Accumulated, same layouts as query/key/value. */
-  gradQuery: Float32Array;
-  gradKey: Float32Array;
-  gradValue: Float32Array;
-}
-
-export interface AdamWArguments {
-  parameter: Float32Array;
-  gradient: Float32Array;
-  firstMoment: Float32Array;
-  secondMoment: Float32Array;
-  learningRate: number;
-  beta1: number;
-  beta2: number;
-  epsilon: number;
-  weightDecay: number;
-  /** 1-based step count, for bias correction. */
-  step: number;
-  /** Gradients are multiplied by this first (global-norm clipping). @default 1 */
-  gradientScale?: number;
-}
-
-export interface KernelBackend {
-  /** `typescript` or `native`. */
-  readonly name: string;
-  /** Human-readable, e.g. "native (OpenBLAS 0.3.21, 2 threads)". */
-  readonly description: string;
-
-  matmul(args: MatmulArguments): void;
-
+export const kernelSignatures = {
+  /** C = alpha·op(A)·op(B) + beta·C, for each of `batch` products. */
+  matmul: {
+    /** A: [batch][m×k] (or [k×m] when transposeA), row-major, batch stride `strideA` (0 = shared). */
+    a: floats,
+    /** B: [batch][k×n] (or [n×k] when transposeB), batch stride `strideB` (0 = shared). */
+    b: floats,
+    /** C: [batch][m×n], batch stride m·n. */
+    c: floats,
+    batch: size,
+    m: size,
+    n: size,
+    k: size,
+    transposeA: boolean,
+    transposeB: boolean,
+    strideA: size,
+    strideB: size,
+    /** @default 1 */
+    alpha: numberDefaultingTo(1),
+    /** 0 overwrites C, 1 accumulates into it. @default 0 */
+    beta: numberDefaultingTo(0),
+  },
   /** Row-wise softmax over `columns`; output may alias input. */
-  softmax(input: Float32Array, output: Float32Array, rows: number, columns: number): void;
+  softmax: { input: floats, output: floats, rows: size, columns: size },
   /** Row-wise log-softmax over `columns`; output may alias input. */
-  logSoftmax(input: Float32Array, output: Float32Array, rows: number, columns: number): void;
-
+  logSoftmax: { input: floats, output: floats, rows: size, columns: size },
   /**
    * Fused log-softmax + gather for language-model scoring: for each row r,
    * logProbs[r] = logits[r, targets[r]] − logsumexp(logits[r]). When `entropy` is given it
    * receives −Σ p log p per row; when `logSumExp` is given it receives the row's logsumexp.
    */
-  gatherLogProbs(args: {
-    logits: Float32Array;
-    targets: Int32Array;
-    rows: number;
-    columns: number;
-    logProbs: Float32Array;
-    entropy: Float32Array | null;
-    logSumExp: Float32Array | null;
-  }): void;
-
+  gatherLogProbs: {
+    logits: floats,
+    targets: ints,
+    rows: size,
+    columns: size,
+    logProbs: floats,
+    entropy: optionalFloats,
+    logSumExp: optionalFloats,
+  },
   /**
    * Backward of gatherLogProbs: gradLogits[r, c] += g[r]·(1[c = target] − softmax_c)
    * (+ the entropy term when gradEntropy is given). Rows with g[r] = 0 and no entropy
    * gradient may be skipped.
    */
-  gatherLogProbsBackward(args: {
-    logits: Float32Array;
-    targets: Int32Array;
-    rows: number;
-    columns: number;
-    logSumExp: Float32Array;
-    gradLogProbs: Float32Array;
-    gradEntropy: Float32Array | null;
-    gradLogits: Float32Array;
-  }): void;
-
+  gatherLogProbsBackward: {
+    logits: floats,
+    targets: ints,
+    rows: size,
+    columns: size,
+    logSumExp: floats,
+    gradLogProbs: floats,
+    gradEntropy: optionalFloats,
+    gradLogits: floats,
+  },
   /** out = x / rms(x) · weight, per row; saves 1/rms per row into inverseRms. */
-  rmsNorm(args: {
-    input: Float32Array;
-    weight: Float32Array;
-    output: Float32Array;
-    inverseRms: Float32Array;
-    rows: number;
-    columns: number;
-    epsilon: number;
-  }): void;
+  rmsNorm: {
+    input: floats,
+    weight: floats,
+    output: floats,
+    inverseRms: floats,
+    rows: size,
+    columns: size,
+    epsilon: number,
+  },
   /** gradInput accumulated; gradWeight accumulated. */
-  rmsNormBackward(args: {
-    input: Float32Array;
-    weight: Float32Array;
-    inverseRms: Float32Array;
-    gradOutput: Float32Array;
-    gradInput: Float32Array;
-    gradWeight: Float32Array | null;
-    rows: number;
-    columns: number;
-  }): void;
-
+  rmsNormBackward: {
+    input: floats,
+    weight: floats,
+    inverseRms: floats,
+    gradOutput: floats,
+    gradInput: floats,
+    gradWeight: optionalFloats,
+    rows: size,
+    columns: size,
+  },
   /** out = (x − mean)/sqrt(var + ε) · weight + bias, per row; saves mean and 1/std. */
-  layerNorm(args: {
-    input: Float32Array;
-    weight: Float32Array;
-    bias: Float32Array | null;
-    output: Float32Array;
-    mean: Float32Array;
-    inverseStd: Float32Array;
-    rows: number;
-    columns: number;
-    epsilon: number;
-  }): void;
-  layerNormBackward(args: {
-    input: Float32Array;
-    weight: Float32Array;
-    mean: Float32Array;
-    inverseStd: Float32Array;
-    gradOutput: Float32Array;
-    gradInput: Float32Array;
-    gradWeight: Float32Array | null;
-    gradBias: Float32Array | null;
-    rows: number;
-    columns: number;
-  }): void;
-
+  layerNorm: {
+    input: floats,
+    weight: floats,
+    bias: optionalFloats,
+    output: floats,
+    mean: floats,
+    inverseStd: floats,
+    rows: size,
+    columns: size,
+    epsilon: number,
+  },
+  /** gradInput, gradWeight and gradBias accumulated. */
+  layerNormBackward: {
+    input: floats,
+    weight: floats,
+    mean: floats,
+    inverseStd: floats,
+    gradOutput: floats,
+    gradInput: floats,
+    gradWeight: optionalFloats,
+    gradBias: optionalFloats,
+    rows: size,
+    columns: size,
+  },
   /**
    * Rotary position embedding, Hugging Face "rotate_half" convention (pairs i and i + D/2),
    * on x laid out [batch, length, heads, headDim], in place. positions: [batch, length].
    * inverse = true rotates by −angle (the backward pass).
    */
-  rope(args: {
-    data: Float32Array;
-    positions: Int32Array;
-    batch: number;
-    length: number;
-    heads: number;
-    headDim: number;
-    theta: number;
-    inverse: boolean;
-  }): void;
-
-  attention(args: AttentionForwardArguments): void;
-  attentionBackward(args: AttentionBackwardArguments): void;
-
+  rope: {
+    data: floats,
+    positions: ints,
+    batch: size,
+    length: size,
+    heads: size,
+    headDim: size,
+    theta: number,
+    inverse: boolean,
+  },
+  /** Causal grouped-query attention (see `AttentionShape`). */
+  attention: {
+    query: floats,
+    key: floats,
+    value: floats,
+    /** [batch, queryLength, heads, headDim] */
+    output: floats,
+    /**
+     * [batch, heads, queryLength, keyLength] softmax probabilities, saved for the backward
+     * pass; null in no-grad mode (the kernel then need not materialize them).
+     */
+    probabilities: optionalFloats,
+    ...attentionShape,
+  },
+  /** Backward of attention; gradQuery, gradKey and gradValue accumulated (same layouts). */
+  attentionBackward: {
+    query: floats,
+    key: floats,
+    value: floats,
+    probabilities: floats,
+    gradOutput: floats,
+    gradQuery: floats,
+    gradKey: floats,
+    gradValue: floats,
+    ...attentionShape,
+  },
   /** SwiGLU gate: out = silu(gate) · up, elementwise. */
-  swiglu(gate: Float32Array, up: Float32Array, output: Float32Array): void;
+  swiglu: { gate: floats, up: floats, output: floats },
   /** Accumulates into gradGate and gradUp. */
-  swigluBackward(
-    gate: Float32Array,
-    up: Float32Array,
-    gradOutput: Float32Array,
-    gradGate: Float32Array,
-    gradUp: Float32Array,
-  ): void;
-
+  swigluBackward: {
+    gate: floats,
+    up: floats,
+    gradOutput: floats,
+    gradGate: floats,
+    gradUp: floats,
+  },
   /** GELU, tanh approximation (GPT-2's "gelu_new"). */
-  gelu(input: Float32Array, output: Float32Array): void;
-  geluBackward(input: Float32Array, gradOutput: Float32Array, gradInput: Float32Array): void;
-
+  gelu: { input: floats, output: floats },
+  /** gradInput accumulated. */
+  geluBackward: { input: floats, gradOutput: floats, gradInput: floats },
   /** One AdamW step (decoupled weight decay), in place on parameter and moments. */
-  adamw(args: AdamWArguments): void;
-
-  /** Σ x² (in float64 accumulation), for global-norm clipping. */
-  sumOfSquares(input: Float32Array): number;
+  adamw: {
+    parameter: floats,
+    gradient: floats,
+    firstMoment: floats,
+    secondMoment: floats,
+    learningRate: number,
+    beta1: number,
+    beta2: number,
+    epsilon: number,
+    weightDecay: number,
+    /** 1-based step count, for bias correction. */
+    step: number,
+    /** Gradients are multiplied by this first (global-norm clipping). @default 1 */
+    gradientScale: numberDefaultingTo(1),
+  },
+  /** Σ x² (in float64 accumulation), for global-norm clipping; returns the sum. */
+  sumOfSquares: { input: floats },
   /** y += alpha · x */
-  axpy(alpha: number, x: Float32Array, y: Float32Array): void;
-}
+  axpy: { alpha: number, x: floats, y: floats },
+} as const satisfies Record<string, Record<string, ArgumentSignature>>;
+
+export type KernelName = keyof typeof kernelSignatures;
+
+type Signature<Name extends KernelName> = (typeof kernelSignatures)[Name];
+type TypeOf<Argument> = Argument extends ArgumentKind ? TypeOfKind[Argument] : number;
+type ArgumentsWithDefaults<Name extends KernelName> = {
+  [Argument in keyof Signature<Name>]: Signature<Name>[Argument] extends ArgumentKind
+    ? never
+    : Argument;
+}[keyof Signature<Name>];
+type AllArguments<Name extends KernelName> = {
+  -readonly [Argument in keyof Signature<Name>]: TypeOf<Signature<Name>[Argument]>;
+};
+
+/**
+ * The named arguments of one kernel, typed and documented from its signature (those with a
+ * default are optional).
+ */
+export type KernelArguments<Name extends KernelName> = Omit<
+  AllArguments<Name>,
+  ArgumentsWithDefaults<Name>
+> &
+  Partial<Pick<AllArguments<Name>, ArgumentsWithDefaults<Name>>>;
+
+/** What a kernel returns: the sum for `sumOfSquares`, nothing for the others. */
+type KernelResult<Name extends KernelName> = Name extends 'sumOfSquares' ? number : void;
+
+export type MatmulArguments = KernelArguments<'matmul'>;
+/** The attention arguments that are not arrays of its projections or results. */
+export type AttentionShape = Omit<
+  KernelArguments<'attention'>,
+  'query' | 'key' | 'value' | 'output' | 'probabilities'
+>;
+export type AttentionForwardArguments = KernelArguments<'attention'>;
+export type AttentionBackwardArguments = KernelArguments<'attentionBackward'>;
+export type AdamWArguments = KernelArguments<'adamw'>;
+
+/** Every kernel, each taking its named arguments as one object. */
+export type KernelBackend = {
+  /** `typescript` or `native`. */
+  readonly name: string;
+  /** Human-readable, e.g. "native (OpenBLAS 0.3.21, 2 threads)". */
+  readonly description: string;
+} & {
+  readonly [Name in keyof typeof kernelSignatures]: (
+    args: KernelArguments<Name>,
+  ) => KernelResult<Name>;
+};

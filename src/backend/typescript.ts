@@ -29,8 +29,9 @@ export function createTypeScriptBackend(): KernelBackend {
     name: 'typescript',
     description: 'typescript (pure TypeScript reference kernels, 1 thread)',
     matmul,
-    softmax,
-    logSoftmax,
+    // The reference functions of the elementwise and softmax kernels take positional arguments.
+    softmax: ({ input, output, rows, columns }) => softmax(input, output, rows, columns),
+    logSoftmax: ({ input, output, rows, columns }) => logSoftmax(input, output, rows, columns),
     gatherLogProbs,
     gatherLogProbsBackward,
     rmsNorm,
@@ -40,12 +41,13 @@ export function createTypeScriptBackend(): KernelBackend {
     rope,
     attention,
     attentionBackward,
-    swiglu,
-    swigluBackward,
-    gelu,
-    geluBackward,
+    swiglu: ({ gate, up, output }) => swiglu(gate, up, output),
+    swigluBackward: ({ gate, up, gradOutput, gradGate, gradUp }) =>
+      swigluBackward(gate, up, gradOutput, gradGate, gradUp),
+    gelu: ({ input, output }) => gelu(input, output),
+    geluBackward: ({ input, gradOutput, gradInput }) => geluBackward(input, gradOutput, gradInput),
     adamw,
-    sumOfSquares,
-    axpy,
+    sumOfSquares: ({ input }) => sumOfSquares(input),
+    axpy: ({ alpha, x, y }) => axpy(alpha, x, y),
   };
 }

@@ -13,7 +13,7 @@ export function clipGradientNorm(
   const backend = getBackend();
   let sumOfSquares = 0;
   for (const { tensor } of parameters)
-    if (tensor.grad) sumOfSquares += backend.sumOfSquares(tensor.grad);
+    if (tensor.grad) sumOfSquares += backend.sumOfSquares({ input: tensor.grad });
   const norm = Math.sqrt(sumOfSquares);
   const scale =
     Number.isFinite(norm) && norm > maximumNorm && maximumNorm > 0 ? maximumNorm / norm : 1;

@@ -140,7 +140,7 @@ export function runAgreementSuite(candidate: KernelBackend, reference: KernelBac
         gradLogits,
       });
       const softmax = allocate(rows * columns);
-      backend.softmax(logits, softmax, rows, columns);
+      backend.softmax({ input: logits, output: softmax, rows, columns });
       return { logProbs, entropy, logSumExp, gradLogits, softmax };
     });
 
@@ -170,7 +170,7 @@ export function runAgreementSuite(candidate: KernelBackend, reference: KernelBac
           columns,
         });
         const swiglu = allocate(rows * columns);
-        backend.swiglu(input, output, swiglu);
+        backend.swiglu({ gate: input, up: output, output: swiglu });
         const rotated = viewOf(input.subarray(0, 16 * 128 * 256));
         const positions = int32ViewOf(Array.from({ length: 16 * 128 }, (_, i) => i % 128));
         backend.rope({
@@ -212,7 +212,7 @@ export function runAgreementSuite(candidate: KernelBackend, reference: KernelBac
         parameter,
         firstMoment,
         secondMoment,
-        sumOfSquares: [backend.sumOfSquares(parameter)],
+        sumOfSquares: [backend.sumOfSquares({ input: parameter })],
       };
     });
   });

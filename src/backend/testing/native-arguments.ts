@@ -33,7 +33,13 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
         TypeError,
       );
       assert.throws(
-        () => backend.softmax([1, 2] as unknown as Float32Array, allocate(2), 1, 2),
+        () =>
+          backend.softmax({
+            input: [1, 2] as unknown as Float32Array,
+            output: allocate(2),
+            rows: 1,
+            columns: 2,
+          }),
         TypeError,
       );
       assert.throws(
@@ -63,8 +69,14 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
     test('sizes larger than the arrays are a RangeError', () => {
       assert.throws(() => backend.matmul({ ...base, k: 4 }), RangeError);
       assert.throws(() => backend.matmul({ ...base, batch: 2, strideA: 6 }), RangeError);
-      assert.throws(() => backend.softmax(allocate(5), allocate(6), 2, 3), RangeError);
-      assert.throws(() => backend.swiglu(allocate(5), allocate(4), allocate(5)), RangeError);
+      assert.throws(
+        () => backend.softmax({ input: allocate(5), output: allocate(6), rows: 2, columns: 3 }),
+        RangeError,
+      );
+      assert.throws(
+        () => backend.swiglu({ gate: allocate(5), up: allocate(4), output: allocate(5) }),
+        RangeError,
+      );
       assert.throws(() => backend.matmul({ ...base, m: -1 }), RangeError);
       assert.throws(() => backend.matmul({ ...base, m: 1.5 }), RangeError);
     });

@@ -86,7 +86,7 @@ function outputs(backend: KernelBackend): Float32Array[] {
     gradOutput: inputs.query,
     ...grads,
   });
-  const total = new Float32Array([backend.sumOfSquares(input)]);
+  const total = new Float32Array([backend.sumOfSquares({ input })]);
   return [
     c,
     gradWeight,

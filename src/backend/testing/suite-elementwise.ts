@@ -26,7 +26,7 @@ export function elementwiseTests(backend: KernelBackend): void {
         const gate = awkwardValues(length, 600 + index);
         const up = randomArray(createRandom(610 + index), length);
         const output = allocate(length);
-        backend.swiglu(gate, up, output);
+        backend.swiglu({ gate, up, output });
         assertClose(
           output,
           Array.from(gate, (g, i) => swiglu64(g, up[i])),
@@ -36,7 +36,7 @@ export function elementwiseTests(backend: KernelBackend): void {
         const gradOutput = randomArray(createRandom(620 + index), length);
         const gradGate = allocate(length).fill(1);
         const gradUp = allocate(length).fill(-1);
-        backend.swigluBackward(gate, up, gradOutput, gradGate, gradUp);
+        backend.swigluBackward({ gate, up, gradOutput, gradGate, gradUp });
         const expectedGate = Array.from(gate, (g, i) => {
           const slope = (swiglu64(g + STEP, up[i]) - swiglu64(g - STEP, up[i])) / (2 * STEP);
           return 1 + gradOutput[i] * slope;
@@ -49,7 +49,7 @@ export function elementwiseTests(backend: KernelBackend): void {
 
     test('NaN propagates', () => {
       const output = allocate(2);
-      backend.swiglu(viewOf([NaN, 1]), viewOf([1, NaN]), output);
+      backend.swiglu({ gate: viewOf([NaN, 1]), up: viewOf([1, NaN]), output });
       assert.ok(output.every(Number.isNaN));
     });
   });
@@ -59,11 +59,11 @@ export function elementwiseTests(backend: KernelBackend): void {
       LENGTHS.forEach((length, index) => {
         const input = awkwardValues(length, 700 + index);
         const output = allocate(length);
-        backend.gelu(input, output);
+        backend.gelu({ input, output });
         assertClose(output, Array.from(input, gelu64), FORWARD, `gelu ${length}`);
         const gradOutput = randomArray(createRandom(710 + index), length);
         const gradInput = allocate(length).fill(0.5);
-        backend.geluBackward(input, gradOutput, gradInput);
+        backend.geluBackward({ input, gradOutput, gradInput });
         const expected = Array.from(
           input,
           (x, i) => 0.5 + (gradOutput[i] * (gelu64(x + STEP) - gelu64(x - STEP))) / (2 * STEP),
@@ -74,11 +74,15 @@ export function elementwiseTests(backend: KernelBackend): void {
 
     test('NaN propagates and huge inputs stay finite', () => {
       const output = allocate(3);
-      backend.gelu(viewOf([NaN, 3e38, -3e38]), output);
+      backend.gelu({ input: viewOf([NaN, 3e38, -3e38]), output });
       assert.ok(Number.isNaN(output[0]));
       assert.deepEqual(Array.from(output.subarray(1)), [Math.fround(3e38), -0]);
       const gradInput = allocate(3);
-      backend.geluBackward(viewOf([NaN, 3e38, -3e38]), viewOf([1, 1, 1]), gradInput);
+      backend.geluBackward({
+        input: viewOf([NaN, 3e38, -3e38]),
+        gradOutput: viewOf([1, 1, 1]),
+        gradInput,
+      });
       assert.ok(Number.isNaN(gradInput[0]));
       assert.deepEqual(Array.from(gradInput.subarray(1)), [1, 0]);
     });
@@ -147,14 +151,17 @@ export function elementwiseTests(backend: KernelBackend): void {
         let expected = 0;
         for (const x of values) expected += x * x;
         assertClose(
-          [backend.sumOfSquares(values)],
+          [backend.sumOfSquares({ input: values })],
           [expected],
           { relative: 1e-12 },
           `sumOfSquares ${length}`,
         );
       }
       // 2²⁴ + 1 ones: a float32 accumulator would stop at 2²⁴.
-      assert.equal(backend.sumOfSquares(new Float32Array(2 ** 24 + 1).fill(1)), 2 ** 24 + 1);
+      assert.equal(
+        backend.sumOfSquares({ input: new Float32Array(2 ** 24 + 1).fill(1) }),
+        2 ** 24 + 1,
+      );
     });
 
     test('axpy adds alpha·x into y', () => {
@@ -163,7 +170,7 @@ export function elementwiseTests(backend: KernelBackend): void {
         const x = randomArray(random, length);
         const y = randomArray(random, length);
         const expected = Array.from(y, (value, i) => value + -0.75 * x[i]);
-        backend.axpy(-0.75, x, y);
+        backend.axpy({ alpha: -0.75, x, y });
         assertClose(y, expected, FORWARD, `axpy ${length}`);
       }
     });

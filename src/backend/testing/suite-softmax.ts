@@ -35,14 +35,14 @@ export function softmaxTests(backend: KernelBackend): void {
       for (const [rows, columns] of SHAPES) {
         const input = randomArray(random, rows * columns, 3);
         const output = allocate(rows * columns);
-        backend.softmax(input, output, rows, columns);
+        backend.softmax({ input, output, rows, columns });
         assertClose(
           output,
           softmax64(input, rows, columns),
           TOLERANCE,
           `softmax ${rows}x${columns}`,
         );
-        backend.logSoftmax(input, output, rows, columns);
+        backend.logSoftmax({ input, output, rows, columns });
         assertClose(
           output,
           logSoftmax64(input, rows, columns),
@@ -55,9 +55,9 @@ export function softmaxTests(backend: KernelBackend): void {
     test('large logits (±1e4) and −∞ entries do not overflow', () => {
       const { logits, rows, columns } = extremeLogits();
       const output = allocate(rows * columns);
-      backend.softmax(logits, output, rows, columns);
+      backend.softmax({ input: logits, output, rows, columns });
       assertClose(output, softmax64(logits, rows, columns), TOLERANCE, 'softmax extreme');
-      backend.logSoftmax(logits, output, rows, columns);
+      backend.logSoftmax({ input: logits, output, rows, columns });
       assertClose(output, logSoftmax64(logits, rows, columns), TOLERANCE, 'logSoftmax extreme');
       assert.equal(output[10], -Infinity, 'a −∞ logit has log-probability −∞');
     });
@@ -66,11 +66,11 @@ export function softmaxTests(backend: KernelBackend): void {
       const random = createRandom(102);
       const data = randomArray(random, 3 * 40, 2);
       const expected = softmax64(data, 3, 40);
-      backend.softmax(data, data, 3, 40);
+      backend.softmax({ input: data, output: data, rows: 3, columns: 40 });
       assertClose(data, expected, TOLERANCE, 'softmax in place');
       const other = randomArray(random, 3 * 40, 2);
       const expectedLog = logSoftmax64(other, 3, 40);
-      backend.logSoftmax(other, other, 3, 40);
+      backend.logSoftmax({ input: other, output: other, rows: 3, columns: 40 });
       assertClose(other, expectedLog, TOLERANCE, 'logSoftmax in place');
     });
 
@@ -78,7 +78,7 @@ export function softmaxTests(backend: KernelBackend): void {
       const input = viewOf([1, NaN, 2, 0.5, 0.25, 0]);
       const output = allocate(6);
       for (const kernel of [backend.softmax, backend.logSoftmax]) {
-        kernel.call(backend, input, output, 2, 3);
+        kernel({ input, output, rows: 2, columns: 3 });
         assert.ok(output.subarray(0, 3).every(Number.isNaN), `row 0: ${Array.from(output)}`);
         assert.ok(output.subarray(3).every(Number.isFinite), `row 1: ${Array.from(output)}`);
       }

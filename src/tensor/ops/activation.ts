@@ -13,7 +13,7 @@ function lastAxis(input: Tensor, operation: string): { rows: number; columns: nu
 export function softmax(input: Tensor): Tensor {
   const { rows, columns } = lastAxis(input, 'softmax');
   const output = allocate(input.size);
-  getBackend().softmax(input.data, output, rows, columns);
+  getBackend().softmax({ input: input.data, output, rows, columns });
   return createResult(output, input.shape, 'softmax', [input], (gradOutput) => {
     // dx = y ⊙ (dy − Σ dy·y)
     const gradient = gradientOf(input);
@@ -34,7 +34,7 @@ export function softmax(input: Tensor): Tensor {
 export function logSoftmax(input: Tensor): Tensor {
   const { rows, columns } = lastAxis(input, 'logSoftmax');
   const output = allocate(input.size);
-  getBackend().logSoftmax(input.data, output, rows, columns);
+  getBackend().logSoftmax({ input: input.data, output, rows, columns });
   return createResult(output, input.shape, 'logSoftmax', [input], (gradOutput) => {
     // dx = dy − softmax · Σ dy
     const gradient = gradientOf(input);
@@ -59,9 +59,15 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   }
   const backend = getBackend();
   const output = allocate(gate.size);
-  backend.swiglu(gate.data, up.data, output);
+  backend.swiglu({ gate: gate.data, up: up.data, output });
   return createResult(output, gate.shape, 'swiglu', [gate, up], (gradOutput) => {
-    backend.swigluBackward(gate.data, up.data, gradOutput, gradientOf(gate), gradientOf(up));
+    backend.swigluBackward({
+      gate: gate.data,
+      up: up.data,
+      gradOutput,
+      gradGate: gradientOf(gate),
+      gradUp: gradientOf(up),
+    });
   });
 }
 
@@ -69,8 +75,8 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
 export function gelu(input: Tensor): Tensor {
   const backend = getBackend();
   const output = allocate(input.size);
-  backend.gelu(input.data, output);
+  backend.gelu({ input: input.data, output });
   return createResult(output, input.shape, 'gelu', [input], (gradOutput) => {
-    backend.geluBackward(input.data, gradOutput, gradientOf(input));
+    backend.geluBackward({ input: input.data, gradOutput, gradInput: gradientOf(input) });
   });
 }

@@ -107,11 +107,11 @@ function addSameShape(a: Tensor, b: Tensor): Tensor {
   // a + 1·b through the backend's axpy (exact: 1·b rounds to b): the residual adds of every
   // layer, vectorized and threaded in the native backend instead of a JavaScript loop.
   output.set(dataA);
-  getBackend().axpy(1, dataB, output);
+  getBackend().axpy({ alpha: 1, x: dataB, y: output });
   return createResult(output, a.shape, 'add', [a, b], (gradOutput) => {
     for (const input of [a, b]) {
       if (!input.requiresGrad) continue;
-      getBackend().axpy(1, gradOutput, gradientOf(input));
+      getBackend().axpy({ alpha: 1, x: gradOutput, y: gradientOf(input) });
     }
   });
 }
