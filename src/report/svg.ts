@@ -268,7 +268,10 @@ function drawAxisLabels(figure: Figure, plot: Box): string[] {
   ];
 }
 
-/** Legend entries flow left to right and wrap into rows that fit the chart's width. */
+/**
+ * Legend entries flow left to right and wrap into rows that fit the chart's width; a series
+ * with an empty label (the second line of a band, say) has no entry.
+ */
 function layoutLegend(
   series: readonly FigureSeries[],
   availableWidth: number,
@@ -276,7 +279,8 @@ function layoutLegend(
   const items: LegendItem[] = [];
   let x = 0;
   let row = 0;
-  for (const entry of series) {
+  const labeled = series.filter((entry) => entry.label !== '');
+  for (const entry of labeled) {
     const itemWidth = 30 + entry.label.length * glyphWidth + 14;
     if (x > 0 && x + itemWidth > availableWidth) {
       row++;
@@ -285,7 +289,7 @@ function layoutLegend(
     items.push({ series: entry, x: 12 + x, y: row * legendRowHeight });
     x += itemWidth;
   }
-  return { items, height: series.length ? (row + 1) * legendRowHeight : 0 };
+  return { items, height: labeled.length ? (row + 1) * legendRowHeight : 0 };
 }
 
 function drawLegend(items: readonly LegendItem[], top: number): string[] {

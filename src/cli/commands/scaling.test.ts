@@ -44,6 +44,11 @@ test('teamtr scaling runs the grid on the long-turn task, reports it, and reuses
   // Every update is measured out of sample, so every cell has its surrogate error.
   assert.equal(report.surrogateError.length, 4);
   assert.ok(report.occupancyGap.some((row) => row.agents === 3 && row.updateIndex === 2));
+  // The training curves, one figure per team size, a legend entry per schedule and band.
+  const curves = readFileSync(path.join(directory, 'scaling-curves-N3.svg'), 'utf8');
+  assert.match(curves, /^<svg[^>]*>/);
+  assert.match(curves, /Held-out accuracy of teams of 3/);
+  assert.equal((curves.match(/>joint seed band</g) ?? []).length, 1);
   const again = await runCli(argv);
   assert.equal(again.code, 0, again.stderr);
   assert.equal((again.stderr.match(/already finished/g) ?? []).length, 4);

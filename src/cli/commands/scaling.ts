@@ -5,11 +5,13 @@ import { writeFileAtomic } from '../../io/atomic.js';
 import { analyzeScaling, formatScalingReport } from '../../experiments/scaling-report.js';
 import type { ScalingRun } from '../../experiments/scaling-analysis.js';
 import { loadRuns } from '../../report/runs.js';
+import { renderSvgChart } from '../../report/svg.js';
 import { workedChainMaxAgents } from '../../tasks/index.js';
 import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { scalingCurveFigures } from './scaling-figures.js';
 import { runTraining } from './train.js';
 
 /** "2,4" → [2, 4], each checked by `check` (which names what is wrong). */
@@ -89,7 +91,7 @@ export function register(program: Command): void {
     )
     .option(
       '--out <dir>',
-      'directory for the runs and scaling.json / scaling.md',
+      'directory for the runs, scaling.json / scaling.md and the training curves (scaling-curves-N<n>.svg)',
       path.join('runs', 'scaling'),
     )
     .option('--json', 'print the report as JSON on stdout');
@@ -148,6 +150,8 @@ export function register(program: Command): void {
     const markdown = formatScalingReport(report);
     await writeFileAtomic(path.join(out, 'scaling.json'), `${JSON.stringify(report, null, 2)}\n`);
     await writeFileAtomic(path.join(out, 'scaling.md'), markdown);
+    for (const figure of scalingCurveFigures(report))
+      await writeFileAtomic(path.join(out, `${figure.id}.svg`), renderSvgChart(figure));
     process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : markdown);
   });
 }
