@@ -13,6 +13,7 @@ const recordTypes: ReadonlySet<string> = new Set([
   'eval',
   'swap',
   'swap-recovery',
+  'rollback',
 ]);
 
 export interface MetricsChunk {

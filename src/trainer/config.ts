@@ -199,6 +199,13 @@ export const trainConfigSchema = z.strictObject({
           path: ['minDelta'],
         })
         .optional(),
+      /**
+       * Stage rollback (off when absent): after a stage whose held-out change (the sum of its
+       * updates' held-out improvements) is confidently negative, z ≤ −confidence, every
+       * trainable agent goes back to its parameters and optimizer state before the stage.
+       * Needs certificate.heldOutProblems > 0.
+       */
+      rollback: z.strictObject({ confidence: z.number().positive().max(10).default(2) }).optional(),
     })
     .prefault({}),
   optimizer: z

@@ -187,5 +187,17 @@ export interface SwapRecoveryRecord {
   rewardAfter: number;
 }
 
+/** A stage undone because its held-out change was confidently negative (trustRegion.rollback). */
+export interface RollbackRecord {
+  type: 'rollback';
+  stage: number;
+  generatedTokens: number;
+  /** Σ of the stage's updates' held-out improvements, and its standard error. */
+  heldOutChange: number;
+  heldOutChangeStandardError: number;
+  /** The units set back to their parameters and optimizer state before the stage. */
+  agents: string[];
+}
+
 export type MetricsRecord =
-  UpdateRecord | StageRecord | EvaluationRecord | SwapRecord | SwapRecoveryRecord;
+  UpdateRecord | StageRecord | EvaluationRecord | SwapRecord | SwapRecoveryRecord | RollbackRecord;

@@ -9,6 +9,7 @@ import { assertNotActive } from './run-lock.js';
 import { schedules } from './schedules.js';
 import type { StageHook } from './stage-hooks.js';
 import { adaptiveDeltaHook } from './adaptive-delta.js';
+import { stageRollbackHook } from './stage-rollback.js';
 import type { TrainableUnit } from './units.js';
 import type { StageSettings } from './stage.js';
 import { resolveStageSettings } from './stage-settings.js';
@@ -71,7 +72,7 @@ export async function prepareRun(options: TrainOptions): Promise<RunContext> {
     evalProblems: task.split('eval', { seed: config.seed, count: config.evaluation.problems }),
     hooks: [
       swapHook(target, (record) => emit({ kind: 'swap', record })),
-      ...adaptiveDeltaHooks(config, built.units),
+      ...stepControlHooks(config, built.units),
     ],
     emit,
     idleReported: false,
@@ -119,14 +120,23 @@ function withCodeTask(options: TrainOptions): unknown {
   return { ...config, task: { name: 'code', task: asTask(options.task).name } };
 }
 
-/** The adaptive-δ hook when the config asks for it; it reads the held-out measurement. */
-function adaptiveDeltaHooks(config: TrainConfig, units: readonly TrainableUnit[]): StageHook[] {
-  const settings = config.trustRegion.adaptiveDelta;
-  if (!settings) return [];
-  if (config.certificate.heldOutProblems === 0)
-    throw new ConfigError(
-      'trustRegion.adaptiveDelta',
-      'adapts δ to each update’s held-out improvement, so it needs certificate.heldOutProblems > 0 (e.g. 8)',
-    );
-  return [adaptiveDeltaHook(units, settings)];
+/**
+ * The step-control hooks the config asks for (adaptive δ, stage rollback); both read the
+ * held-out measurement of every update.
+ */
+function stepControlHooks(config: TrainConfig, units: readonly TrainableUnit[]): StageHook[] {
+  const { adaptiveDelta, rollback } = config.trustRegion;
+  for (const [setting, what] of [
+    [adaptiveDelta && 'trustRegion.adaptiveDelta', 'adapts δ to each update’s'],
+    [rollback && 'trustRegion.rollback', 'undoes a stage on its updates’'],
+  ] as const)
+    if (setting && config.certificate.heldOutProblems === 0)
+      throw new ConfigError(
+        setting,
+        `${what} held-out improvement, so it needs certificate.heldOutProblems > 0 (e.g. 8)`,
+      );
+  return [
+    ...(rollback ? [stageRollbackHook(units, rollback)] : []),
+    ...(adaptiveDelta ? [adaptiveDeltaHook(units, adaptiveDelta)] : []),
+  ];
 }
