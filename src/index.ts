@@ -58,3 +58,19 @@ export { RandomGenerator } from './util/random.js';
 export { TeamtrError, ConfigError, FileFormatError, ShapeError } from './util/errors.js';
 export { certificateStatistics } from './trainer/summary.js';
 export { scheduleSwap } from './trainer/swap-plan.js';
+// The applications the CLI runs, as functions: serve a team or model over an OpenAI-compatible
+// API, the live dashboard, the static report, and export to a Hugging Face directory.
+export { startServer, type ServerOptions, type RunningServer } from './serve/server.js';
+export {
+  modelEndpoint,
+  teamEndpoint,
+  type ServedModel,
+  type ModelEndpointOptions,
+} from './serve/endpoints.js';
+export { startDashboard, type DashboardOptions, type DashboardServer } from './dashboard/server.js';
+export {
+  writeReport,
+  type WriteReportOptions,
+  type WriteReportResult,
+} from './report/write-report.js';
+export { exportHuggingFaceModel, type ExportOptions } from './models/huggingface/export.js';

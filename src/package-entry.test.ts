@@ -24,10 +24,17 @@ describe('the package as a dependency', () => {
       path.join(project, 'use.mjs'),
       "import { train, openRun } from 'teamtr'; console.log([typeof train, typeof openRun].join(' '));",
     );
+    // What the CLI's serve, dashboard, report and export commands run is public API too.
+    writeFileSync(
+      path.join(project, 'applications.mjs'),
+      "import * as teamtr from 'teamtr'; console.log(['startServer', 'modelEndpoint', 'teamEndpoint', " +
+        "'startDashboard', 'writeReport', 'exportHuggingFaceModel'].map((name) => typeof teamtr[name]).join(' '));",
+    );
     const run = (file: string) =>
       execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8' }).trim();
     assert.equal(run('use.cjs'), 'function function');
     assert.equal(run('use.mjs'), 'function function');
+    assert.equal(run('applications.mjs'), Array(6).fill('function').join(' '));
   });
 });
 
