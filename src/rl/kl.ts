@@ -77,19 +77,26 @@ export function tokenKlGradient(
 }
 
 /**
+ * One agent's batch with each of its tokens' exact KL: the input of the KL summaries here and in
+ * certificate.ts.
+ */
+export interface PerTokenKlGrid {
+  /** [rows, length] exact per-token KL(π_old ‖ π_new) (tokenKl). */
+  perTokenKl: NumberArray;
+  /** [rows, length] */
+  mask: NumberArray;
+  rows: number;
+}
+
+/**
  * The agent's token-level KL (docs/method.md §3): the mean of per-token KL over its masked tokens in
  * the batch, the quantity held below δ. Also the maximum, for diagnostics.
  */
-export function meanTokenKl({
-  perTokenKl,
-  mask,
-  rows,
-}: {
-  /** [rows, length] */
-  perTokenKl: NumberArray;
-  mask: NumberArray;
-  rows: number;
-}): { mean: number; max: number; tokenCount: number } {
+export function meanTokenKl({ perTokenKl, mask, rows }: PerTokenKlGrid): {
+  mean: number;
+  max: number;
+  tokenCount: number;
+} {
   const { length } = resolveTokenGrid(mask, rows, 'meanTokenKl');
   expectLength(perTokenKl, rows * length, 'perTokenKl', 'meanTokenKl');
   let sum = 0;
