@@ -19,10 +19,16 @@
 #define COLUMN_BLOCK 64
 #define PARALLEL_WORK 200000.0
 
-typedef struct {
+typedef struct skinny_context skinny_context;
+
+/* Computes the columns [j0, j1) of C, after prepare_c. */
+typedef void (*column_block_product)(const skinny_context *t, int64_t j0, int64_t j1);
+
+struct skinny_context {
   const gemm_problem *g;
   const float *a_rows; /* [m][k] contiguous rows of op(A) (transposeB path) */
-} skinny_context;
+  column_block_product product;
+};
 
 static void prepare_c(const gemm_problem *g, int64_t j0, int64_t j1) {
   if (g->beta == 0.0f || g->beta == 1.0f) return;
@@ -31,13 +37,9 @@ static void prepare_c(const gemm_problem *g, int64_t j0, int64_t j1) {
   }
 }
 
-static void rows_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const skinny_context *t = context;
+/* B is [k×n]: rows of B are contiguous along C's columns. */
+static void rows_product(const skinny_context *t, int64_t j0, int64_t j1) {
   const gemm_problem *g = t->g;
-  int64_t j0, j1;
-  chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
-  prepare_c(g, j0, j1);
   small_gemm problem = {
       .rows = g->m, .columns = j1 - j0, .depth = g->k, .a = g->a,
       .a_row_stride = g->transpose_a ? 1 : g->k, .a_depth_stride = g->transpose_a ? g->m : 1,
@@ -106,13 +108,9 @@ static void dot_single(const skinny_context *t, int64_t r, int64_t j) {
   *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
 }
 
-static void dots_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const skinny_context *t = context;
+/* B is [n×k]: each C entry is a dot product of an A row with a B row. */
+static void dots_product(const skinny_context *t, int64_t j0, int64_t j1) {
   const gemm_problem *g = t->g;
-  int64_t j0, j1;
-  chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
-  prepare_c(g, j0, j1);
   int64_t j = j0;
   for (; j + 4 <= j1; j += 4) {
     /* The first row block prefetches the next 4 rows of B; the others find this block's in L1. */
@@ -131,8 +129,18 @@ static void dots_task(void *context, size_t index, int thread) {
   }
 }
 
+/* One block of COLUMN_BLOCK columns of C: scale it by beta, then the context's product. */
+static void column_block_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const skinny_context *t = context;
+  int64_t j0, j1;
+  chunk_range((int64_t)index, COLUMN_BLOCK, t->g->n, &j0, &j1);
+  prepare_c(t->g, j0, j1);
+  t->product(t, j0, j1);
+}
+
 void skinny_product(const gemm_problem *g, bool parallel) {
-  skinny_context context = {g, g->a};
+  skinny_context context = {g, g->a, g->transpose_b ? dots_product : rows_product};
   float *transposed = NULL;
   if (g->transpose_b && g->transpose_a) {
     /* The dot kernel wants rows of op(A) contiguous: transpose the (small) A once. */
@@ -144,7 +152,6 @@ void skinny_product(const gemm_problem *g, bool parallel) {
     context.a_rows = transposed;
   }
   bool share = parallel && (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  run_maybe_parallel((size_t)chunk_count(g->n, COLUMN_BLOCK), g->transpose_b ? dots_task : rows_task,
-                     &context, share);
+  run_maybe_parallel((size_t)chunk_count(g->n, COLUMN_BLOCK), column_block_task, &context, share);
   free(transposed);
 }

@@ -18,67 +18,67 @@
 /* Rows per backward task: fixed so the gradWeight summation order never changes. */
 #define BACKWARD_ROWS 32
 
+/* One row of a forward norm: reads row r of the input, writes row r of the output and stats. */
+typedef void (*norm_row)(const norm_arguments *a, int64_t r);
+
 typedef struct {
   const norm_arguments *arguments;
   int64_t rows_per_task;
+  norm_row row;
 } norm_context;
 
-static void rms_norm_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const norm_context *t = context;
-  const norm_arguments *a = t->arguments;
-  int64_t begin, end, columns = a->columns;
-  chunk_range((int64_t)index, t->rows_per_task, a->rows, &begin, &end);
-  for (int64_t r = begin; r < end; r++) {
-    const float *x = a->input + r * columns;
-    float *y = a->output + r * columns;
-    double sum = reduce_squares(x, columns);
-    float inverse = (float)(1.0 / sqrt(sum / (double)columns + (double)a->epsilon));
-    a->inverse_scale[r] = inverse;
+static void rms_norm_row(const norm_arguments *a, int64_t r) {
+  int64_t columns = a->columns;
+  const float *x = a->input + r * columns;
+  float *y = a->output + r * columns;
+  double sum = reduce_squares(x, columns);
+  float inverse = (float)(1.0 / sqrt(sum / (double)columns + (double)a->epsilon));
+  a->inverse_scale[r] = inverse;
 #pragma omp simd
-    for (int64_t j = 0; j < columns; j++) y[j] = x[j] * inverse * a->weight[j];
-  }
+  for (int64_t j = 0; j < columns; j++) y[j] = x[j] * inverse * a->weight[j];
 }
 
-void kernel_rms_norm(const norm_arguments *arguments) {
-  norm_context context = {arguments,
-                          rows_per_task(arguments->rows, arguments->columns, NORM_TASK_ELEMENTS)};
-  pool_run((size_t)chunk_count(arguments->rows, context.rows_per_task), rms_norm_task, &context);
-}
-
-static void layer_norm_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const norm_context *t = context;
-  const norm_arguments *a = t->arguments;
-  int64_t begin, end, columns = a->columns;
-  chunk_range((int64_t)index, t->rows_per_task, a->rows, &begin, &end);
-  for (int64_t r = begin; r < end; r++) {
-    const float *x = a->input + r * columns;
-    float *y = a->output + r * columns;
-    double mean = reduce_sum(x, columns) / (double)columns;
-    /* Squared deviations in a second pass: E[x²] − E[x]² cancels badly for offset inputs. */
-    double squares = reduce_centered_squares(x, mean, columns);
-    float inverse = (float)(1.0 / sqrt(squares / (double)columns + (double)a->epsilon));
-    float mean_float = (float)mean;
-    a->mean[r] = mean_float;
-    a->inverse_scale[r] = inverse;
-    if (a->bias) {
+static void layer_norm_row(const norm_arguments *a, int64_t r) {
+  int64_t columns = a->columns;
+  const float *x = a->input + r * columns;
+  float *y = a->output + r * columns;
+  double mean = reduce_sum(x, columns) / (double)columns;
+  /* Squared deviations in a second pass: E[x²] − E[x]² cancels badly for offset inputs. */
+  double squares = reduce_centered_squares(x, mean, columns);
+  float inverse = (float)(1.0 / sqrt(squares / (double)columns + (double)a->epsilon));
+  float mean_float = (float)mean;
+  a->mean[r] = mean_float;
+  a->inverse_scale[r] = inverse;
+  if (a->bias) {
 #pragma omp simd
-      for (int64_t j = 0; j < columns; j++) {
-        y[j] = (x[j] - mean_float) * inverse * a->weight[j] + a->bias[j];
-      }
-    } else {
-#pragma omp simd
-      for (int64_t j = 0; j < columns; j++) y[j] = (x[j] - mean_float) * inverse * a->weight[j];
+    for (int64_t j = 0; j < columns; j++) {
+      y[j] = (x[j] - mean_float) * inverse * a->weight[j] + a->bias[j];
     }
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < columns; j++) y[j] = (x[j] - mean_float) * inverse * a->weight[j];
   }
 }
 
-void kernel_layer_norm(const norm_arguments *arguments) {
-  norm_context context = {arguments,
-                          rows_per_task(arguments->rows, arguments->columns, NORM_TASK_ELEMENTS)};
-  pool_run((size_t)chunk_count(arguments->rows, context.rows_per_task), layer_norm_task, &context);
+static void norm_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const norm_context *t = context;
+  int64_t begin, end;
+  chunk_range((int64_t)index, t->rows_per_task, t->arguments->rows, &begin, &end);
+  for (int64_t r = begin; r < end; r++) t->row(t->arguments, r);
 }
+
+/* Runs `row` on every row, in tasks of whole rows spread over the pool. */
+static void norm_forward(const norm_arguments *arguments, norm_row row) {
+  norm_context context = {arguments,
+                          rows_per_task(arguments->rows, arguments->columns, NORM_TASK_ELEMENTS),
+                          row};
+  pool_run((size_t)chunk_count(arguments->rows, context.rows_per_task), norm_task, &context);
+}
+
+void kernel_rms_norm(const norm_arguments *arguments) { norm_forward(arguments, rms_norm_row); }
+
+void kernel_layer_norm(const norm_arguments *arguments) { norm_forward(arguments, layer_norm_row); }
 
 typedef struct {
   const norm_backward_arguments *arguments;

@@ -56,16 +56,29 @@ static inline void transpose_stage(vfloat rows[VECTOR_WIDTH], int w, vint low, v
   }
 }
 
-static inline void vtranspose(vfloat rows[VECTOR_WIDTH]) {
+/*
+ * One stage of a butterfly over a tile of VECTOR_WIDTH vectors: pairs vectors w apart and
+ * combines each pair through its `low` and `high` lane shuffles.
+ */
+typedef void (*butterfly_stage)(vfloat rows[VECTOR_WIDTH], int w, vint low, vint high);
+
+/*
+ * Runs `stage` for w = VECTOR_WIDTH / 2, …, 2, 1 with the shuffles that interleave the lanes of
+ * the pair: the common skeleton of vtranspose and vsum_rows. Inlined with a constant `stage`,
+ * it compiles to the same straight-line code as the stages written out.
+ */
+static inline void butterfly(vfloat rows[VECTOR_WIDTH], butterfly_stage stage) {
 #if VECTOR_WIDTH == 16
-  transpose_stage(rows, 8, (vint)LANES(LOW_LANE, 8), (vint)LANES(HIGH_LANE, 8));
+  stage(rows, 8, (vint)LANES(LOW_LANE, 8), (vint)LANES(HIGH_LANE, 8));
 #endif
 #if VECTOR_WIDTH >= 8
-  transpose_stage(rows, 4, (vint)LANES(LOW_LANE, 4), (vint)LANES(HIGH_LANE, 4));
+  stage(rows, 4, (vint)LANES(LOW_LANE, 4), (vint)LANES(HIGH_LANE, 4));
 #endif
-  transpose_stage(rows, 2, (vint)LANES(LOW_LANE, 2), (vint)LANES(HIGH_LANE, 2));
-  transpose_stage(rows, 1, (vint)LANES(LOW_LANE, 1), (vint)LANES(HIGH_LANE, 1));
+  stage(rows, 2, (vint)LANES(LOW_LANE, 2), (vint)LANES(HIGH_LANE, 2));
+  stage(rows, 1, (vint)LANES(LOW_LANE, 1), (vint)LANES(HIGH_LANE, 1));
 }
+
+static inline void vtranspose(vfloat rows[VECTOR_WIDTH]) { butterfly(rows, transpose_stage); }
 
 /*
  * Horizontal sums of VECTOR_WIDTH vectors at once: lane j of the result is the sum of the lanes
@@ -81,14 +94,7 @@ static inline void sum_stage(vfloat rows[VECTOR_WIDTH], int w, vint low, vint hi
 }
 
 static inline vfloat vsum_rows(vfloat rows[VECTOR_WIDTH]) {
-#if VECTOR_WIDTH == 16
-  sum_stage(rows, 8, (vint)LANES(LOW_LANE, 8), (vint)LANES(HIGH_LANE, 8));
-#endif
-#if VECTOR_WIDTH >= 8
-  sum_stage(rows, 4, (vint)LANES(LOW_LANE, 4), (vint)LANES(HIGH_LANE, 4));
-#endif
-  sum_stage(rows, 2, (vint)LANES(LOW_LANE, 2), (vint)LANES(HIGH_LANE, 2));
-  sum_stage(rows, 1, (vint)LANES(LOW_LANE, 1), (vint)LANES(HIGH_LANE, 1));
+  butterfly(rows, sum_stage);
   return rows[0];
 }
 

@@ -1,5 +1,6 @@
 import { Template } from '@huggingface/jinja';
 import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
+import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TeamtrError } from '../util/errors.js';
 
@@ -73,8 +74,7 @@ export function chatPromptIds(
 ): number[] {
   if (messages.length === 0) throw new TeamtrError('a chat prompt needs at least one message');
   if (options.plain || !hasChatTemplate(tokenizer)) {
-    const ids = tokenizer.encode(messages.map((message) => message.content).join('\n'));
-    return tokenizer.bosId !== undefined ? [tokenizer.bosId, ...ids] : ids;
+    return encodeWithBos(tokenizer, messages.map((message) => message.content).join('\n'));
   }
   const standIns = messages.map((message, index) => ({ ...message, content: placeholder(index) }));
   const rendered = renderChatTemplate(tokenizer.chatTemplate!, standIns, {

@@ -75,6 +75,26 @@ export interface CompletionScores {
 }
 
 /**
+ * The logits that predict each completion token, [totalTokens, vocab] item by item, from one
+ * batched forward pass that computes logits only there; with the packed batch (targets,
+ * offsets) they belong to.
+ */
+function completionLogits(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+): { logits: Tensor; packed: ScoringBatch } {
+  const packed = packScoringBatch(items, model.config.maxPositions);
+  const logits = model.forward({
+    ids: packed.ids,
+    batch: packed.batch,
+    length: packed.length,
+    keyMask: packed.keyMask,
+    rows: packed.rows,
+  });
+  return { logits, packed };
+}
+
+/**
  * Per-token log-probabilities (and entropies) of each completion given its context, in one
  * batched forward pass that computes logits only at completion positions. Differentiable
  * unless called under noGrad.
@@ -84,14 +104,7 @@ export function scoreCompletions(
   items: readonly ScoringItem[],
   options: { entropy?: boolean } = {},
 ): CompletionScores {
-  const packed = packScoringBatch(items, model.config.maxPositions);
-  const logits = model.forward({
-    ids: packed.ids,
-    batch: packed.batch,
-    length: packed.length,
-    keyMask: packed.keyMask,
-    rows: packed.rows,
-  });
+  const { logits, packed } = completionLogits(model, items);
   const { logProbs, entropy } = gatherLogProbs(logits, packed.targets, {
     entropy: options.entropy ?? false,
   });
@@ -127,15 +140,7 @@ export function completionLogDistributions(
 ): Float32Array {
   return noGrad(() =>
     tidy(() => {
-      const packed = packScoringBatch(items, model.config.maxPositions);
-      const logits = model.forward({
-        ids: packed.ids,
-        batch: packed.batch,
-        length: packed.length,
-        keyMask: packed.keyMask,
-        rows: packed.rows,
-      });
-      return logSoftmax(logits).data.slice();
+      return logSoftmax(completionLogits(model, items).logits).data.slice();
     }),
   );
 }

@@ -36,7 +36,11 @@ import { selectRows } from '../tensor/ops/gather.js';
 
 // ---- norms ---------------------------------------------------------------------------------
 
-export class RMSNorm extends Module {
+/**
+ * What the two norms share: a learned per-feature scale `weight` (ones at the start, so the
+ * norm starts as a pure normalization) and ε. They differ in the statistics and LayerNorm's bias.
+ */
+abstract class ScaledNorm extends Module {
   readonly weight: Tensor;
   constructor(
     size: number,
@@ -48,23 +52,19 @@ export class RMSNorm extends Module {
       parameter(new Float32Array(size).fill(1), [size]),
     );
   }
+  abstract forward(input: Tensor): Tensor;
+}
+
+export class RMSNorm extends ScaledNorm {
   forward(input: Tensor): Tensor {
     return rmsNorm(input, this.weight, this.epsilon);
   }
 }
 
-export class LayerNorm extends Module {
-  readonly weight: Tensor;
+export class LayerNorm extends ScaledNorm {
   readonly bias: Tensor;
-  constructor(
-    size: number,
-    readonly epsilon: number,
-  ) {
-    super();
-    this.weight = this.registerParameter(
-      'weight',
-      parameter(new Float32Array(size).fill(1), [size]),
-    );
+  constructor(size: number, epsilon: number) {
+    super(size, epsilon);
     this.bias = this.registerParameter('bias', parameter(new Float32Array(size), [size]));
   }
   forward(input: Tensor): Tensor {

@@ -67,6 +67,7 @@
  */
 import { TeamtrError } from '../util/errors.js';
 import { expectLength, resolveTokenGrid, type NumberArray } from './layout.js';
+import type { PerTokenKlGrid } from './kl.js';
 import { meanWithStandardError } from './statistics.js';
 
 /** A batch estimate: the mean over trajectories and its standard error. */
@@ -216,11 +217,7 @@ export function trustRegionPenalty({
   rows,
   epsilon,
   horizon,
-}: {
-  /** [rows, length] exact per-token KL(π_old ‖ π_new). */
-  perTokenKl: NumberArray;
-  mask: NumberArray;
-  rows: number;
+}: PerTokenKlGrid & {
   /** ε ≥ max |E_{a∼π_new} A|; the reward range when nothing tighter is known. */
   epsilon: number;
   /**
@@ -393,16 +390,7 @@ export function maxStatePenalty({
  * summed per-token Pinsker bound, with its standard error. It bounds the total variation between
  * the trajectory distributions before and after the agent's update (step 4 with k past the end).
  */
-export function trajectoryShift({
-  perTokenKl,
-  mask,
-  rows,
-}: {
-  /** [rows, length] */
-  perTokenKl: NumberArray;
-  mask: NumberArray;
-  rows: number;
-}): TrajectoryEstimate {
+export function trajectoryShift({ perTokenKl, mask, rows }: PerTokenKlGrid): TrajectoryEstimate {
   const length = checkKl(perTokenKl, mask, rows, 'trajectoryShift');
   const perTrajectory = new Float64Array(rows);
   for (let row = 0; row < rows; row++) {

@@ -5,6 +5,12 @@
  * positions works, so a trainer can stream them instead of holding a whole batch's vocabulary
  * rows. Sums accumulate in float64.
  */
+import {
+  checkFullDistributionPair,
+  mapVocabularyRows,
+  type FullDistributionPair,
+  type VocabularyRowValue,
+} from './full-distribution.js';
 import { checkVocabularyRows, resolveTokenGrid, expectLength, type NumberArray } from './layout.js';
 
 /**
@@ -17,50 +23,30 @@ import { checkVocabularyRows, resolveTokenGrid, expectLength, type NumberArray }
  * negative, and for p ≈ q each term is ≈ p·d²/2 without cancellation. p_v = 0 contributes q_v
  * (which sums to 0 with the rest for normalized inputs); q_v = 0 < p_v gives +∞.
  */
-export function tokenKl({
-  oldLogProbsFull,
-  newLogProbsFull,
-  positions,
-  vocab,
-}: {
-  /** [positions, vocab] log π_old. */
-  oldLogProbsFull: NumberArray;
-  /** [positions, vocab] log π_new. */
-  newLogProbsFull: NumberArray;
-  positions: number;
-  vocab: number;
-}): Float32Array {
-  checkVocabularyRows(
-    [
-      { name: 'oldLogProbsFull', values: oldLogProbsFull },
-      { name: 'newLogProbsFull', values: newLogProbsFull },
-    ],
-    positions,
-    vocab,
-    'tokenKl',
-  );
-  const perPositionKl = new Float32Array(positions);
-  for (let position = 0; position < positions; position++) {
-    let sum = 0;
-    for (let index = position * vocab; index < (position + 1) * vocab; index++) {
-      const oldLogProb = oldLogProbsFull[index];
-      const newLogProb = newLogProbsFull[index];
-      if (oldLogProb === -Infinity) {
-        sum += Math.exp(newLogProb);
-        continue;
-      }
-      const difference = oldLogProb - newLogProb;
-      // Below d = −1, e^(−d) may overflow while p underflows (0·∞). The split form is safe there
-      // and does not cancel: q − (1 − d)·p = p·(e^(−d) − 1 + d) > (e − 2)·p.
-      sum +=
-        difference >= -1
-          ? Math.exp(oldLogProb) * (difference + Math.expm1(-difference))
-          : Math.exp(oldLogProb) * (difference - 1) + Math.exp(newLogProb);
-    }
-    perPositionKl[position] = sum;
-  }
-  return perPositionKl;
+export function tokenKl(pair: FullDistributionPair): Float32Array {
+  return mapVocabularyRows(pair, 'tokenKl', klOfRow);
 }
+
+/** tokenKl's sum over one row. */
+const klOfRow: VocabularyRowValue = (oldLogProbsFull, newLogProbsFull, start, end) => {
+  let sum = 0;
+  for (let index = start; index < end; index++) {
+    const oldLogProb = oldLogProbsFull[index];
+    const newLogProb = newLogProbsFull[index];
+    if (oldLogProb === -Infinity) {
+      sum += Math.exp(newLogProb);
+      continue;
+    }
+    const difference = oldLogProb - newLogProb;
+    // Below d = −1, e^(−d) may overflow while p underflows (0·∞). The split form is safe there
+    // and does not cancel: q − (1 − d)·p = p·(e^(−d) − 1 + d) > (e − 2)·p.
+    sum +=
+      difference >= -1
+        ? Math.exp(oldLogProb) * (difference + Math.expm1(-difference))
+        : Math.exp(oldLogProb) * (difference - 1) + Math.exp(newLogProb);
+  }
+  return sum;
+};
 
 /**
  * Gradient of Σ_p gradKl[p]·KL_p(π_old ‖ π_new) with respect to the NEW logits z (π_new =
@@ -70,29 +56,14 @@ export function tokenKl({
  *
  * `gradKl` defaults to 1 at every position.
  */
-export function tokenKlGradient({
-  oldLogProbsFull,
-  newLogProbsFull,
-  positions,
-  vocab,
-  gradKl,
-}: {
-  oldLogProbsFull: NumberArray;
-  newLogProbsFull: NumberArray;
-  positions: number;
-  vocab: number;
-  /** [positions] upstream gradient dLoss/dKL_p. */
-  gradKl?: NumberArray;
-}): Float32Array {
-  checkVocabularyRows(
-    [
-      { name: 'oldLogProbsFull', values: oldLogProbsFull },
-      { name: 'newLogProbsFull', values: newLogProbsFull },
-    ],
-    positions,
-    vocab,
-    'tokenKlGradient',
-  );
+export function tokenKlGradient(
+  input: FullDistributionPair & {
+    /** [positions] upstream gradient dLoss/dKL_p. */
+    gradKl?: NumberArray;
+  },
+): Float32Array {
+  checkFullDistributionPair(input, 'tokenKlGradient');
+  const { oldLogProbsFull, newLogProbsFull, positions, vocab, gradKl } = input;
   if (gradKl) expectLength(gradKl, positions, 'gradKl', 'tokenKlGradient');
   const gradLogits = new Float32Array(positions * vocab);
   for (let position = 0; position < positions; position++) {
@@ -106,19 +77,26 @@ export function tokenKlGradient({
 }
 
 /**
+ * One agent's batch with each of its tokens' exact KL: the input of the KL summaries here and in
+ * certificate.ts.
+ */
+export interface PerTokenKlGrid {
+  /** [rows, length] exact per-token KL(π_old ‖ π_new) (tokenKl). */
+  perTokenKl: NumberArray;
+  /** [rows, length] */
+  mask: NumberArray;
+  rows: number;
+}
+
+/**
  * The agent's token-level KL (docs/method.md §3): the mean of per-token KL over its masked tokens in
  * the batch, the quantity held below δ. Also the maximum, for diagnostics.
  */
-export function meanTokenKl({
-  perTokenKl,
-  mask,
-  rows,
-}: {
-  /** [rows, length] */
-  perTokenKl: NumberArray;
-  mask: NumberArray;
-  rows: number;
-}): { mean: number; max: number; tokenCount: number } {
+export function meanTokenKl({ perTokenKl, mask, rows }: PerTokenKlGrid): {
+  mean: number;
+  max: number;
+  tokenCount: number;
+} {
   const { length } = resolveTokenGrid(mask, rows, 'meanTokenKl');
   expectLength(perTokenKl, rows * length, 'perTokenKl', 'meanTokenKl');
   let sum = 0;

@@ -5,7 +5,11 @@
  * where Pinsker's √(KL/2) only bounds it. Same row layout as kl.ts's tokenKl: log-softmax'ed
  * rows `[positions, vocab]`, any chunk of positions, float64 sums.
  */
-import { checkVocabularyRows, type NumberArray } from './layout.js';
+import {
+  mapVocabularyRows,
+  type FullDistributionPair,
+  type VocabularyRowValue,
+} from './full-distribution.js';
 
 /**
  * TV per position, with log p = oldLogProbsFull and log q = newLogProbsFull. Each term is
@@ -13,39 +17,19 @@ import { checkVocabularyRows, type NumberArray } from './layout.js';
  * to cancellation and a tiny probability next to a large one cannot overflow. The result is
  * clamped to [0, 1] against float32 rounding of the inputs.
  */
-export function tokenTotalVariation({
-  oldLogProbsFull,
-  newLogProbsFull,
-  positions,
-  vocab,
-}: {
-  /** [positions, vocab] log π_old. */
-  oldLogProbsFull: NumberArray;
-  /** [positions, vocab] log π_new. */
-  newLogProbsFull: NumberArray;
-  positions: number;
-  vocab: number;
-}): Float32Array {
-  checkVocabularyRows(
-    [
-      { name: 'oldLogProbsFull', values: oldLogProbsFull },
-      { name: 'newLogProbsFull', values: newLogProbsFull },
-    ],
-    positions,
-    vocab,
-    'tokenTotalVariation',
-  );
-  const perPosition = new Float32Array(positions);
-  for (let position = 0; position < positions; position++) {
-    let sum = 0;
-    for (let index = position * vocab; index < (position + 1) * vocab; index++) {
-      const oldLogProb = oldLogProbsFull[index];
-      const newLogProb = newLogProbsFull[index];
-      const larger = Math.max(oldLogProb, newLogProb);
-      if (larger === -Infinity) continue;
-      sum += -Math.exp(larger) * Math.expm1(-Math.abs(oldLogProb - newLogProb));
-    }
-    perPosition[position] = Math.min(1, Math.max(0, sum / 2));
-  }
-  return perPosition;
+export function tokenTotalVariation(pair: FullDistributionPair): Float32Array {
+  return mapVocabularyRows(pair, 'tokenTotalVariation', totalVariationOfRow);
 }
+
+/** tokenTotalVariation's sum over one row, halved and clamped. */
+const totalVariationOfRow: VocabularyRowValue = (oldLogProbsFull, newLogProbsFull, start, end) => {
+  let sum = 0;
+  for (let index = start; index < end; index++) {
+    const oldLogProb = oldLogProbsFull[index];
+    const newLogProb = newLogProbsFull[index];
+    const larger = Math.max(oldLogProb, newLogProb);
+    if (larger === -Infinity) continue;
+    sum += -Math.exp(larger) * Math.expm1(-Math.abs(oldLogProb - newLogProb));
+  }
+  return Math.min(1, Math.max(0, sum / 2));
+};

@@ -4,6 +4,7 @@ import type { GenerationDefaults } from '../models/huggingface/generation-config
 import type { TransformerLM } from '../nn/transformer.js';
 import { renderForAgent } from '../team/render.js';
 import type { Team } from '../team/team.js';
+import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { generateText, type DeltaListener } from './generation.js';
@@ -54,10 +55,7 @@ export function modelEndpoint(options: ModelEndpointOptions): ServedModel {
       const promptIds =
         request.kind === 'chat'
           ? chatPromptIds(tokenizer, request.messages, { plain: options.promptFormat === 'plain' })
-          : [
-              ...(tokenizer.bosId !== undefined ? [tokenizer.bosId] : []),
-              ...tokenizer.encode(request.prompt),
-            ];
+          : encodeWithBos(tokenizer, request.prompt);
       if (promptIds.length >= model.config.maxPositions) {
         throw new RequestError(
           400,

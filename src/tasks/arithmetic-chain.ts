@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { TeamtrError } from '../util/errors.js';
-import { parseWithSchema } from '../util/schema.js';
 import type { RandomGenerator } from '../util/random.js';
 import {
   applyOperations,
@@ -17,6 +16,7 @@ import {
 import { numericMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
+import { leveledTaskOptionsSchema, parseTaskOptions } from './task-options.js';
 import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } from './types.js';
 
 /**
@@ -47,28 +47,22 @@ const levels: readonly ArithmeticLevel[] = [
   { operationsPerRole: 2, maxOperand: 99, operators: ['+', '-', '*'], productCap: 999 },
 ];
 
-export const arithmeticChainOptionsSchema = z.strictObject({
-  name: z.literal('arithmetic-chain'),
-  /** @default 2 */
-  difficulty: z.number().int().min(1).max(levels.length).default(2),
-  /** Number of roles, one chain segment each. @default 3 */
-  roles: z.number().int().min(1).max(9).default(3),
-  /** Share of all possible prompts reserved for eval. @default 0.2 */
-  evalFraction: z.number().gt(0).lt(1).default(0.2),
+export const arithmeticChainOptionsSchema = leveledTaskOptionsSchema('arithmetic-chain', {
+  levelCount: levels.length,
+  minRoles: 1,
 });
 
-/** Options of createArithmeticChainTask; every field has a default. */
+/**
+ * Options of createArithmeticChainTask; every field has a default.
+ * `roles`: the number of roles, one chain segment each (at least 1).
+ */
 export type ArithmeticChainOptions = Omit<z.input<typeof arithmeticChainOptionsSchema>, 'name'>;
 
 export function createArithmeticChainTask(taskOptions: ArithmeticChainOptions = {}): BuiltInTask {
-  const options = parseWithSchema(
-    arithmeticChainOptionsSchema,
-    { ...taskOptions, name: 'arithmetic-chain' },
-    'arithmetic-chain',
-  );
+  const name = 'arithmetic-chain';
+  const options = parseTaskOptions(arithmeticChainOptionsSchema, name, taskOptions);
   const level = levels[options.difficulty - 1]!;
   const roleCount = options.roles;
-  const name = 'arithmetic-chain';
 
   return {
     name,

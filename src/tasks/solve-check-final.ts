@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { TeamtrError } from '../util/errors.js';
-import { parseWithSchema } from '../util/schema.js';
 import type { RandomGenerator } from '../util/random.js';
 import {
   applyOperations,
@@ -16,6 +15,7 @@ import {
 import { numericMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
+import { leveledTaskOptionsSchema, parseTaskOptions } from './task-options.js';
 import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } from './types.js';
 
 /**
@@ -56,30 +56,24 @@ const levels: readonly CheckLevel[] = [
   },
 ];
 
-export const solveCheckFinalOptionsSchema = z.strictObject({
-  name: z.literal('solve-check-final'),
-  /** @default 2 */
-  difficulty: z.number().int().min(1).max(levels.length).default(2),
-  /** Solver, checkers, finalizer: at least 2. @default 3 */
-  roles: z.number().int().min(2).max(9).default(3),
-  /** Share of all possible prompts reserved for eval. @default 0.2 */
-  evalFraction: z.number().gt(0).lt(1).default(0.2),
+export const solveCheckFinalOptionsSchema = leveledTaskOptionsSchema('solve-check-final', {
+  levelCount: levels.length,
+  minRoles: 2,
 });
 
-/** Options of createSolveCheckFinalTask; every field has a default. */
+/**
+ * Options of createSolveCheckFinalTask; every field has a default.
+ * `roles`: solver, checkers, finalizer (at least 2).
+ */
 export type SolveCheckFinalOptions = Omit<z.input<typeof solveCheckFinalOptionsSchema>, 'name'>;
 
 const approval = 'ok';
 
 export function createSolveCheckFinalTask(taskOptions: SolveCheckFinalOptions = {}): BuiltInTask {
-  const options = parseWithSchema(
-    solveCheckFinalOptionsSchema,
-    { ...taskOptions, name: 'solve-check-final' },
-    'solve-check-final',
-  );
+  const name = 'solve-check-final';
+  const options = parseTaskOptions(solveCheckFinalOptionsSchema, name, taskOptions);
   const level = levels[options.difficulty - 1]!;
   const roleCount = options.roles;
-  const name = 'solve-check-final';
 
   const bound = chainBound(level, level.operandCount - 1, level.maxFirstOperand);
   return {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { TeamtrError } from '../util/errors.js';
-import { parseWithSchema } from '../util/schema.js';
 import type { RandomGenerator } from '../util/random.js';
 import { stringMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
+import { leveledTaskOptionsSchema, parseTaskOptions } from './task-options.js';
 import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } from './types.js';
 import { verifyExact } from './verifiers/exact.js';
 
@@ -63,28 +63,22 @@ const levels: readonly PipelineLevel[] = [
   },
 ];
 
-export const stringPipelineOptionsSchema = z.strictObject({
-  name: z.literal('string-pipeline'),
-  /** @default 2 */
-  difficulty: z.number().int().min(1).max(levels.length).default(2),
-  /** Number of roles, one stage each. @default 3 */
-  roles: z.number().int().min(1).max(9).default(3),
-  /** Share of all possible prompts reserved for eval. @default 0.2 */
-  evalFraction: z.number().gt(0).lt(1).default(0.2),
+export const stringPipelineOptionsSchema = leveledTaskOptionsSchema('string-pipeline', {
+  levelCount: levels.length,
+  minRoles: 1,
 });
 
-/** Options of createStringPipelineTask; every field has a default. */
+/**
+ * Options of createStringPipelineTask; every field has a default.
+ * `roles`: the number of roles, one stage each (at least 1).
+ */
 export type StringPipelineOptions = Omit<z.input<typeof stringPipelineOptionsSchema>, 'name'>;
 
 export function createStringPipelineTask(taskOptions: StringPipelineOptions = {}): BuiltInTask {
-  const options = parseWithSchema(
-    stringPipelineOptionsSchema,
-    { ...taskOptions, name: 'string-pipeline' },
-    'string-pipeline',
-  );
+  const name = 'string-pipeline';
+  const options = parseTaskOptions(stringPipelineOptionsSchema, name, taskOptions);
   const level = levels[options.difficulty - 1]!;
   const roleCount = options.roles;
-  const name = 'string-pipeline';
 
   return {
     name,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { TeamtrError } from '../util/errors.js';
-import { parseWithSchema } from '../util/schema.js';
 import type { RandomGenerator } from '../util/random.js';
 import { numericMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
+import { parseTaskOptions } from './task-options.js';
 import type { BuiltInTask, CorruptionRequest, DemonstrationContext, Problem } from './types.js';
 import { verifyNumeric } from './verifiers/numeric.js';
 
@@ -53,13 +53,9 @@ interface Rule {
 const letterOf = (agent: number) => String.fromCharCode(65 + agent);
 
 export function createWorkedChainTask(taskOptions: WorkedChainOptions = {}): BuiltInTask {
-  const options = parseWithSchema(
-    workedChainOptionsSchema,
-    { ...taskOptions, name: 'worked-chain' },
-    'worked-chain',
-  );
-  const { agents, steps } = options;
   const name = 'worked-chain';
+  const options = parseTaskOptions(workedChainOptionsSchema, name, taskOptions);
+  const { agents, steps } = options;
   return {
     name,
     description:

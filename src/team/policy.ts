@@ -1,4 +1,5 @@
 import type { RandomGenerator } from '../util/random.js';
+import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { generate } from '../nn/generate.js';
 import { TeamtrError } from '../util/errors.js';
@@ -99,8 +100,7 @@ export class LocalPolicy implements AgentPolicy {
   }
 
   encodeInput(input: string): number[] {
-    const ids = this.tokenizer.encode(input);
-    return this.tokenizer.bosId !== undefined ? [this.tokenizer.bosId, ...ids] : ids;
+    return encodeWithBos(this.tokenizer, input);
   }
 
   async complete(

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CharTokenizer } from '../tokenizer/char.js';
+import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
@@ -126,8 +127,7 @@ export class RemotePolicy implements AgentPolicy {
   }
 
   encodeInput(input: string): number[] {
-    const ids = this.tokenizer.encode(input);
-    return this.tokenizer.bosId !== undefined ? [this.tokenizer.bosId, ...ids] : ids;
+    return encodeWithBos(this.tokenizer, input);
   }
 
   async complete(

@@ -48,7 +48,22 @@ export interface UpdateCertificate {
   probabilityShiftByRank: RankShiftSummary[];
 }
 
-export interface UpdateRecord extends UpdateCertificate {
+/** Where a trust-region update (trust-region.ts) ended, and the steps it took to get there. */
+export interface TrustRegionOutcome {
+  /**
+   * Token-level KL(π_old ‖ π_new) of the accepted parameters over the agent's tokens (exact,
+   * full vocabulary; docs/method.md §3).
+   */
+  kl: number;
+  maxTokenKl: number;
+  inRegion: boolean;
+  stepsTaken: number;
+  stepsUndone: number;
+  /** Line-search scale of the last step (1 = taken whole, 0 = undone). */
+  lastStepScale: number;
+}
+
+export interface UpdateRecord extends UpdateCertificate, TrustRegionOutcome {
   type: 'update';
   stage: number;
   /** Position of the update within its stage. */
@@ -64,13 +79,6 @@ export interface UpdateRecord extends UpdateCertificate {
   /** 0 = full rollout; t > 0 = suffix resampling from turn t. */
   resampledFromTurn: number;
   delta: number;
-  /** Token-level KL(π_old ‖ π_new) over the agent's tokens (exact, full vocabulary). */
-  kl: number;
-  maxTokenKl: number;
-  inRegion: boolean;
-  stepsTaken: number;
-  stepsUndone: number;
-  lastStepScale: number;
   loss: number;
   clipFraction: number;
   gradientNorm: number;

@@ -15,6 +15,7 @@ import { captureSnapshot, interpolateParameters, restoreSnapshot } from './param
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from './token-grid.js';
 import type { TrainableUnit } from './units.js';
 import { compareDistributions, type CertificateEvidence } from './certificate-evidence.js';
+import type { TrustRegionOutcome } from './records.js';
 
 /** How an update runs; the radius δ and the learning rate are the unit's own. */
 export interface TrustRegionSettings {
@@ -27,15 +28,7 @@ export interface TrustRegionSettings {
 }
 
 /** The accepted update; its CertificateEvidence is that of the accepted parameters. */
-export interface TrustRegionResult extends CertificateEvidence {
-  /** Token-level KL(π_old ‖ π_new) of the accepted parameters (docs/method.md §3). */
-  kl: number;
-  maxTokenKl: number;
-  inRegion: boolean;
-  stepsTaken: number;
-  stepsUndone: number;
-  /** Line-search scale of the last step (1 = taken whole, 0 = undone). */
-  lastStepScale: number;
+export interface TrustRegionResult extends CertificateEvidence, TrustRegionOutcome {
   lossMean: number;
   clipFraction: number;
   gradientNorm: number;

@@ -23,12 +23,18 @@ export function rowLogSumExp(input: Float32Array, start: number, columns: number
   return maximum + Math.log(sum);
 }
 
-export function softmax(
+/**
+ * A kernel that maps each row of a row-major `[rows, columns]` input to the same row of
+ * `output` (which may alias the input).
+ */
+type RowwiseKernel = (
   input: Float32Array,
   output: Float32Array,
   rows: number,
   columns: number,
-): void {
+) => void;
+
+export const softmax: RowwiseKernel = (input, output, rows, columns) => {
   for (let r = 0; r < rows; r++) {
     const start = r * columns;
     const maximum = rowMaximum(input, start, columns);
@@ -43,20 +49,15 @@ export function softmax(
     const inverse = 1 / sum;
     for (let j = 0; j < columns; j++) output[start + j] *= inverse;
   }
-}
+};
 
-export function logSoftmax(
-  input: Float32Array,
-  output: Float32Array,
-  rows: number,
-  columns: number,
-): void {
+export const logSoftmax: RowwiseKernel = (input, output, rows, columns) => {
   for (let r = 0; r < rows; r++) {
     const start = r * columns;
     const logSumExp = rowLogSumExp(input, start, columns);
     for (let j = 0; j < columns; j++) output[start + j] = input[start + j] - logSumExp;
   }
-}
+};
 
 function checkTarget(target: number, row: number, columns: number): void {
   if (!(target >= 0 && target < columns)) {

@@ -20,37 +20,22 @@ export function rope(
     );
   }
   const [batch, length, width] = input.shape as [number, number, number];
-  const heads = options.heads;
+  const { heads, theta } = options;
   const headDim = width / heads;
   if (positions.length !== batch * length) {
     throw new ShapeError(`rope: ${positions.length} positions for ${batch}×${length} tokens`);
   }
   const backend = getBackend();
-  const output = allocate(input.size);
-  output.set(input.data);
-  backend.rope({
-    data: output,
-    positions,
-    batch,
-    length,
-    heads,
-    headDim,
-    theta: options.theta,
-    inverse: false,
-  });
-  return createResult(output, input.shape, 'rope', [input], (gradOutput) => {
+  /** A copy of `values` rotated by each token's position angles, or rotated back (`inverse`). */
+  const rotatedCopy = (values: Float32Array, inverse: boolean): Float32Array => {
     const rotated = allocate(input.size);
-    rotated.set(gradOutput);
-    backend.rope({
-      data: rotated,
-      positions,
-      batch,
-      length,
-      heads,
-      headDim,
-      theta: options.theta,
-      inverse: true,
-    });
+    rotated.set(values);
+    backend.rope({ data: rotated, positions, batch, length, heads, headDim, theta, inverse });
+    return rotated;
+  };
+  const output = rotatedCopy(input.data, false);
+  return createResult(output, input.shape, 'rope', [input], (gradOutput) => {
+    const rotated = rotatedCopy(gradOutput, true);
     const gradient = gradientOf(input);
     for (let index = 0; index < input.size; index++) gradient[index]! += rotated[index]!;
     release(rotated);

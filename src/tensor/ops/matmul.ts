@@ -101,36 +101,26 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     }
     if (b.requiresGrad) {
       const gradB = gradientOf(b);
-      if (sharedB && !transposeA) {
-        accumulateSharedGradient(backend, a.data, gradOutput, gradB, batch * m, n, k, transposeB);
-      } else if (sharedB) {
+      const shape = { n, k, transposeA, transposeB };
+      if (!sharedB) {
+        accumulateGradientOfB(backend, a.data, gradOutput, gradB, { ...shape, batch, m });
+      } else if (!transposeA) {
+        // Shared B, A folded to [batch·M, K]: one product.
+        accumulateGradientOfB(backend, a.data, gradOutput, gradB, {
+          ...shape,
+          batch: 1,
+          m: batch * m,
+        });
+      } else {
         for (let index = 0; index < batch; index++) {
-          accumulateBatchGradient(
+          accumulateGradientOfB(
             backend,
             a.data.subarray(index * m * k, (index + 1) * m * k),
             gradOutput.subarray(index * m * n, (index + 1) * m * n),
             gradB,
-            1,
-            m,
-            n,
-            k,
-            transposeA,
-            transposeB,
+            { ...shape, batch: 1, m },
           );
         }
-      } else {
-        accumulateBatchGradient(
-          backend,
-          a.data,
-          gradOutput,
-          gradB,
-          batch,
-          m,
-          n,
-          k,
-          transposeA,
-          transposeB,
-        );
       }
     }
   });
@@ -138,63 +128,24 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
 
 type Backend = ReturnType<typeof getBackend>;
 
-/** dB for a shared B with untransposed A folded to [rows, K]. */
-function accumulateSharedGradient(
+/**
+ * gradB += ∂L/∂B of C = op(A)·op(B) for `batch` items of op(A) [M, K] (stride M·K in `a`), dC
+ * [M, N] (stride M·N) and B (stride K·N in gradB). A shared B takes batch 1: A folded to
+ * [batch·M, K], or one item at a time when A is transposed.
+ */
+function accumulateGradientOfB(
   backend: Backend,
   a: Float32Array,
   gradOutput: Float32Array,
   gradB: Float32Array,
-  rows: number,
-  n: number,
-  k: number,
-  transposeB: boolean,
-): void {
-  if (!transposeB) {
-    // dB [K, N] = Aᵀ · dC
-    backend.matmul({
-      a,
-      b: gradOutput,
-      c: gradB,
-      batch: 1,
-      m: k,
-      n,
-      k: rows,
-      transposeA: true,
-      transposeB: false,
-      strideA: 0,
-      strideB: 0,
-      beta: 1,
-    });
-  } else {
-    // B stored [N, K]: dB = dCᵀ · A
-    backend.matmul({
-      a: gradOutput,
-      b: a,
-      c: gradB,
-      batch: 1,
-      m: n,
-      n: k,
-      k: rows,
-      transposeA: true,
-      transposeB: false,
-      strideA: 0,
-      strideB: 0,
-      beta: 1,
-    });
-  }
-}
-
-function accumulateBatchGradient(
-  backend: Backend,
-  a: Float32Array,
-  gradOutput: Float32Array,
-  gradB: Float32Array,
-  batch: number,
-  m: number,
-  n: number,
-  k: number,
-  transposeA: boolean,
-  transposeB: boolean,
+  {
+    batch,
+    m,
+    n,
+    k,
+    transposeA,
+    transposeB,
+  }: { batch: number; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean },
 ): void {
   if (!transposeB) {
     // dB [K, N] = op(A)ᵀ · dC
