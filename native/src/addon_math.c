@@ -102,6 +102,16 @@ static void require_norm_sizes(arguments *args, float_array input, float_array w
   arguments_require(args, "weight", weight.length, (double)columns);
 }
 
+/* ...and a norm's backward: gradients of the input per element, of the weight per column. */
+static void require_norm_backward_sizes(arguments *args, float_array input, float_array weight,
+                                        float_array grad_output, float_array grad_input,
+                                        float_array grad_weight, int64_t rows, int64_t columns) {
+  require_norm_sizes(args, input, weight, rows, columns);
+  arguments_require(args, "gradOutput", grad_output.length, (double)rows * columns);
+  arguments_require(args, "gradInput", grad_input.length, (double)rows * columns);
+  if (grad_weight.data) arguments_require(args, "gradWeight", grad_weight.length, (double)columns);
+}
+
 KERNEL_ENTRY(rms_norm) {
   READ_KERNEL_ARGUMENTS(RMS_NORM)
   require_norm_sizes(&args, input, weight, rows, columns);
@@ -117,10 +127,8 @@ KERNEL_ENTRY(rms_norm) {
 
 KERNEL_ENTRY(rms_norm_backward) {
   READ_KERNEL_ARGUMENTS(RMS_NORM_BACKWARD)
-  require_norm_sizes(&args, input, weight, rows, columns);
-  arguments_require(&args, "gradOutput", grad_output.length, (double)rows * columns);
-  arguments_require(&args, "gradInput", grad_input.length, (double)rows * columns);
-  if (grad_weight.data) arguments_require(&args, "gradWeight", grad_weight.length, (double)columns);
+  require_norm_backward_sizes(&args, input, weight, grad_output, grad_input, grad_weight, rows,
+                              columns);
   arguments_require(&args, "inverseRms", inverse_rms.length, (double)rows);
   if (args.failed) return NULL;
   norm_backward_arguments call = {
@@ -149,10 +157,8 @@ KERNEL_ENTRY(layer_norm) {
 
 KERNEL_ENTRY(layer_norm_backward) {
   READ_KERNEL_ARGUMENTS(LAYER_NORM_BACKWARD)
-  require_norm_sizes(&args, input, weight, rows, columns);
-  arguments_require(&args, "gradOutput", grad_output.length, (double)rows * columns);
-  arguments_require(&args, "gradInput", grad_input.length, (double)rows * columns);
-  if (grad_weight.data) arguments_require(&args, "gradWeight", grad_weight.length, (double)columns);
+  require_norm_backward_sizes(&args, input, weight, grad_output, grad_input, grad_weight, rows,
+                              columns);
   if (grad_bias.data) arguments_require(&args, "gradBias", grad_bias.length, (double)columns);
   arguments_require(&args, "mean", mean.length, (double)rows);
   arguments_require(&args, "inverseStd", inverse_std.length, (double)rows);

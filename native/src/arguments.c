@@ -4,30 +4,31 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static void throw_type_error(arguments *args, const char *format, ...) {
+typedef napi_status (*error_thrower)(napi_env env, const char *code, const char *message);
+
+/* Throws "teamtr native <kernel>: <detail>" with `thrower`, once per call (the first error). */
+static void throw_error(arguments *args, error_thrower thrower, const char *format, va_list list) {
   if (args->failed) return;
   char detail[256];
   char message[384];
-  va_list list;
-  va_start(list, format);
   vsnprintf(detail, sizeof detail, format, list);
-  va_end(list);
   snprintf(message, sizeof message, "teamtr native %s: %s", args->kernel, detail);
-  napi_throw_type_error(args->env, NULL, message);
+  thrower(args->env, NULL, message);
   args->failed = true;
 }
 
-void arguments_range_error(arguments *args, const char *format, ...) {
-  if (args->failed) return;
-  char detail[256];
-  char message[384];
+static void throw_type_error(arguments *args, const char *format, ...) {
   va_list list;
   va_start(list, format);
-  vsnprintf(detail, sizeof detail, format, list);
+  throw_error(args, napi_throw_type_error, format, list);
   va_end(list);
-  snprintf(message, sizeof message, "teamtr native %s: %s", args->kernel, detail);
-  napi_throw_range_error(args->env, NULL, message);
-  args->failed = true;
+}
+
+void arguments_range_error(arguments *args, const char *format, ...) {
+  va_list list;
+  va_start(list, format);
+  throw_error(args, napi_throw_range_error, format, list);
+  va_end(list);
 }
 
 bool arguments_read(arguments *args, napi_env env, napi_callback_info info, const char *kernel,

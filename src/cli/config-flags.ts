@@ -105,6 +105,14 @@ function parseValue(text: string): unknown {
   }
 }
 
+/** The config named by --config (if any) merged with the config flags that were given. */
+export function configFromFlags(
+  schema: z.ZodType,
+  flags: Record<string, unknown>,
+): Record<string, unknown> {
+  return configFromFileAndFlags(schema, flags.config as string | undefined, flags);
+}
+
 /** The config file (YAML or JSON) merged with any config flags that were given. */
 export function configFromFileAndFlags(
   schema: z.ZodType,

@@ -130,6 +130,23 @@ export class Stage {
     return batch;
   }
 
+  /** The objective's advantages of `unit` on `batch`, times `trajectoryWeights` when given. */
+  private advantages(unit: TrainableUnit, batch: TeamBatch, trajectoryWeights?: Float64Array) {
+    const estimate = this.settings.objective.advantages({
+      rewards: batch.trajectories.map((trajectory) => trajectory.reward),
+      problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
+      agentActs: batch.trajectories.map((trajectory) =>
+        trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0,
+      ),
+      settings: this.settings.objectiveSettings,
+    });
+    if (!trajectoryWeights) return estimate;
+    return {
+      ...estimate,
+      advantages: estimate.advantages.map((value, index) => value * trajectoryWeights[index]!),
+    };
+  }
+
   /**
    * Updates `unit` on `batch` inside its trust region and certifies the update.
    * `unreflectedShifts`: trajectory shifts of units updated after `batch` was sampled (a stale
@@ -146,21 +163,11 @@ export class Stage {
     const heldOutEvidence = heldOutBefore
       ? new HeldOutEvidence(unit.model, heldOutBefore, unit.agentIndices)
       : null;
-    const estimate = settings.objective.advantages({
-      rewards: batch.trajectories.map((trajectory) => trajectory.reward),
-      problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
-      agentActs: batch.trajectories.map((trajectory) =>
-        trajectory.turns.some((turn) => unit.agentIndices.includes(turn.agentIndex)) ? 1 : 0,
-      ),
-      settings: settings.objectiveSettings,
-    });
-    const weights = options.trajectoryWeights;
+    const estimate = this.advantages(unit, batch, options.trajectoryWeights);
     const result = trustRegionUpdate({
       unit,
       batch,
-      advantages: weights
-        ? estimate.advantages.map((value, index) => value * weights[index]!)
-        : estimate.advantages,
+      advantages: estimate.advantages,
       trajectories: estimate.keptTrajectories,
       settings: settings.trustRegion,
       random: this.random,

@@ -1,7 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { benchmarkSgemm } from '../../backend/benchmark.js';
 import { getBackend, setBackend } from '../../backend/index.js';
@@ -12,6 +10,7 @@ import {
   type BenchmarkResult,
 } from '../../bench/workloads.js';
 import { benchmarkSmolLMShape } from '../../bench/real-model.js';
+import { packagePath } from '../package-path.js';
 
 const sgemmShapes: Array<[number, number, number]> = [
   [64, 256, 256],
@@ -22,14 +21,7 @@ const sgemmShapes: Array<[number, number, number]> = [
 const pythonWithTorch = '/usr/bin/python3';
 
 function referenceScript(): string {
-  return path.resolve(
-    path.dirname(fileURLToPath(import.meta.url)),
-    '..',
-    '..',
-    '..',
-    'bench',
-    'torch_reference.py',
-  );
+  return packagePath('bench', 'torch_reference.py');
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
-import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { addConfigFlags, configFromFlags } from '../config-flags.js';
 import { signed } from '../format.js';
 import { runTraining } from './train.js';
 import { loadTaskModule } from '../task-module.js';
@@ -135,11 +135,7 @@ export function register(program: Command): void {
   addConfigFlags(command, trainConfigSchema, ['schedule', 'seed']);
   command.action(async (flags: Record<string, unknown>) => {
     const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
-    const base = configFromFileAndFlags(
-      trainConfigSchema,
-      flags.config as string | undefined,
-      flags,
-    );
+    const base = configFromFlags(trainConfigSchema, flags);
     const requested = parseList(String(flags.schedules), '--schedules');
     for (const schedule of requested) {
       if (!(scheduleNames as readonly string[]).includes(schedule))

@@ -1,21 +1,13 @@
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { trainConfigSchema } from '../../trainer/config.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
 import { formatSummary } from '../format.js';
 import { defaultRunDirectory, exitAfterInterruption, runTraining } from './train.js';
+import { packagePath } from '../package-path.js';
 
 /** configs/demo.yaml in the package. */
 export function demoConfigPath(): string {
-  return path.resolve(
-    path.dirname(fileURLToPath(import.meta.url)),
-    '..',
-    '..',
-    '..',
-    'configs',
-    'demo.yaml',
-  );
+  return packagePath('configs', 'demo.yaml');
 }
 
 export function register(program: Command): void {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { pretrain, pretrainConfigSchema } from '../../pretrain/pretrain.js';
 import { defaultPretrainDirectory } from '../../models/load.js';
-import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { addConfigFlags, configFromFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
 
 export function register(program: Command): void {
@@ -19,11 +19,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON result object on stdout');
   addConfigFlags(command, pretrainConfigSchema, ['model']);
   command.action(async (flags: Record<string, unknown>) => {
-    const config = configFromFileAndFlags(
-      pretrainConfigSchema,
-      flags.config as string | undefined,
-      flags,
-    );
+    const config = configFromFlags(pretrainConfigSchema, flags);
     const taskName = String(
       (config.task as { name?: string } | undefined)?.name ?? 'arithmetic-chain',
     );

@@ -10,7 +10,7 @@ import { workedChainMaxAgents } from '../../tasks/index.js';
 import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
-import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { addConfigFlags, configFromFlags } from '../config-flags.js';
 import { scalingCurveFigures } from './scaling-figures.js';
 import { runTraining } from './train.js';
 
@@ -97,11 +97,7 @@ export function register(program: Command): void {
     .option('--json', 'print the report as JSON on stdout');
   addConfigFlags(command, trainConfigSchema, ['schedule', 'seed', 'agents']);
   command.action(async (flags: Record<string, unknown>) => {
-    const base = configFromFileAndFlags(
-      trainConfigSchema,
-      flags.config as string | undefined,
-      flags,
-    );
+    const base = configFromFlags(trainConfigSchema, flags);
     const agents = parseList(
       String(flags.teamSizes),
       '--team-sizes',

@@ -5,7 +5,7 @@ import { train, type TrainProgress } from '../../trainer/trainer.js';
 import type { SwapRecord } from '../../trainer/records.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { TeamtrError } from '../../util/errors.js';
-import { addConfigFlags, configFlagsGiven, configFromFileAndFlags } from '../config-flags.js';
+import { addConfigFlags, configFlagsGiven, configFromFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
 import type { TaskInput } from '../../trainer/task-source.js';
@@ -134,9 +134,7 @@ export function register(program: Command): void {
       throw new TeamtrError(
         '--resume continues an existing run: say which with --run-dir DIR (the directory the run writes to, e.g. runs/teamtr-2026-11-24_20-31-05)',
       );
-    const config = flags.resume
-      ? {}
-      : configFromFileAndFlags(trainConfigSchema, flags.config as string | undefined, flags);
+    const config = flags.resume ? {} : configFromFlags(trainConfigSchema, flags);
     const runDirectory =
       (flags.runDir as string | undefined) ??
       defaultRunDirectory(String((config as { schedule?: string }).schedule ?? 'teamtr'));
