@@ -1,10 +1,19 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import ts from 'typescript';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const project = mkdtempSync(path.join(os.tmpdir(), 'teamtr-consumer-'));
@@ -35,6 +44,53 @@ describe('the package as a dependency', () => {
     assert.equal(run('use.cjs'), 'function function');
     assert.equal(run('use.mjs'), 'function function');
     assert.equal(run('applications.mjs'), Array(6).fill('function').join(' '));
+  });
+});
+
+describe('the published declarations', () => {
+  test("carry the config schema's field docs, so editors show them", () => {
+    // scripts/schema-docs.mjs (run by `npm run build`) copies them from src/trainer/config.ts.
+    const declarations = readFileSync(path.join(root, 'dist', 'trainer', 'config.d.ts'), 'utf8');
+    assert.match(
+      declarations,
+      /\/\*\* Trajectories per prompt: the group whose rewards give each other's baseline\. \*\/\n\s+groupSize: z\.ZodDefault<z\.ZodNumber>;/,
+    );
+    assert.match(
+      declarations,
+      /\* δ: the largest mean token-level KL[^]*?\*\/\n\s+delta: z\.ZodDefault/,
+    );
+    // What an editor shows on hover in a config written against the published types.
+    const file = path.join(root, 'editor-hover.ts');
+    const code =
+      "import type { TrainConfigInput } from './dist/index.js';\n" +
+      'export const config: TrainConfigInput = { rollout: { groupSize: 8 } };\n';
+    const service = ts.createLanguageService({
+      getScriptFileNames: () => [file],
+      getScriptVersion: () => '1',
+      getScriptSnapshot: (name) => {
+        const text = name === file ? code : ts.sys.readFile(name);
+        return text === undefined ? undefined : ts.ScriptSnapshot.fromString(text);
+      },
+      getCurrentDirectory: () => root,
+      getCompilationSettings: () => ({
+        module: ts.ModuleKind.NodeNext,
+        moduleResolution: ts.ModuleResolutionKind.NodeNext,
+        strict: true,
+      }),
+      getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
+      fileExists: (name) => name === file || ts.sys.fileExists(name),
+      readFile: (name) => (name === file ? code : ts.sys.readFile(name)),
+    });
+    const hover = service.getQuickInfoAtPosition(file, code.indexOf('groupSize') + 1);
+    assert.equal(
+      ts.displayPartsToString(hover?.documentation ?? []),
+      "Trajectories per prompt: the group whose rewards give each other's baseline.",
+    );
+    // A field of a schema used inside another is documented there too (agents[].delta).
+    assert.ok(
+      (declarations.match(/Per-agent trust-region radius\. @default trustRegion\.delta/g) ?? [])
+        .length >= 2,
+    );
   });
 });
 

@@ -86,7 +86,9 @@ export const alignmentModes = ['sft', 'kl', 'sft+kl'] as const;
 export const alignmentConfigSchema = z.strictObject({
   /** Optimizer steps; 0 = no alignment. */
   steps: z.number().int().nonnegative().default(0),
+  /** What the new model is fitted to before it joins the team (docs/method.md §6). */
   mode: z.enum(alignmentModes).default('sft'),
+  /** Peak learning rate of the alignment steps. */
   learningRate: z.number().positive().default(1e-3),
   /**
    * Linear warmup, then cosine decay to 0.1·learningRate: a fresh Adam on a pretrained model
@@ -101,6 +103,7 @@ export const alignmentConfigSchema = z.strictObject({
   problemsPerBatch: z.number().int().positive().optional(),
   /** @default rollout.groupSize */
   groupSize: z.number().int().positive().optional(),
+  /** Gradients are clipped to this global norm before each alignment step. */
   maxGradNorm: z.number().positive().default(1),
 });
 
@@ -133,16 +136,24 @@ export const trainConfigSchema = z.strictObject({
       turnOrder: z.array(z.number().int().nonnegative().max(1_023)).min(1).max(1_024).optional(),
       /** Index of the turn whose text is verified. @default the task's answer turn */
       answerTurn: z.number().int().nonnegative().max(1_023).optional(),
+      /** Shuffle the agents' turn order in every episode. */
       permutePerEpisode: z.boolean().default(false),
       /** @default the task's longest turn + 2 */
       maxTurnTokens: z.number().int().positive().max(65_536).optional(),
     })
     .prefault({}),
+  /**
+   * teamtr (agents one at a time, a fresh batch after every update), sequential-stale (one at a
+   * time on the stage's first batch, HAPPO-style reweighting), joint (all agents on one batch),
+   * single (one shared model plays every role).
+   */
   schedule: z.enum(scheduleNames).default('teamtr'),
   /** Order of agent updates in a stage: reverse turn order makes suffix resampling cheapest. */
   updateOrder: z.enum(['reverse', 'fixed', 'random']).default('reverse'),
+  /** The policy-gradient objective each agent's update optimizes (docs/method.md §4). */
   objective: z
     .strictObject({
+      /** grpo, dapo or ppo: how advantages and the clipped loss are computed. */
       kind: z.enum(objectiveNames).default('grpo'),
       /** @default 0.2 */
       clipLow: z.number().positive().lt(1).optional(),
@@ -160,8 +171,11 @@ export const trainConfigSchema = z.strictObject({
     .prefault({}),
   rollout: z
     .strictObject({
+      /** Prompts in a team batch. */
       problemsPerBatch: z.number().int().positive().max(100_000).default(16),
+      /** Trajectories per prompt: the group whose rewards give each other's baseline. */
       groupSize: z.number().int().min(2).max(4_096).default(8),
+      /** Sampling temperature of every agent's turns. */
       temperature: z.number().positive().max(100).default(1),
       /** Reuse unchanged prefixes between a stage's batches (teamtr, single-round fixed order). */
       suffixResampling: z.boolean().default(true),
@@ -172,13 +186,21 @@ export const trainConfigSchema = z.strictObject({
       path: ['groupSize'],
     })
     .prefault({}),
+  /** How each agent's update is kept near its old policy (docs/method.md §3). */
   trustRegion: z
     .strictObject({
+      /**
+       * δ: the largest mean token-level KL(π_old ‖ π_new) over the agent's turns an update may
+       * reach; a step past it is backtracked or undone (`backoff`).
+       */
       delta: z.number().nonnegative().max(10).default(0.01),
+      /** Passes over an update's batch. */
       epochs: z.number().int().positive().max(1_000).default(2),
+      /** Gradient steps per pass, each on one slice of the batch. */
       minibatches: z.number().int().positive().max(100_000).default(2),
       /** What an out-of-region step does: undo it, or halve it until back in region. */
       backoff: z.enum(['restore', 'line-search']).default('line-search'),
+      /** Gradients are clipped to this global norm before each step. */
       maxGradNorm: z.number().positive().max(1e6).default(1),
       /**
        * Per-agent adaptive δ (off when absent): after each stage an agent's δ grows by `growth`
@@ -188,10 +210,15 @@ export const trainConfigSchema = z.strictObject({
        */
       adaptiveDelta: z
         .strictObject({
+          /** δ is multiplied by this after a confident improvement. */
           growth: z.number().gt(1).max(10).default(1.5),
+          /** δ is multiplied by this after a confident regression. */
           shrink: z.number().gt(0).lt(1).default(0.5),
+          /** δ never goes below this. */
           minDelta: z.number().positive().max(10).default(0.001),
+          /** δ never goes above this. */
           maxDelta: z.number().positive().max(10).default(0.1),
+          /** z (improvement over its standard error) that counts as confident. */
           confidence: z.number().positive().max(10).default(1),
         })
         .refine((settings) => settings.minDelta <= settings.maxDelta, {
@@ -205,14 +232,23 @@ export const trainConfigSchema = z.strictObject({
        * trainable agent goes back to its parameters and optimizer state before the stage.
        * Needs certificate.heldOutProblems > 0.
        */
-      rollback: z.strictObject({ confidence: z.number().positive().max(10).default(2) }).optional(),
+      rollback: z
+        .strictObject({
+          /** z (the stage's held-out change over its standard error) at or below −confidence. */
+          confidence: z.number().positive().max(10).default(2),
+        })
+        .optional(),
     })
     .prefault({}),
   optimizer: z
     .strictObject({
+      /** AdamW learning rate of every agent (agents[].learningRate overrides it). */
       learningRate: z.number().positive().max(1e4).default(1e-4),
+      /** AdamW's first-moment decay. */
       beta1: z.number().min(0).lt(1).default(0.9),
+      /** AdamW's second-moment decay. */
       beta2: z.number().min(0).lt(1).default(0.99),
+      /** Decoupled weight decay (norms and biases exempt). */
       weightDecay: z.number().nonnegative().max(1e4).default(0),
     })
     .prefault({}),
@@ -220,11 +256,14 @@ export const trainConfigSchema = z.strictObject({
     .strictObject({
       /** Stop once the policies generated this many tokens (the matched-budget axis). */
       generatedTokens: z.number().int().positive().max(1e12).default(400_000),
+      /** Also stop after this many stages. */
       maxStages: z.number().int().positive().max(1e9).optional(),
     })
     .prefault({}),
+  /** Held-out team accuracy during training (eval split of the task). */
   evaluation: z
     .strictObject({
+      /** Eval problems per evaluation. */
       problems: z.number().int().positive().max(1_000_000).default(200),
       /** Evaluate every this many stages (and always at the start and the end). */
       every: z.number().int().positive().max(1e9).default(10),
@@ -247,6 +286,7 @@ export const trainConfigSchema = z.strictObject({
     .strictObject({
       /** Bound on |E_{a∼π_new} A(s, a)|: the reward range unless something tighter is known. */
       epsilon: z.number().positive().max(1e6).default(1),
+      /** Confidence level of the certificate's lower bound. */
       confidence: z.number().gt(0).lt(1).default(0.95),
       /**
        * Prompts per stage, apart from the stage's own, on which every update is also measured

@@ -1,0 +1,140 @@
+// After `tsc`: copies the doc comments of zod schema fields into the emitted declarations.
+//
+// tsc writes a schema's inferred type into dist/**/*.d.ts without the doc comments its fields
+// carry in the source (`/** Trajectories per prompt. */ groupSize: z.number()…`), so editors of
+// library users show no documentation on `rollout.groupSize` or `trustRegion.delta`. This step
+// reads each source file's object literals, keys every documented property by its path of
+// property names (`trainConfigSchema.rollout.groupSize`), and writes the same comment above the
+// property signature with that path in the .d.ts. No library does this for zod's inferred
+// types, hence this script; it uses the TypeScript compiler's own parser.
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+/** The declarations' directory: dist/, or the one given. */
+const output = path.resolve(process.argv[2] ?? path.join(root, 'dist'));
+
+function parse(file) {
+  return ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+}
+
+function nameOf(node) {
+  return node.name && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name))
+    ? node.name.text
+    : null;
+}
+
+/** The doc comment right above `node`, as written. */
+function docOf(node, source) {
+  const ranges = ts.getLeadingCommentRanges(source.text, node.getFullStart()) ?? [];
+  const last = ranges.at(-1);
+  if (!last) return null;
+  const text = source.text.slice(last.pos, last.end);
+  return text.startsWith('/**') ? text : null;
+}
+
+/**
+ * The source's documented properties, path → doc comment, and its aliases: a property whose
+ * schema is another variable of the file (`agents: z.array(agentConfigSchema)`) reads that
+ * variable's docs below it (`trainConfigSchema.agents` → `agentConfigSchema`).
+ */
+function sourceDocs(source) {
+  const docs = new Map();
+  const aliases = new Map();
+  const variables = new Set();
+  const collectVariables = (node) => {
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) variables.add(node.name.text);
+    ts.forEachChild(node, collectVariables);
+  };
+  collectVariables(source);
+  const referencedVariables = (node) => {
+    const found = new Set();
+    const visit = (child) => {
+      if (ts.isIdentifier(child) && variables.has(child.text)) found.add(child.text);
+      ts.forEachChild(child, visit);
+    };
+    visit(node);
+    return [...found];
+  };
+  const visit = (node, trail) => {
+    let next = trail;
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) next = [node.name.text];
+    else if (ts.isPropertyAssignment(node) && nameOf(node) !== null) {
+      next = [...trail, nameOf(node)];
+      const doc = docOf(node, source);
+      if (doc) docs.set(next.join('.'), doc);
+      const referenced = referencedVariables(node.initializer);
+      if (referenced.length === 1) aliases.set(next.join('.'), referenced[0]);
+    }
+    ts.forEachChild(node, (child) => visit(child, next));
+  };
+  visit(source, []);
+  return { docs, aliases };
+}
+
+/** The doc of a property path, directly or through the longest alias of one of its prefixes. */
+function lookup({ docs, aliases }, trail, depth = 0) {
+  const direct = docs.get(trail.join('.'));
+  if (direct || depth > 8) return direct;
+  for (let length = trail.length - 1; length >= 1; length--) {
+    const alias = aliases.get(trail.slice(0, length).join('.'));
+    if (alias) return lookup({ docs, aliases }, [alias, ...trail.slice(length)], depth + 1);
+  }
+  return undefined;
+}
+
+/** Insertions (position, text) of the doc comments the declaration's property signatures lack. */
+function insertions(declaration, docs) {
+  const found = [];
+  const visit = (node, trail) => {
+    let next = trail;
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) next = [node.name.text];
+    else if (ts.isPropertySignature(node) && nameOf(node) !== null) {
+      next = [...trail, nameOf(node)];
+      const doc = lookup(docs, next);
+      if (doc && !docOf(node, declaration)) {
+        const start = node.getStart(declaration);
+        const lineStart = declaration.text.lastIndexOf('\n', start) + 1;
+        const indent = declaration.text.slice(lineStart, start);
+        const text = doc
+          .split('\n')
+          .map((line, index) => (index === 0 ? line : `${indent}${line.trimStart()}`))
+          .join('\n');
+        found.push({ position: start, text: `${text}\n${indent}` });
+      }
+    }
+    ts.forEachChild(node, (child) => visit(child, next));
+  };
+  visit(declaration, []);
+  return found;
+}
+
+function declarationFiles(directory) {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(directory, entry.name);
+    if (entry.isDirectory()) return declarationFiles(full);
+    return entry.name.endsWith('.d.ts') ? [full] : [];
+  });
+}
+
+let documented = 0;
+for (const declarationPath of declarationFiles(output)) {
+  const relative = path.relative(output, declarationPath);
+  const sourcePath = path.join(root, 'src', relative.replace(/\.d\.ts$/, '.ts'));
+  if (!existsSync(sourcePath)) continue;
+  const source = parse(sourcePath);
+  if (!source.text.includes('z.')) continue;
+  const docs = sourceDocs(source);
+  if (docs.docs.size === 0) continue;
+  const declaration = parse(declarationPath);
+  const found = insertions(declaration, docs);
+  if (found.length === 0) continue;
+  let text = declaration.text;
+  for (const { position, text: comment } of found.sort((a, b) => b.position - a.position))
+    text = text.slice(0, position) + comment + text.slice(position);
+  writeFileSync(declarationPath, text);
+  documented += found.length;
+}
+console.log(`schema docs: ${documented} field comments copied into ${path.relative(root, output) || '.'}/**/*.d.ts`);
