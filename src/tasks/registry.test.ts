@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError } from '../util/errors.js';
+import { parseWithSchema } from '../util/schema.js';
 import { getTask, taskNames, taskSpecSchema } from './registry.js';
 import { createVerifier } from './verifiers/index.js';
 
@@ -126,5 +127,18 @@ describe('createVerifier', () => {
       /relativeTolerance/,
     );
     assert.throws(() => createVerifier({ name: 'choice', letters: 'A1' }), /letters/);
+  });
+
+  it('says the same inside a config (an unknown verifier is named, not "Invalid input")', () => {
+    const parse = (verifier: unknown) => () =>
+      parseWithSchema(taskSpecSchema, { name: 'jsonl', path: 'problems.jsonl', verifier }, 'task');
+    assert.throws(
+      parse('fuzzy'),
+      /task: verifier: unknown verifier "fuzzy" \(valid: exact, numeric, math, choice, or an object \{ name, …options \}\)/,
+    );
+    assert.throws(
+      parse({ name: 'math', fallback: 'guess' }),
+      /task: verifier: verifier "math": fallback: Invalid option: expected one of "whole-text"\|"none"/,
+    );
   });
 });

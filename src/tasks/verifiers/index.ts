@@ -109,11 +109,37 @@ export function createVerifier(spec: unknown, source = 'verifier'): AnswerVerifi
   return { name, verify: check };
 }
 
+/** The name a spec gives ("math", or { name: "math", … }), if any. */
+function specName(spec: unknown): unknown {
+  if (typeof spec === 'string') return spec;
+  return spec !== null && typeof spec === 'object' && 'name' in spec
+    ? (spec as { name: unknown }).name
+    : undefined;
+}
+
+/**
+ * What is wrong with a spec none of the verifiers accepts: an unknown name, with the valid
+ * ones, or the first problem with a known verifier's options.
+ */
+function specProblem(spec: unknown): string {
+  const name = specName(spec);
+  if (typeof name !== 'string' || !Object.hasOwn(verifierTable, name))
+    return `unknown verifier ${JSON.stringify(name ?? spec)} (valid: ${verifierNames.join(', ')}, or an object { name, …options })`;
+  const parsed = verifierTable[name as VerifierName].schema.safeParse(spec);
+  const issue = parsed.error?.issues[0];
+  return issue
+    ? `verifier "${name}": ${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}`
+    : `verifier "${name}": invalid options`;
+}
+
 /** Zod schema of a verifier spec, for embedding in larger config schemas. */
-export const verifierSpecSchema = z.union([
-  z.enum(verifierNames as [VerifierName, ...VerifierName[]]),
-  verifierTable.exact.schema,
-  verifierTable.numeric.schema,
-  verifierTable.math.schema,
-  verifierTable.choice.schema,
-]);
+export const verifierSpecSchema = z.union(
+  [
+    z.enum(verifierNames as [VerifierName, ...VerifierName[]]),
+    verifierTable.exact.schema,
+    verifierTable.numeric.schema,
+    verifierTable.math.schema,
+    verifierTable.choice.schema,
+  ],
+  { error: (issue) => specProblem(issue.input) },
+);
