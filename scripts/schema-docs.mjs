@@ -36,6 +36,23 @@ function docOf(node, source) {
 }
 
 /**
+ * Calls `visit(node, path)` for every named property `isProperty` accepts, with its path of
+ * property names from the variable it sits in (`trainConfigSchema.rollout.groupSize`).
+ */
+function walkProperties(file, isProperty, visit) {
+  const walk = (node, trail) => {
+    let next = trail;
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) next = [node.name.text];
+    else if (isProperty(node) && nameOf(node) !== null) {
+      next = [...trail, nameOf(node)];
+      visit(node, next);
+    }
+    ts.forEachChild(node, (child) => walk(child, next));
+  };
+  walk(file, []);
+}
+
+/**
  * The source's documented properties, path → doc comment, and its aliases: a property whose
  * schema is another variable of the file (`agents: z.array(agentConfigSchema)`) reads that
  * variable's docs below it (`trainConfigSchema.agents` → `agentConfigSchema`).
@@ -58,19 +75,12 @@ function sourceDocs(source) {
     visit(node);
     return [...found];
   };
-  const visit = (node, trail) => {
-    let next = trail;
-    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) next = [node.name.text];
-    else if (ts.isPropertyAssignment(node) && nameOf(node) !== null) {
-      next = [...trail, nameOf(node)];
-      const doc = docOf(node, source);
-      if (doc) docs.set(next.join('.'), doc);
-      const referenced = referencedVariables(node.initializer);
-      if (referenced.length === 1) aliases.set(next.join('.'), referenced[0]);
-    }
-    ts.forEachChild(node, (child) => visit(child, next));
-  };
-  visit(source, []);
+  walkProperties(source, ts.isPropertyAssignment, (node, trail) => {
+    const doc = docOf(node, source);
+    if (doc) docs.set(trail.join('.'), doc);
+    const referenced = referencedVariables(node.initializer);
+    if (referenced.length === 1) aliases.set(trail.join('.'), referenced[0]);
+  });
   return { docs, aliases };
 }
 
@@ -88,26 +98,18 @@ function lookup({ docs, aliases }, trail, depth = 0) {
 /** Insertions (position, text) of the doc comments the declaration's property signatures lack. */
 function insertions(declaration, docs) {
   const found = [];
-  const visit = (node, trail) => {
-    let next = trail;
-    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name)) next = [node.name.text];
-    else if (ts.isPropertySignature(node) && nameOf(node) !== null) {
-      next = [...trail, nameOf(node)];
-      const doc = lookup(docs, next);
-      if (doc && !docOf(node, declaration)) {
-        const start = node.getStart(declaration);
-        const lineStart = declaration.text.lastIndexOf('\n', start) + 1;
-        const indent = declaration.text.slice(lineStart, start);
-        const text = doc
-          .split('\n')
-          .map((line, index) => (index === 0 ? line : `${indent}${line.trimStart()}`))
-          .join('\n');
-        found.push({ position: start, text: `${text}\n${indent}` });
-      }
-    }
-    ts.forEachChild(node, (child) => visit(child, next));
-  };
-  visit(declaration, []);
+  walkProperties(declaration, ts.isPropertySignature, (node, trail) => {
+    const doc = lookup(docs, trail);
+    if (!doc || docOf(node, declaration)) return;
+    const start = node.getStart(declaration);
+    const lineStart = declaration.text.lastIndexOf('\n', start) + 1;
+    const indent = declaration.text.slice(lineStart, start);
+    const text = doc
+      .split('\n')
+      .map((line, index) => (index === 0 ? line : `${indent}${line.trimStart()}`))
+      .join('\n');
+    found.push({ position: start, text: `${text}\n${indent}` });
+  });
   return found;
 }
 
