@@ -3,6 +3,8 @@ import type { Command } from 'commander';
 import { loadModel } from '../../models/load.js';
 import { modelEndpoint, teamEndpoint, type ServedModel } from '../../serve/endpoints.js';
 import { startServer } from '../../serve/server.js';
+import { LocalTinkerEngine } from '../../tinker/local-engine.js';
+import { startTinkerService } from '../../tinker/service.js';
 import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
 import { untilInterrupted } from '../interrupted.js';
@@ -65,6 +67,36 @@ async function endpointsFor(
   return [...agents, teamEndpoint((flags.name as string | undefined) ?? 'team', built.team)];
 }
 
+/**
+ * `--tinker`: the Tinker training API on the local engine, one LoRA model per model id on the
+ * --model checkpoint (clients pass its --name, or directory name, as base_model).
+ */
+async function serveTinker(runDirectory: string | undefined, flags: Record<string, unknown>) {
+  if (runDirectory !== undefined || flags.model === undefined)
+    throw new TeamtrError(
+      '--tinker serves a base model for training: give --model <dir> (a checkpoint directory or a built-in model name), not a run directory',
+    );
+  const source = String(flags.model);
+  await loadModel(source); // fail now, with the loader's message, rather than at create_model
+  const name = (flags.name as string | undefined) ?? path.basename(path.resolve(source));
+  const host = String(flags.host);
+  const service = await startTinkerService({
+    engine: new LocalTinkerEngine(name, source),
+    host,
+    port: integerFlag('port', flags.port, 0),
+  });
+  if (!['127.0.0.1', 'localhost', '::1'].includes(host))
+    process.stderr.write(
+      `teamtr serve: warning: bound to ${host}; anyone who can reach it can train on this machine (API keys are not checked)\n`,
+    );
+  const interrupted = untilInterrupted();
+  process.stdout.write(
+    `teamtr serve: Tinker API on ${service.url} (base_model: ${name}); point a client at baseURL ${service.url}\n`,
+  );
+  await interrupted;
+  await service.close();
+}
+
 export function register(program: Command): void {
   program
     .command('serve')
@@ -94,7 +126,12 @@ export function register(program: Command): void {
       '--cors <origin>',
       'let web pages from this origin call the server (e.g. http://localhost:3000, or *); off by default',
     )
+    .option(
+      '--tinker',
+      'serve the Tinker training API (create_model, forward_backward, optim_step, asample, …) on --model instead of the OpenAI-compatible API',
+    )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
+      if (flags.tinker) return serveTinker(runDirectory, flags);
       const endpoints = await endpointsFor(runDirectory, flags);
       const host = String(flags.host);
       const server = await startServer({
