@@ -18,7 +18,7 @@ const allowed = {
   rl: ['util'],
   tasks: ['util'],
   team: ['models', 'nn', 'tasks', 'tokenizer', 'tensor', 'util'],
-  trainer: ['io', 'models', 'nn', 'optim', 'rl', 'tasks', 'team', 'tensor', 'tokenizer', 'util'],
+  trainer: ['io', 'models', 'nn', 'optim', 'rl', 'tasks', 'team', 'tensor', 'tinker', 'tokenizer', 'util'],
   pretrain: ['io', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
   theory: ['io', 'rl', 'util'],
   serve: ['models', 'nn', 'team', 'tensor', 'tokenizer', 'io', 'util'],

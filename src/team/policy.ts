@@ -167,7 +167,7 @@ export class LocalPolicy implements AgentPolicy {
  * Computed once per tokenizer.
  */
 const turnEndingCache = new WeakMap<Tokenizer, number[]>();
-function turnEndingIds(tokenizer: Tokenizer): number[] {
+export function turnEndingIds(tokenizer: Tokenizer): number[] {
   const cached = turnEndingCache.get(tokenizer);
   if (cached) return cached;
   const special = new Set([tokenizer.padId, tokenizer.bosId, tokenizer.unkId]);
@@ -184,7 +184,7 @@ function turnEndingIds(tokenizer: Tokenizer): number[] {
 const endOfTurnTokens = ['<|im_end|>', '<|eot_id|>', '<|end|>', '<end_of_turn>', '<|endoftext|>'];
 
 /** A chat model's turn ends at EOS or at its template's end-of-turn token, not at a newline. */
-function endOfTurnIds(tokenizer: Tokenizer): number[] {
+export function endOfTurnIds(tokenizer: Tokenizer): number[] {
   const ids = new Set<number>();
   if (tokenizer.eosId !== undefined) ids.add(tokenizer.eosId);
   for (const token of endOfTurnTokens) {

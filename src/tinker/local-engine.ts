@@ -1,12 +1,16 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { loadModel } from '../models/load.js';
 import { generate } from '../nn/generate.js';
 import { applyLora } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
-import { AdamW, type AdamWState } from '../optim/adamw.js';
+import { AdamW } from '../optim/adamw.js';
 import { clipGradientNorm } from '../optim/clip.js';
 import { gatherLogProbs, noGrad, sumOfProducts, tidy } from '../tensor/index.js';
 import { RandomGenerator } from '../util/random.js';
 import { EngineUserError, lossCoefficients, type LossEvaluation } from './local-losses.js';
+import { readWeightsFile, writeWeightsFile, type WeightsSnapshot } from './weights-file.js';
 
 export { EngineUserError };
 import type {
@@ -21,7 +25,9 @@ import type {
 /**
  * teamtr's CPU engine behind the Tinker routes: one LoRA model per model id, each a copy of
  * one local base checkpoint with its own adapters and AdamW state; saved weights kept by
- * `tinker://` path in memory (they live as long as the server). The HTTP layer (service.ts)
+ * `tinker://` path in memory (they live as long as the server) and, with a state directory,
+ * also on disk, one file per path written atomically, so a restarted server still loads them
+ * (model ids then carry a per-start tag, so a new model never takes an old path). The HTTP layer (service.ts)
  * runs these methods one at a time, in arrival order, which is also each model's seq_id order.
  */
 
@@ -29,12 +35,6 @@ interface LocalModel {
   model: TransformerLM;
   optimizer: AdamW;
   lora: LoraSettings;
-}
-
-interface WeightsSnapshot {
-  modelId: string;
-  parameters: Float32Array[];
-  optimizer: AdamWState;
 }
 
 /** Engine names of the linear layers the service's train_attn / train_mlp switches cover. */
@@ -51,13 +51,27 @@ export class LocalTinkerEngine {
   private readonly weights = new Map<string, WeightsSnapshot>();
   private baseForSampling: TransformerLM | null = null;
   private modelCount = 0;
+  private readonly modelTag: string;
 
   constructor(
     /** The name clients pass as base_model. */
     readonly baseModelName: string,
     /** Directory (or built-in name) of the base checkpoint. */
     readonly baseModelSource: string,
-  ) {}
+    readonly options: {
+      /** Where saved weights persist across restarts (created if missing). @default none: memory only */
+      stateDirectory?: string;
+    } = {},
+  ) {
+    if (options.stateDirectory) mkdirSync(options.stateDirectory, { recursive: true });
+    this.modelTag = options.stateDirectory ? `${randomUUID().slice(0, 8)}-` : '';
+  }
+
+  /** The file holding the weights saved at `weightsPath` (state directory only). */
+  private weightsFile(weightsPath: string): string {
+    const digest = createHash('sha256').update(weightsPath).digest('hex').slice(0, 32);
+    return path.join(this.options.stateDirectory!, `${digest}.weights`);
+  }
 
   private checkBase(baseModel: string): void {
     if (baseModel !== this.baseModelName)
@@ -101,7 +115,7 @@ export class LocalTinkerEngine {
       epsilon: 1e-12,
       weightDecay: 0,
     });
-    const modelId = `local-model-${this.modelCount++}`;
+    const modelId = `local-model-${this.modelTag}${this.modelCount++}`;
     this.models.set(modelId, { model, optimizer, lora });
     return modelId;
   }
@@ -206,18 +220,25 @@ export class LocalTinkerEngine {
   }
 
   saveWeights(modelId: string, name: string, kind: 'weights' | 'sampler_weights'): string {
-    const path = `tinker://${modelId}/${kind}/${name}`;
-    this.weights.set(path, this.snapshot(modelId));
-    return path;
+    const weightsPath = `tinker://${modelId}/${kind}/${name}`;
+    const snapshot = this.snapshot(modelId);
+    if (this.options.stateDirectory)
+      writeWeightsFile(this.weightsFile(weightsPath), weightsPath, snapshot);
+    this.weights.set(weightsPath, snapshot);
+    return weightsPath;
   }
 
-  private savedWeights(path: string): WeightsSnapshot {
-    const saved = this.weights.get(path);
-    if (!saved)
-      throw new EngineUserError(
-        `no saved weights at "${path}" (paths come from save_weights / save_weights_for_sampler of this server run)`,
-      );
-    return saved;
+  private savedWeights(weightsPath: string): WeightsSnapshot {
+    const cached = this.weights.get(weightsPath);
+    if (cached) return cached;
+    if (this.options.stateDirectory && existsSync(this.weightsFile(weightsPath))) {
+      const loaded = readWeightsFile(this.weightsFile(weightsPath), weightsPath);
+      this.weights.set(weightsPath, loaded);
+      return loaded;
+    }
+    throw new EngineUserError(
+      `no saved weights at "${weightsPath}" (paths come from save_weights / save_weights_for_sampler of this server${this.options.stateDirectory ? ` or, kept in ${this.options.stateDirectory}, of its earlier runs` : ' run; start it with --state-dir to keep them across restarts'})`,
+    );
   }
 
   loadWeights(modelId: string, path: string, withOptimizer: boolean): void {
@@ -257,6 +278,10 @@ export class LocalTinkerEngine {
     let restore: (() => void) | null = null;
     if (source.modelPath) {
       const saved = this.savedWeights(source.modelPath);
+      if (!this.models.has(saved.modelId))
+        throw new EngineUserError(
+          `"${source.modelPath}" belongs to model ${saved.modelId}, which this server run does not hold (it was created before a restart); load the weights into a new model (create_model + load_weights) and save them for sampling again`,
+        );
       model = this.localModel(saved.modelId).model;
       const current = model.trainableParameters().map(({ tensor }) => tensor.data.slice());
       const parameterList = model.trainableParameters();

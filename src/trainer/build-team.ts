@@ -1,6 +1,6 @@
 import { ConfigError } from '../util/errors.js';
 import { loadModel, type LoadedModel } from '../models/load.js';
-import { LocalPolicy } from '../team/policy.js';
+import { LocalPolicy, type AgentPolicy } from '../team/policy.js';
 import { RemotePolicy } from '../team/remote-policy.js';
 import { attachLora } from '../models/lora-config.js';
 import { RandomGenerator } from '../util/random.js';
@@ -10,6 +10,7 @@ import type { Task } from '../tasks/index.js';
 import type { AgentConfig, TrainConfig } from './config.js';
 import type { Schedule } from './schedules.js';
 import { buildUnit, type TrainableUnit } from './units.js';
+import { connectTinkerAgents, validateTinkerAgents } from './tinker-agent/build.js';
 
 export interface BuiltTeam {
   team: Team;
@@ -44,12 +45,14 @@ export async function buildTeam(
     ? [await loadAgentModel(agentConfigs[0]!, config.seed)]
     : await loadAll(agentConfigs, config.seed);
   const models = loaded.filter((entry): entry is LoadedModel => entry !== null);
+  const tinker = await connectTinkerAgents(agentConfigs, config);
   const agents: Agent[] = agentConfigs.map((agentConfig, index) =>
     agentFromConfig({
       agentConfig,
       index,
       loaded: loaded[schedule.sharedModel ? 0 : index] ?? null,
       task,
+      policy: tinker.policies.get(index),
     }),
   );
   const turnOrder = config.protocol.turnOrder ?? [...task.protocol.turnOrder];
@@ -74,10 +77,12 @@ export async function buildTeam(
           config,
         }),
       ]
-    : agentConfigs.flatMap((agentConfig, index) =>
-        agentConfig.trainable
-          ? [buildUnit({ agentConfig, loaded: loaded[index]!, agentIndices: [index], config })]
-          : [],
+    : agentConfigs.flatMap((agentConfig, index): TrainableUnit[] =>
+        tinker.units.has(index)
+          ? [tinker.units.get(index)!]
+          : agentConfig.trainable
+            ? [buildUnit({ agentConfig, loaded: loaded[index]!, agentIndices: [index], config })]
+            : [],
       );
   return { team, units, agentConfigs, models };
 }
@@ -89,14 +94,18 @@ export async function buildTeam(
 export function agentFromConfig(options: {
   agentConfig: AgentConfig;
   index: number;
-  /** Null for a remote agent. */
+  /** Null for a remote agent or one on a training service. */
   loaded: LoadedModel | null;
   task: Task;
+  /** The policy of an agent on a training service (tinker-agent/build.ts). */
+  policy?: AgentPolicy;
 }): Agent {
   const { agentConfig, index, loaded: source, task } = options;
-  const policy = agentConfig.endpoint
-    ? new RemotePolicy(agentConfig.endpoint, {}, `agents[${index}].endpoint`)
-    : new LocalPolicy(source!.model, source!.tokenizer);
+  const policy =
+    options.policy ??
+    (agentConfig.endpoint
+      ? new RemotePolicy(agentConfig.endpoint, {}, `agents[${index}].endpoint`)
+      : new LocalPolicy(source!.model, source!.tokenizer));
   return {
     name: agentConfig.name,
     rolePrompt: agentConfig.rolePrompt ?? task.protocol.roles[index]?.prompt ?? '',
@@ -117,7 +126,7 @@ export async function loadAgentModel(
   agentConfig: AgentConfig,
   seed: number,
 ): Promise<LoadedModel | null> {
-  if (agentConfig.endpoint) return null;
+  if (agentConfig.endpoint || agentConfig.engine) return null;
   const loaded = await loadModel(agentConfig.model!);
   if (agentConfig.lora)
     await attachLora(
@@ -143,6 +152,7 @@ function validateAgents(
   task: Task,
   sharedModel: boolean,
 ): void {
+  validateTinkerAgents(agentConfigs, config, sharedModel);
   const names = new Set<string>();
   agentConfigs.forEach((agentConfig, index) => {
     if (names.has(agentConfig.name))

@@ -3,6 +3,7 @@ import { loraConfigSchema } from '../models/lora-config.js';
 import { objectiveNames } from '../rl/objectives/index.js';
 import { taskSpecSchema } from '../tasks/index.js';
 import { remoteEndpointSchema } from '../team/remote-policy.js';
+import { agentEngineSchema } from './tinker-agent/settings.js';
 
 /**
  * The one schema of a training run: the single source of defaults, validation, CLI flags
@@ -43,8 +44,23 @@ export const agentConfigSchema = z
     lora: loraConfigSchema.optional(),
     /** A frozen agent played by an OpenAI-compatible endpoint: { baseURL, model, apiKeyEnv, … }. */
     endpoint: remoteEndpointSchema.optional(),
+    /**
+     * A trainable agent whose model lives on a training service instead of this machine:
+     * { tinker: { baseURL, baseModel, tokenizer, lora: { rank } } } (docs/method.md §3).
+     */
+    engine: agentEngineSchema.optional(),
   })
   .superRefine((agent, context) => {
+    if (agent.engine) {
+      for (const key of ['model', 'endpoint', 'lora'] as const)
+        if (agent[key] !== undefined)
+          context.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `an agent trained on a service (engine.tinker) has its model there: drop "${key}"${key === 'lora' ? ' and give the adapter rank as engine.tinker.lora.rank' : key === 'model' ? ' (name its tokenizer in engine.tinker.tokenizer)' : ''}`,
+          });
+      return;
+    }
     if ((agent.model === undefined) === (agent.endpoint === undefined)) {
       context.addIssue({
         code: 'custom',

@@ -1,8 +1,8 @@
 import { occupancyGap } from '../rl/index.js';
-import { scoreToArrays } from '../nn/score.js';
+import { scoreToArrays, type ScoringItem } from '../nn/score.js';
 import type { TeamBatch } from '../team/types.js';
 import { collectUnitTokens } from './token-grid.js';
-import type { TrainableUnit } from './units.js';
+import type { LocalUnit, TrainableUnit } from './units.js';
 
 /**
  * How far the team has moved, within a stage, from the team that sampled the stage's first
@@ -36,21 +36,46 @@ export class OccupancyTracker {
   }
 
   /** After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch. */
-  advance(unit: TrainableUnit): void {
+  advance(unit: LocalUnit): void {
+    const scored = this.pending(unit);
+    if (scored)
+      this.add(
+        unit,
+        scored,
+        scoreToArrays(unit.model, scored.items).map((score) => score.logProbs),
+      );
+  }
+
+  /** `advance` for a unit whose log-probs come from elsewhere (a service), item by item. */
+  async advanceWith(
+    unit: TrainableUnit,
+    score: (items: ScoringItem[]) => Promise<ArrayLike<number>[]>,
+  ): Promise<void> {
+    const scored = this.pending(unit);
+    if (scored) this.add(unit, scored, await score(scored.items));
+  }
+
+  private pending(unit: TrainableUnit) {
     this.updates++;
-    const start = this.start;
-    const logRatio = this.logRatio;
-    if (!start || !logRatio) return;
-    const tokens = collectUnitTokens(start, unit.agentIndices);
-    if (tokens.totalTokens === 0) return;
-    const scores = scoreToArrays(unit.model, tokens.items);
+    if (!this.start || !this.logRatio) return null;
+    const tokens = collectUnitTokens(this.start, unit.agentIndices);
+    return tokens.totalTokens === 0 ? null : tokens;
+  }
+
+  private add(
+    unit: TrainableUnit,
+    tokens: ReturnType<typeof collectUnitTokens>,
+    logProbs: ArrayLike<number>[],
+  ): void {
+    const start = this.start!;
+    const logRatio = this.logRatio!;
     let itemIndex = 0;
     for (const trajectoryIndex of tokens.rowTrajectories) {
       const turns = start.trajectories[trajectoryIndex]!.turns.filter((turn) =>
         unit.agentIndices.includes(turn.agentIndex),
       );
       for (const turn of turns) {
-        const fresh = scores[itemIndex++]!.logProbs;
+        const fresh = logProbs[itemIndex++]!;
         turn.logProbs.forEach((old, offset) => {
           logRatio[trajectoryIndex]! += fresh[offset]! - old;
         });

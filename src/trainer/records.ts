@@ -84,6 +84,16 @@ export interface UpdateRecord extends UpdateCertificate, TrustRegionOutcome {
   gradientNorm: number;
   tokens: number;
   droppedGroups: number;
+  /**
+   * Present for an agent trained on a Tinker service (docs/method.md §3): its kl, maxTokenKl,
+   * penalty, certificate and trajectoryShift rest on the k3 estimate of the token KL from the
+   * sampled tokens (absent: exact, full-vocabulary KL).
+   */
+  klEstimated?: true;
+  /** Standard error of that estimated mean token KL (over trajectories). */
+  klStandardError?: number | null;
+  /** The second-order penalty used ½|r − 1| per token for the exact total variation. */
+  totalVariationEstimated?: true;
   /** ½·E_stale|W_{<i} − 1| against the start-of-stage team (null for the first update). */
   occupancyGap: number | null;
   occupancyGapStandardError: number | null;

@@ -9,7 +9,7 @@ import { confidentlyNegative, stageHeldOutChange, stageRollbackHook } from './st
 import { createTrainingFixture } from './test-support/fixture.js';
 import { readRecords } from './test-support/run-files.js';
 import { train } from './trainer.js';
-import type { TrainableUnit } from './units.js';
+import type { LocalUnit } from './units.js';
 
 const measured = (heldOutImprovement: number | null, heldOutImprovementStandardError = 0.03) => ({
   heldOutImprovement,
@@ -29,7 +29,7 @@ describe('the held-out change of a stage', () => {
   });
 });
 
-function tinyUnit(): TrainableUnit {
+function tinyUnit(): LocalUnit {
   const model = new TransformerLM(
     {
       architecture: 'llama',
@@ -50,7 +50,7 @@ function tinyUnit(): TrainableUnit {
 }
 
 /** One optimizer step on a made-up gradient: moves the parameters and the Adam state. */
-function step(unit: TrainableUnit): void {
+function step(unit: LocalUnit): void {
   for (const { tensor } of unit.model.trainableParameters()) {
     tensor.grad = new Float32Array(tensor.size).fill(0.5);
   }

@@ -4,7 +4,7 @@ import { captureSnapshot, restoreSnapshot, type ParameterSnapshot } from './para
 import type { MetricsRecord, RollbackRecord, StageRecord, UpdateRecord } from './records.js';
 import type { RunState } from './run-state.js';
 import type { StageHook } from './stage-hooks.js';
-import type { TrainableUnit } from './units.js';
+import type { LocalUnit, TrainableUnit } from './units.js';
 
 /** trustRegion.rollback, resolved. */
 export type RollbackSettings = NonNullable<TrainConfig['trustRegion']['rollback']>;
@@ -38,7 +38,7 @@ export function confidentlyNegative(
 }
 
 interface UnitSnapshot {
-  unit: TrainableUnit;
+  unit: LocalUnit;
   parameters: ParameterSnapshot;
   optimizer: AdamWState;
 }
@@ -60,7 +60,8 @@ export function stageRollbackHook(
     beforeStage: async (): Promise<MetricsRecord[]> => {
       // Read at every stage: a swap may replace a unit in `units`.
       snapshots = units
-        .filter((unit) => unit.delta > 0)
+        // Units on a Tinker service are refused with rollback (build-team.ts).
+        .filter((unit): unit is LocalUnit => unit.kind !== 'tinker' && unit.delta > 0)
         .map((unit) => ({
           unit,
           parameters: captureSnapshot(unit.model.trainableParameters()),

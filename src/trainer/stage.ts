@@ -18,7 +18,8 @@ import {
   type TrustRegionResult,
   type TrustRegionSettings,
 } from './trust-region.js';
-import type { TrainableUnit } from './units.js';
+import type { TinkerUnit, TrainableUnit } from './units.js';
+import { updateOnService, type ServiceEstimates } from './tinker-agent/update.js';
 
 /** How every stage of a run samples, updates and certifies (resolved once from the config). */
 export interface StageSettings {
@@ -59,6 +60,8 @@ export interface AgentUpdate {
   /** The update's paired reward change on the held-out prompts (null when not measured). */
   heldOut: { improvement: number; standardError: number } | null;
   droppedGroups: number;
+  /** A unit on a Tinker service: which of its quantities are estimates. */
+  estimates?: ServiceEstimates;
 }
 
 /** What a schedule's stage leaves: its first and last batch (same prompts) and its updates. */
@@ -160,6 +163,7 @@ export class Stage {
   ): Promise<AgentUpdate> {
     const { settings } = this;
     const heldOutBefore = await this.heldOutTeamBatch();
+    if (unit.kind === 'tinker') return this.updateOnService(unit, batch, heldOutBefore, options);
     const heldOutEvidence = heldOutBefore
       ? new HeldOutEvidence(unit.model, heldOutBefore, unit.agentIndices)
       : null;
@@ -261,6 +265,7 @@ export class Stage {
       gradientNorm: result.gradientNorm,
       tokens: result.tokens.totalTokens,
       droppedGroups: update.droppedGroups,
+      ...update.estimates,
       ...update.certificate,
       occupancyGap: update.occupancyGap ? update.occupancyGap.gap : null,
       occupancyGapStandardError: update.occupancyGap ? update.occupancyGap.standardError : null,
@@ -268,6 +273,53 @@ export class Stage {
       measuredImprovementStandardError: measured ? measured.standardError : null,
       heldOutImprovement: update.heldOut ? update.heldOut.improvement : null,
       heldOutImprovementStandardError: update.heldOut ? update.heldOut.standardError : null,
+    };
+  }
+
+  /**
+   * `update` for a unit on a Tinker service (tinker-agent/update.ts): the same steps and
+   * measurements, its KL and the penalties built on it estimated from the sampled tokens.
+   */
+  private async updateOnService(
+    unit: TinkerUnit,
+    batch: TeamBatch,
+    heldOutBefore: TeamBatch | null,
+    options: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array },
+  ): Promise<AgentUpdate> {
+    const { settings } = this;
+    const estimate = this.advantages(unit, batch, options.trajectoryWeights);
+    const { result, certificate, estimates } = await updateOnService({
+      unit,
+      batch,
+      advantages: estimate.advantages,
+      trajectories: estimate.keptTrajectories,
+      settings: settings.trustRegion,
+      random: this.random,
+      certificate: {
+        epsilon: settings.certificate.epsilon,
+        earlierShifts: options.unreflectedShifts ?? [],
+        horizon: tokenHorizon(this.team, unit.agentIndices),
+      },
+      confidence: settings.certificate.confidence,
+      heldOut: heldOutBefore,
+    });
+    const occupancyGap = this.occupancy.gap();
+    await this.occupancy.advanceWith(unit, (items) => unit.agent.completionLogProbs(items));
+    const index = this.updates++;
+    const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
+    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
+    return {
+      unit,
+      batch,
+      index,
+      generatedTokens,
+      result,
+      certificate,
+      occupancyGap,
+      heldOut:
+        heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
+      droppedGroups: estimate.droppedGroups,
+      estimates,
     };
   }
 

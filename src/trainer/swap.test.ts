@@ -14,6 +14,7 @@ import { createTrainingFixture } from './test-support/fixture.js';
 import { comparableRecords, readRecords, savedUnit } from './test-support/run-files.js';
 import { createSwapModels } from './test-support/swap-models.js';
 import { train } from './trainer.js';
+import type { LocalUnit } from './units.js';
 
 const cleanup: string[] = [];
 after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
@@ -36,7 +37,7 @@ function byName(
 /** Weights, optimizer moments and step of every unit, as plain values. */
 function unitState(target: SwapTarget) {
   return new Map(
-    target.built.units.map((unit) => {
+    (target.built.units as LocalUnit[]).map((unit) => {
       const optimizer = unit.optimizer.stateDict();
       return [
         unit.name,
@@ -91,7 +92,7 @@ describe('swaps', () => {
     assert.deepEqual(afterFirst.get('agent0')!.parameters, byName(checkpointed.parameters));
     assert.deepEqual(afterFirst.get('agent0')!.moments, byName(checkpointed.optimizer!.state));
     const incoming = await loadCheckpoint(models.wide);
-    const swapped = target.built.units.find((unit) => unit.name === 'agent1')!;
+    const swapped = (target.built.units as LocalUnit[]).find((unit) => unit.name === 'agent1')!;
     assert.equal(swapped.model.config.hiddenSize, 24);
     assert.equal(target.built.team.agents[1]!.policy.model, swapped.model);
     assert.deepEqual(
@@ -204,7 +205,7 @@ describe('swaps', () => {
       'swaps come right before their stage',
     );
     const opened = await openRun(straight);
-    const swappedUnit = opened.built.units.find((unit) => unit.name === 'agent1')!;
+    const swappedUnit = (opened.built.units as LocalUnit[]).find((unit) => unit.name === 'agent1')!;
     assert.equal(
       swappedUnit.model.config.hiddenSize,
       24,

@@ -203,7 +203,8 @@ function commitSwap(
   const unitIndex = built.units.findIndex((unit) => unit.name === swapped.newcomer.name);
   built.team.agents[agentIndex] = swapped.newcomer;
   built.models[agentIndex] = incoming;
-  built.units[unitIndex]!.model.destroy();
+  const outgoing = built.units[unitIndex]!;
+  if (outgoing.kind !== 'tinker') outgoing.model.destroy();
   built.units[unitIndex] = buildUnit({
     agentConfig: swapped.agentConfig,
     loaded: incoming,

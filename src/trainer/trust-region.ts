@@ -13,7 +13,7 @@ import type { RandomGenerator } from '../util/random.js';
 import type { TeamBatch } from '../team/types.js';
 import { captureSnapshot, interpolateParameters, restoreSnapshot } from './parameter-state.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from './token-grid.js';
-import type { TrainableUnit } from './units.js';
+import type { LocalUnit } from './units.js';
 import { compareDistributions, type CertificateEvidence } from './certificate-evidence.js';
 import type { TrustRegionOutcome } from './records.js';
 
@@ -70,7 +70,7 @@ export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegio
 }
 
 export interface TrustRegionUpdateOptions {
-  unit: TrainableUnit;
+  unit: LocalUnit;
   batch: TeamBatch;
   /** Per-trajectory advantages for the loss. */
   advantages: ArrayLike<number>;

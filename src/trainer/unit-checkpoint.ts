@@ -9,7 +9,11 @@ import { loraLayers } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
-import type { TrainableUnit } from './units.js';
+import type { LocalUnit, TrainableUnit } from './units.js';
+import {
+  restoreTinkerUnitCheckpoint,
+  saveTinkerUnitCheckpoint,
+} from './tinker-agent/checkpoint.js';
 
 /**
  * One update unit's part of a run checkpoint, `checkpoint/units/<name>/`, in the layout of
@@ -80,6 +84,7 @@ export async function saveUnitCheckpoint(
   unit: TrainableUnit,
   options: SaveUnitOptions,
 ): Promise<void> {
+  if (unit.kind === 'tinker') return saveTinkerUnitCheckpoint(directory, unit, options.tokenizer);
   const optimizer = unit.optimizer.stateDict();
   const adaptersOnly = trainsOnlyAdapters(unit.model);
   await saveCheckpoint(directory, {
@@ -110,6 +115,7 @@ export async function saveUnitCheckpoint(
  * the adapters, after checking that the base model is the one they were trained on.
  */
 export async function restoreUnitCheckpoint(directory: string, unit: TrainableUnit): Promise<void> {
+  if (unit.kind === 'tinker') return restoreTinkerUnitCheckpoint(directory, unit);
   const hasWeights = existsSync(path.join(directory, checkpointFiles.model));
   const saved = await loadCheckpoint(directory, { parameters: hasWeights });
   if (hasWeights) unit.model.loadStateDict(saved.parameters);
@@ -129,7 +135,7 @@ export async function restoreUnitCheckpoint(directory: string, unit: TrainableUn
     });
 }
 
-function checkBaseModel(directory: string, unit: TrainableUnit, extra: unknown): void {
+function checkBaseModel(directory: string, unit: LocalUnit, extra: unknown): void {
   if (!trainsOnlyAdapters(unit.model))
     throw new TeamtrError(
       `${directory} holds LoRA adapters of "${unit.name}", but its config now trains the whole model; resume with the run's own config.json`,

@@ -2,13 +2,20 @@ import type { LoadedModel } from '../models/load.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { AdamW, decayExempt } from '../optim/adamw.js';
 import type { AgentConfig, TrainConfig } from './config.js';
+import type { TinkerUnit } from './tinker-agent/unit.js';
+
+export type { TinkerUnit } from './tinker-agent/unit.js';
+
+/** What the trainer updates: a local model, or an agent's model on a Tinker service. */
+export type TrainableUnit = LocalUnit | TinkerUnit;
 
 /**
  * A model the trainer updates, with everything its updates need: the one home of an agent's
  * trust-region radius, learning rate and optimizer state. The team runtime's `Agent` knows
  * none of these; it only plays turns.
  */
-export interface TrainableUnit {
+export interface LocalUnit {
+  kind?: 'local';
   /** The agent's name (the shared model's for `single`); names its checkpoint folder. */
   name: string;
   model: TransformerLM;
@@ -32,7 +39,7 @@ export function buildUnit(options: {
   loaded: LoadedModel;
   agentIndices: number[];
   config: TrainConfig;
-}): TrainableUnit {
+}): LocalUnit {
   const { agentConfig, loaded, config } = options;
   const learningRate = agentConfig.learningRate ?? config.optimizer.learningRate;
   return {

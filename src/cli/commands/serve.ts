@@ -81,7 +81,9 @@ async function serveTinker(runDirectory: string | undefined, flags: Record<strin
   const name = (flags.name as string | undefined) ?? path.basename(path.resolve(source));
   const host = String(flags.host);
   const service = await startTinkerService({
-    engine: new LocalTinkerEngine(name, source),
+    engine: new LocalTinkerEngine(name, source, {
+      stateDirectory: flags.stateDir === undefined ? undefined : String(flags.stateDir),
+    }),
     host,
     port: integerFlag('port', flags.port, 0),
   });
@@ -129,6 +131,10 @@ export function register(program: Command): void {
     .option(
       '--tinker',
       'serve the Tinker training API (create_model, forward_backward, optim_step, asample, …) on --model instead of the OpenAI-compatible API',
+    )
+    .option(
+      '--state-dir <dir>',
+      'with --tinker: keep saved weights (save_weights) in this directory, so a restarted server still loads them (resume of a run trained on it)',
     )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
       if (flags.tinker) return serveTinker(runDirectory, flags);
