@@ -138,6 +138,10 @@ export function register(program: Command): void {
     )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
       if (flags.tinker) return serveTinker(runDirectory, flags);
+      if (flags.stateDir !== undefined)
+        throw new TeamtrError(
+          "--state-dir goes with --tinker (it keeps the Tinker API's saved weights)",
+        );
       const endpoints = await endpointsFor(runDirectory, flags);
       const host = String(flags.host);
       const server = await startServer({
