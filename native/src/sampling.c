@@ -4,11 +4,12 @@
  * do not depend on the backend. That rules out the float32 exp of softmax.c and any reordered
  * sum; what it leaves to speed up is everything around them:
  *
- * - exp is fdlibm's __ieee754_exp, which is what V8's Math.exp runs. Its general branch
- *   (1.5 ln2 ≤ |x|, no overflow or subnormal result) is straight-line IEEE arithmetic, so it
- *   runs eight doubles at a time with the same operations in the same order; the few entries
- *   near the row's maximum, NaN, −∞ and deep underflow take the scalar code with every branch.
- *   Contraction into FMA would change the rounding, so it is switched off for this file.
+ * - exp is fdlibm's __ieee754_exp, which is what V8's Math.exp runs. For −700 < x ≤ 0 (all
+ *   that x = logit − row maximum takes besides −∞, NaN and deep underflow) each of its
+ *   branches is straight-line IEEE arithmetic, so eight doubles go through them at a time with
+ *   the same operations in the same order; the rest take the scalar code with every branch.
+ *   Contraction into FMA would change the rounding, so it is switched off for this file (the
+ *   shared suite's exp sweep fails without the pragma).
  * - the sum and the threshold walk stay sequential in float64 (the order is the definition)
  *   but run at the adder's latency instead of the JavaScript loop's;
  * - rows are independent, so the pool takes blocks of rows.
