@@ -27,6 +27,7 @@
         "native/src/matmul_skinny.c",
         "native/src/norms.c",
         "native/src/rope.c",
+        "native/src/sampling.c",
         "native/src/softmax.c",
         "native/src/threadpool.c"
       ],

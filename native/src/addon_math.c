@@ -95,6 +95,20 @@ KERNEL_ENTRY(gather_log_probs_backward) {
   return NULL;
 }
 
+KERNEL_ENTRY(sample_rows) {
+  READ_KERNEL_ARGUMENTS(SAMPLE_ROWS)
+  arguments_require(&args, "logits", logits.length, (double)rows * columns);
+  arguments_require(&args, "uniforms", uniforms.length, (double)rows);
+  arguments_require(&args, "tokens", tokens.length, (double)rows);
+  arguments_require(&args, "maximum", maximum.length, (double)rows);
+  arguments_require(&args, "total", total.length, (double)rows);
+  if (args.failed) return NULL;
+  sample_rows_arguments call = {logits.data, rows,         columns,    uniforms.data,
+                                tokens.data, maximum.data, total.data};
+  kernel_sample_rows(&call);
+  return NULL;
+}
+
 /* The sizes every norm shares: per-element arrays hold rows × columns, weights one row. */
 static void require_norm_sizes(arguments *args, float_array input, float_array weight,
                                int64_t rows, int64_t columns) {

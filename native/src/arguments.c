@@ -91,6 +91,12 @@ int_array arguments_ints(arguments *args, size_t index, const char *name) {
   return result;
 }
 
+double_array arguments_doubles(arguments *args, size_t index, const char *name) {
+  double_array result = {NULL, 0};
+  result.data = typed_array(args, index, name, napi_float64_array, "Float64Array", &result.length);
+  return result;
+}
+
 double arguments_number(arguments *args, size_t index, const char *name) {
   if (args->failed) return 0;
   double value = 0;

@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "9f5f668fe1b7e77d"
+#define KERNEL_SIGNATURES_FINGERPRINT "880152dc1a8d453d"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -22,6 +22,10 @@
 #define GATHER_LOG_PROBS_NAME "gatherLogProbs"
 #define GATHER_LOG_PROBS_ARGUMENT_COUNT 7
 #define GATHER_LOG_PROBS_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, targets, "targets", INTS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, log_probs, "logProbs", FLOATS) X(5, entropy, "entropy", OPTIONAL_FLOATS) X(6, log_sum_exp, "logSumExp", OPTIONAL_FLOATS)
+
+#define SAMPLE_ROWS_NAME "sampleRows"
+#define SAMPLE_ROWS_ARGUMENT_COUNT 7
+#define SAMPLE_ROWS_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, rows, "rows", SIZE) X(2, columns, "columns", SIZE) X(3, uniforms, "uniforms", DOUBLES) X(4, tokens, "tokens", INTS) X(5, maximum, "maximum", FLOATS) X(6, total, "total", DOUBLES)
 
 #define GATHER_LOG_PROBS_BACKWARD_NAME "gatherLogProbsBackward"
 #define GATHER_LOG_PROBS_BACKWARD_ARGUMENT_COUNT 8
@@ -83,6 +87,6 @@
 #define AXPY_ARGUMENT_COUNT 3
 #define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
 
-#define KERNELS(X) X(matmul, "matmul") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(gather_log_probs_backward, "gatherLogProbsBackward") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
+#define KERNELS(X) X(matmul, "matmul") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
 
 #endif

@@ -38,6 +38,16 @@ void kernel_gather_log_probs(const gather_arguments *arguments);
 
 typedef struct {
   const float *logits;
+  int64_t rows, columns;
+  const double *uniforms;
+  int32_t *tokens;
+  float *maximum;
+  double *total;
+} sample_rows_arguments;
+void kernel_sample_rows(const sample_rows_arguments *arguments);
+
+typedef struct {
+  const float *logits;
   const int32_t *targets;
   int64_t rows, columns;
   const float *log_sum_exp, *grad_log_probs, *grad_entropy;  /* grad_entropy may be NULL */

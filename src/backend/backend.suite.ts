@@ -9,11 +9,13 @@ import { attentionTests } from './testing/suite-attention.js';
 import { elementwiseTests } from './testing/suite-elementwise.js';
 import { matmulTests } from './testing/suite-matmul.js';
 import { normTests } from './testing/suite-norms.js';
+import { samplingTests } from './testing/suite-sampling.js';
 import { softmaxTests } from './testing/suite-softmax.js';
 
 export function runBackendSuite(backend: KernelBackend): void {
   matmulTests(backend);
   softmaxTests(backend);
+  samplingTests(backend);
   normTests(backend);
   attentionTests(backend);
   elementwiseTests(backend);

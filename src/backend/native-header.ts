@@ -29,6 +29,7 @@ function snakeCase(name: string): string {
 const cKinds: Record<string, string> = {
   floats: 'FLOATS',
   optionalFloats: 'OPTIONAL_FLOATS',
+  doubles: 'DOUBLES',
   ints: 'INTS',
   size: 'SIZE',
   number: 'NUMBER',

@@ -21,11 +21,13 @@
  */
 
 /** How an argument crosses into C: an array (possibly null), a size, a number or a flag. */
-export type ArgumentKind = 'floats' | 'optionalFloats' | 'ints' | 'size' | 'number' | 'boolean';
+export type ArgumentKind =
+  'floats' | 'optionalFloats' | 'doubles' | 'ints' | 'size' | 'number' | 'boolean';
 
 interface TypeOfKind {
   floats: Float32Array;
   optionalFloats: Float32Array | null;
+  doubles: Float64Array;
   ints: Int32Array;
   /** A non-negative integer below 2⁴⁰ (the addon refuses anything else). */
   size: number;
@@ -35,6 +37,7 @@ interface TypeOfKind {
 
 const floats = 'floats';
 const optionalFloats = 'optionalFloats';
+const doubles = 'doubles';
 const ints = 'ints';
 const size = 'size';
 const number = 'number';
@@ -108,6 +111,26 @@ export const kernelSignatures = {
     logProbs: floats,
     entropy: optionalFloats,
     logSumExp: optionalFloats,
+  },
+  /**
+   * Untruncated sampling from softmax(logits) at temperature 1, in float64 exactly as plain
+   * JavaScript computes it — exp is fdlibm's (V8's Math.exp), sums run left to right — so every
+   * backend gives the same bits and the same token for the same uniform. For each row r:
+   * maximum[r] = max_j logits[r, j] (NaN if any entry is NaN); e_j = exp(logits[r, j] −
+   * maximum[r]); total[r] = Σ_j e_j in index order. When uniforms[r] ≥ 0, tokens[r] = the first
+   * j at which uniforms[r]·total[r] − Σ_{i≤j} e_i < 0 (if rounding leaves none, the last j with
+   * e_j > 0, else 0); rows with a negative uniform leave tokens[r] as it was.
+   * log p(token) = logits[r, token] − (maximum[r] + log total[r]).
+   */
+  sampleRows: {
+    logits: floats,
+    rows: size,
+    columns: size,
+    /** [rows] in [0, 1), or negative: no draw for that row. */
+    uniforms: doubles,
+    tokens: ints,
+    maximum: floats,
+    total: doubles,
   },
   /**
    * Backward of gatherLogProbs: gradLogits[r, c] += g[r]·(1[c = target] − softmax_c)

@@ -11,6 +11,7 @@ import {
 import { matmul } from './reference/matmul.js';
 import { layerNorm, layerNormBackward, rmsNorm, rmsNormBackward } from './reference/norms.js';
 import { rope } from './reference/rope.js';
+import { sampleRows } from './reference/sampling.js';
 import {
   gatherLogProbs,
   gatherLogProbsBackward,
@@ -34,6 +35,7 @@ export function createTypeScriptBackend(): KernelBackend {
     logSoftmax: ({ input, output, rows, columns }) => logSoftmax(input, output, rows, columns),
     gatherLogProbs,
     gatherLogProbsBackward,
+    sampleRows,
     rmsNorm,
     rmsNormBackward,
     layerNorm,

@@ -1,3 +1,5 @@
+import { benchmarkSgemm } from '../backend/benchmark.js';
+import { getBackend } from '../backend/index.js';
 import { applyLora } from '../nn/lora.js';
 import type { ModelConfigInput } from '../nn/config.js';
 import { generate } from '../nn/generate.js';
@@ -117,7 +119,36 @@ function loraStepThroughput(
   };
 }
 
-/** Generation (batch 1 and 8) and LoRA training throughput at SmolLM2-135M's shape. */
+/**
+ * The products of one decode step at rollout batch size (64 rows) against SmolLM2's weights,
+ * stored [out, in] and used transposed: query/output, key/value, gate/up, down and the tied LM
+ * head (`-bt`: B transposed, read in place). Each is reported in GFLOP/s and as a fraction of
+ * the same run's 4096×1024×1024 sgemm (`-of-sgemm4096`), the machine's bound as our own kernels
+ * reach it, so the ratio survives a noisy machine.
+ */
+function decodeProducts(): BenchmarkResult[] {
+  const backend = getBackend();
+  const bound = benchmarkSgemm(backend, { m: 4096, n: 1024, k: 1024, minimumSeconds: 1 });
+  const results: BenchmarkResult[] = [];
+  for (const [n, k] of [
+    [576, 576],
+    [192, 576],
+    [1536, 576],
+    [576, 1536],
+    [49152, 576],
+  ] as const) {
+    const rate = benchmarkSgemm(backend, { m: 64, n, k, transposeB: true, minimumSeconds: 0.5 });
+    const name = `smollm2-decode-64x${n}x${k}-bt`;
+    results.push({ name, value: rate, unit: 'GFLOP/s' });
+    results.push({ name: `${name}-of-sgemm4096`, value: rate / bound, unit: 'x' });
+  }
+  return results;
+}
+
+/**
+ * Generation (batch 1, 8 and 64, the rollout size), the products of a decode step, and LoRA
+ * training throughput at SmolLM2-135M's shape.
+ */
 export function benchmarkSmolLMShape(options: RealModelBenchmarkOptions = {}): BenchmarkResult[] {
   const settings = { repeats: options.repeats ?? 3, warmup: options.warmup ?? 1 };
   const model = new TransformerLM(smolLM2Shape, new RandomGenerator('smollm2-135m-shape'));
@@ -126,6 +157,8 @@ export function benchmarkSmolLMShape(options: RealModelBenchmarkOptions = {}): B
       { name: 'smollm2-135m-shape-parameters', value: model.parameterCount() / 1e6, unit: 'M' },
       generationThroughput(model, 1, settings),
       generationThroughput(model, 8, settings),
+      generationThroughput(model, 64, settings),
+      ...decodeProducts(),
       loraStepThroughput(model, settings),
     ];
   } finally {

@@ -2,7 +2,7 @@ import { ShapeError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
 import { noGrad, tidy } from '../tensor/index.js';
 import { KeyValueCache } from './kv-cache.js';
-import { sampleToken, type SamplingSettings } from './sampling.js';
+import { sampleTokens, type SamplingSettings } from './sampling.js';
 import type { TransformerLM } from './transformer.js';
 
 export interface GenerateOptions extends Partial<SamplingSettings> {
@@ -109,18 +109,13 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
             cache,
             rows: lastRows,
           });
-          const data = logits.data;
-          return prompts.map((_prompt, row) =>
-            finished[row]
-              ? null
-              : sampleToken(
-                  data,
-                  row * vocabSize,
-                  vocabSize,
-                  settings,
-                  randomFor(row),
-                  Math.min(vocabSize, options.vocabularyLimit ?? vocabSize),
-                ),
+          return sampleTokens(
+            logits.data,
+            batch,
+            vocabSize,
+            settings,
+            prompts.map((_prompt, row) => (finished[row] ? null : randomFor(row))),
+            Math.min(vocabSize, options.vocabularyLimit ?? vocabSize),
           );
         });
         stepIds = new Int32Array(batch);

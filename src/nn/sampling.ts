@@ -1,3 +1,4 @@
+import { getBackend } from '../backend/index.js';
 import type { RandomGenerator } from '../util/random.js';
 
 export interface SamplingSettings {
@@ -9,50 +10,70 @@ export interface SamplingSettings {
   topP: number;
 }
 
+/** One sampled token and its log-probability under the model at temperature 1. */
+export interface SampledToken {
+  token: number;
+  logProb: number;
+}
+
 /**
- * Draws one token from a row of logits under temperature, top-k and top-p, in float64.
- * Returns the token and its log-probability under the model's own distribution
- * (temperature 1, no truncation): the quantity RL scores and importance ratios use.
+ * Draws one token from each row of logits [rows, vocab] under temperature, top-k and top-p, in
+ * float64. Returns each token and its log-probability under the model's own distribution
+ * (temperature 1, no truncation): the quantity RL scores and importance ratios use. A row whose
+ * generator is null draws nothing (null). Generators are consumed in row order, one uniform per
+ * drawing row (none when greedy).
+ *
+ * The row statistics (maximum, Σ exp) and plain sampling run in the `sampleRows` kernel, which
+ * computes exactly what a JavaScript loop would, so the tokens and log-probs for a seed are the
+ * same on every backend; only truncated sampling walks the row here.
  */
+export function sampleTokens(
+  logits: Float32Array,
+  rows: number,
+  vocab: number,
+  settings: SamplingSettings,
+  randoms: readonly (RandomGenerator | null)[],
+  /** Draw only among ids below this (padded embedding rows have no token). @default vocab */
+  drawableVocab = vocab,
+): Array<SampledToken | null> {
+  const untruncated =
+    settings.temperature === 1 &&
+    drawableVocab === vocab &&
+    !((settings.topK > 0 && settings.topK < vocab) || settings.topP < 1);
+  const uniforms = new Float64Array(rows).fill(-1);
+  if (untruncated)
+    for (let row = 0; row < rows; row++) {
+      const random = randoms[row];
+      if (random) uniforms[row] = random.nextDouble();
+    }
+  const tokens = new Int32Array(rows);
+  const maximum = new Float32Array(rows);
+  const total = new Float64Array(rows);
+  getBackend().sampleRows({ logits, rows, columns: vocab, uniforms, tokens, maximum, total });
+  return Array.from({ length: rows }, (_, row) => {
+    const random = randoms[row];
+    if (!random) return null;
+    const offset = row * vocab;
+    let token: number;
+    if (settings.temperature === 0) token = argmax(logits, offset, drawableVocab);
+    else if (untruncated) token = tokens[row]!;
+    else token = drawTruncated(logits, offset, drawableVocab, settings, random);
+    const logNormalizer = maximum[row]! + Math.log(total[row]!);
+    return { token, logProb: logits[offset + token]! - logNormalizer };
+  });
+}
+
+/** `sampleTokens` for one row of logits starting at `offset`. */
 export function sampleToken(
   logits: Float32Array,
   offset: number,
   vocab: number,
   settings: SamplingSettings,
   random: RandomGenerator,
-  /** Draw only among ids below this (padded embedding rows have no token). @default vocab */
   drawableVocab = vocab,
-): { token: number; logProb: number } {
-  let maximum = -Infinity;
-  for (let column = 0; column < vocab; column++)
-    maximum = Math.max(maximum, logits[offset + column]!);
-  const exponentials = scratch(vocab);
-  let total = 0;
-  for (let column = 0; column < vocab; column++) {
-    const value = Math.exp(logits[offset + column]! - maximum);
-    exponentials[column] = value;
-    total += value;
-  }
-  const logNormalizer = maximum + Math.log(total);
-  const untruncated =
-    settings.temperature === 1 &&
-    drawableVocab === vocab &&
-    !((settings.topK > 0 && settings.topK < vocab) || settings.topP < 1);
-  let token: number;
-  if (settings.temperature === 0) token = argmax(logits, offset, drawableVocab);
-  // Plain sampling draws from the exponentials just computed (the same numbers the general
-  // path would compute again, so the draw is identical); one exp per token instead of two.
-  else if (untruncated) token = drawFrom(exponentials, vocab, total, random);
-  else token = drawTruncated(logits, offset, drawableVocab, settings, random);
-  return { token, logProb: logits[offset + token]! - logNormalizer };
-}
-
-let scratchBuffer = new Float64Array(0);
-
-/** A reused float64 buffer of at least `size` entries (sampling runs once per row and step). */
-function scratch(size: number): Float64Array {
-  if (scratchBuffer.length < size) scratchBuffer = new Float64Array(size);
-  return scratchBuffer;
+): SampledToken {
+  const row = logits.subarray(offset, offset + vocab);
+  return sampleTokens(row, 1, vocab, settings, [random], drawableVocab)[0]!;
 }
 
 /** A draw proportional to weights[0..count), whose sum is `total`. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RandomGenerator } from '../util/random.js';
 import { ShapeError } from '../util/errors.js';
-import { noGrad, tidy } from '../tensor/index.js';
+import { memoryStatistics, noGrad, resetMemoryPeak, tidy } from '../tensor/index.js';
 import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import type { ModelConfigInput } from './config.js';
 import { generate } from './generate.js';
@@ -229,5 +229,50 @@ describe('transformer language models', () => {
     );
     first.destroy();
     second.destroy();
+  });
+});
+
+describe('inference memory', () => {
+  /** Peak bytes of pooled buffers in use during one forward pass of a model `layers` deep. */
+  function peakForwardBytes(layers: number, gradients: boolean): number {
+    const model = new TransformerLM(
+      { ...llamaConfig, layers, hiddenSize: 64, intermediateSize: 128 },
+      new RandomGenerator(3),
+    );
+    const [batch, length] = [2, 16];
+    const ids = Int32Array.from({ length: batch * length }, (_, index) => index % 23);
+    const run = (): number =>
+      tidy(() => {
+        resetMemoryPeak();
+        const before = memoryStatistics().outstandingBytes;
+        model.forward({ ids, batch, length });
+        return memoryStatistics().peakOutstandingBytes - before;
+      });
+    const peak = gradients ? run() : noGrad(run);
+    model.destroy();
+    return peak;
+  }
+
+  test('a forward pass without gradients frees each layer once the next has its input', () => {
+    const shallow = peakForwardBytes(2, false);
+    const deep = peakForwardBytes(12, false);
+    assert.ok(deep <= shallow * 1.05, `12 layers peak ${deep} bytes, 2 layers ${shallow}`);
+  });
+
+  test('with gradients every layer is kept for backward', () => {
+    const shallow = peakForwardBytes(2, true);
+    const deep = peakForwardBytes(12, true);
+    assert.ok(deep > shallow * 3, `12 layers peak ${deep} bytes, 2 layers ${shallow}`);
+  });
+
+  test('freeing as it goes changes no number', () => {
+    const model = new TransformerLM(llamaConfig, new RandomGenerator(4));
+    const ids = Int32Array.from([1, 5, 2, 9, 3, 7, 4, 8]);
+    const withoutGradients = noGrad(() =>
+      tidy(() => model.forward({ ids, batch: 2, length: 4 }).data.slice()),
+    );
+    const withGradients = tidy(() => model.forward({ ids, batch: 2, length: 4 }).data.slice());
+    assert.deepEqual(withoutGradients, withGradients);
+    model.destroy();
   });
 });

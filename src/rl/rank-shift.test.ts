@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { probabilityShiftByRank } from './rank-shift.js';
+import { probabilityShiftByRank, RankShiftAccumulator } from './rank-shift.js';
 import { assertClose } from './test-support/batches.js';
 
 // Two positions over a 4-token vocabulary.
@@ -133,6 +133,49 @@ describe('probabilityShiftByRank', () => {
     assert.throws(
       () => probabilityShiftByRank({ ...base, vocab: 3, rankBuckets: [1] }),
       /positions, vocab/,
+    );
+  });
+});
+
+describe('RankShiftAccumulator', () => {
+  it('gives exactly the numbers of one call, however the positions are chunked', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer({ min: 2, max: 12 }),
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 9 }),
+        fc.integer({ min: 0, max: 1000 }),
+        (positions, vocab, chunkSizes, seed) => {
+          let state = seed;
+          const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+          const row = () => {
+            const values = Array.from({ length: vocab }, () => next());
+            const total = values.reduce((a, b) => a + b, 0);
+            return values.map((value) => value / total);
+          };
+          const old = Array.from({ length: positions }, row).flat();
+          const updated = Array.from({ length: positions }, row).flat();
+          const rankBuckets = [1, 2, 5, Infinity];
+          const whole = probabilityShiftByRank({
+            oldProbsFull: old,
+            newProbsFull: updated,
+            positions,
+            vocab,
+            rankBuckets,
+          });
+          const accumulator = new RankShiftAccumulator(vocab, rankBuckets);
+          for (let start = 0, chunk = 0; start < positions; chunk++) {
+            const size = Math.min(chunkSizes[chunk % chunkSizes.length]!, positions - start);
+            accumulator.add({
+              oldProbsFull: old.slice(start * vocab, (start + size) * vocab),
+              newProbsFull: updated.slice(start * vocab, (start + size) * vocab),
+              positions: size,
+            });
+            start += size;
+          }
+          assert.deepEqual(accumulator.result(), whole);
+        },
+      ),
     );
   });
 });

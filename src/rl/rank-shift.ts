@@ -46,59 +46,103 @@ export function probabilityShiftByRank({
   vocab: number;
   rankBuckets: readonly number[];
 }): RankBucketShift[] {
-  if (oldProbsFull.length !== positions * vocab || newProbsFull.length !== positions * vocab) {
-    throw new ShapeError(
-      `probabilityShiftByRank: expected [positions, vocab] = ${positions} × ${vocab} values, got ` +
-        `${oldProbsFull.length} (old) and ${newProbsFull.length} (new)`,
-    );
-  }
-  const bounds = clampedBounds(rankBuckets, vocab);
-  const topCount = bounds.filter((bound) => bound < vocab).reduce((a, b) => Math.max(a, b), 0);
-  const bucketOfRank = new Int32Array(topCount + 1); // rank → bucket, for ranks 1..topCount
-  for (let rank = 1, bucket = 0; rank <= topCount; rank++) {
-    while (rank > bounds[bucket]) bucket++;
-    bucketOfRank[rank] = bucket;
-  }
-  const tailBucket = bounds[bounds.length - 1] === vocab ? bounds.indexOf(vocab) : -1;
-  const sums = bounds.map(() => ({ old: 0, new: 0, count: 0 }));
-  for (let position = 0; position < positions; position++) {
-    const offset = position * vocab;
-    const top = topTokens(oldProbsFull, offset, vocab, topCount);
-    let topOld = 0;
-    let topNew = 0;
-    for (let rank = 1; rank <= top.length; rank++) {
-      const token = offset + top[rank - 1];
-      const entry = sums[bucketOfRank[rank]];
-      entry.old += oldProbsFull[token];
-      entry.new += newProbsFull[token];
-      entry.count++;
-      topOld += oldProbsFull[token];
-      topNew += newProbsFull[token];
+  const accumulator = new RankShiftAccumulator(vocab, rankBuckets);
+  accumulator.add({ oldProbsFull, newProbsFull, positions });
+  return accumulator.result();
+}
+
+/**
+ * probabilityShiftByRank over positions that arrive in chunks (full distributions of a real
+ * vocabulary do not fit in memory for a whole batch at once). The bucket sums run position by
+ * position in arrival order, so any chunking gives exactly the numbers of one call.
+ */
+export class RankShiftAccumulator {
+  private readonly bounds: number[];
+  private readonly topCount: number;
+  /** rank → bucket, for ranks 1..topCount */
+  private readonly bucketOfRank: Int32Array;
+  private readonly tailBucket: number;
+  private readonly sums: Array<{ old: number; new: number; count: number }>;
+  private positions = 0;
+
+  constructor(
+    private readonly vocab: number,
+    rankBuckets: readonly number[],
+  ) {
+    const bounds = clampedBounds(rankBuckets, vocab);
+    this.bounds = bounds;
+    this.topCount = bounds.filter((bound) => bound < vocab).reduce((a, b) => Math.max(a, b), 0);
+    this.bucketOfRank = new Int32Array(this.topCount + 1);
+    for (let rank = 1, bucket = 0; rank <= this.topCount; rank++) {
+      while (rank > bounds[bucket]) bucket++;
+      this.bucketOfRank[rank] = bucket;
     }
-    if (tailBucket >= 0) {
-      let totalOld = 0;
-      let totalNew = 0;
-      for (let token = offset; token < offset + vocab; token++) {
-        totalOld += oldProbsFull[token];
-        totalNew += newProbsFull[token];
+    this.tailBucket = bounds[bounds.length - 1] === vocab ? bounds.indexOf(vocab) : -1;
+    this.sums = bounds.map(() => ({ old: 0, new: 0, count: 0 }));
+  }
+
+  /** Adds `positions` more rows [positions, vocab] of π_old and π_new. */
+  add({
+    oldProbsFull,
+    newProbsFull,
+    positions,
+  }: {
+    oldProbsFull: NumberArray;
+    newProbsFull: NumberArray;
+    positions: number;
+  }): void {
+    const { vocab, topCount, bucketOfRank, tailBucket, sums } = this;
+    if (oldProbsFull.length !== positions * vocab || newProbsFull.length !== positions * vocab) {
+      throw new ShapeError(
+        `probabilityShiftByRank: expected [positions, vocab] = ${positions} × ${vocab} values, got ` +
+          `${oldProbsFull.length} (old) and ${newProbsFull.length} (new)`,
+      );
+    }
+    for (let position = 0; position < positions; position++) {
+      const offset = position * vocab;
+      const top = topTokens(oldProbsFull, offset, vocab, topCount);
+      let topOld = 0;
+      let topNew = 0;
+      for (let rank = 1; rank <= top.length; rank++) {
+        const token = offset + top[rank - 1];
+        const entry = sums[bucketOfRank[rank]];
+        entry.old += oldProbsFull[token];
+        entry.new += newProbsFull[token];
+        entry.count++;
+        topOld += oldProbsFull[token];
+        topNew += newProbsFull[token];
       }
-      sums[tailBucket].old += totalOld - topOld;
-      sums[tailBucket].new += totalNew - topNew;
-      sums[tailBucket].count += vocab - top.length;
+      if (tailBucket >= 0) {
+        let totalOld = 0;
+        let totalNew = 0;
+        for (let token = offset; token < offset + vocab; token++) {
+          totalOld += oldProbsFull[token];
+          totalNew += newProbsFull[token];
+        }
+        sums[tailBucket].old += totalOld - topOld;
+        sums[tailBucket].new += totalNew - topNew;
+        sums[tailBucket].count += vocab - top.length;
+      }
     }
+    this.positions += positions;
   }
-  return bounds.map((bound, bucket) => {
-    const { old, new: updated, count } = sums[bucket];
-    return {
-      lowestRank: bucket === 0 ? 1 : bounds[bucket - 1] + 1,
-      highestRank: bound,
-      meanShift: count > 0 ? (updated - old) / count : Number.NaN,
-      massShiftPerPosition: positions > 0 ? (updated - old) / positions : Number.NaN,
-      meanOldProbability: count > 0 ? old / count : Number.NaN,
-      meanNewProbability: count > 0 ? updated / count : Number.NaN,
-      tokenCount: count,
-    };
-  });
+
+  /** The buckets over every position added so far. */
+  result(): RankBucketShift[] {
+    const { bounds, sums, positions } = this;
+    return bounds.map((bound, bucket) => {
+      const { old, new: updated, count } = sums[bucket];
+      return {
+        lowestRank: bucket === 0 ? 1 : bounds[bucket - 1] + 1,
+        highestRank: bound,
+        meanShift: count > 0 ? (updated - old) / count : Number.NaN,
+        massShiftPerPosition: positions > 0 ? (updated - old) / positions : Number.NaN,
+        meanOldProbability: count > 0 ? old / count : Number.NaN,
+        meanNewProbability: count > 0 ? updated / count : Number.NaN,
+        tokenCount: count,
+      };
+    });
+  }
 }
 
 function clampedBounds(rankBuckets: readonly number[], vocab: number): number[] {

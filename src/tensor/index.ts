@@ -18,6 +18,7 @@ export {
   release,
   clearPool,
   memoryStatistics,
+  resetMemoryPeak,
 } from './memory.js';
 export * from './ops/elementwise.js';
 export * from './ops/reduce.js';

@@ -22,6 +22,9 @@ const smallestPooledLength = 256;
  */
 const pool = new Map<number, ArrayBuffer[]>();
 let pooledBytes = 0;
+/** Bytes handed out by `allocate` (pooled sizes only) and not yet given back to `release`. */
+let outstandingBytes = 0;
+let peakOutstandingBytes = 0;
 
 export interface Disposable {
   dispose(): void;
@@ -35,6 +38,8 @@ function sizeClassBytes(length: number): number {
 export function allocate(length: number): Float32Array {
   if (length < smallestPooledLength) return new Float32Array(length);
   const bytes = sizeClassBytes(length);
+  outstandingBytes += bytes;
+  if (outstandingBytes > peakOutstandingBytes) peakOutstandingBytes = outstandingBytes;
   const reused = pool.get(bytes)?.pop();
   if (reused) {
     pooledBytes -= bytes;
@@ -61,6 +66,7 @@ export function release(buffer: Float32Array): void {
     bytes !== sizeClassBytes(buffer.length)
   )
     return;
+  outstandingBytes -= bytes;
   if (pooledBytes + bytes > maximumPooledBytes) return;
   let bucket = pool.get(bytes);
   if (!bucket) {
@@ -77,10 +83,29 @@ export function clearPool(): void {
   pooledBytes = 0;
 }
 
-export function memoryStatistics(): { pooledBytes: number; pooledBuffers: number; scopes: number } {
+export function memoryStatistics(): {
+  pooledBytes: number;
+  pooledBuffers: number;
+  scopes: number;
+  /** Bytes of pooled-size buffers in use (allocated, not yet released). */
+  outstandingBytes: number;
+  /** The most `outstandingBytes` has been since the last `resetMemoryPeak()`. */
+  peakOutstandingBytes: number;
+} {
   let pooledBuffers = 0;
   for (const bucket of pool.values()) pooledBuffers += bucket.length;
-  return { pooledBytes, pooledBuffers, scopes: scopeStack.length };
+  return {
+    pooledBytes,
+    pooledBuffers,
+    scopes: scopeStack.length,
+    outstandingBytes,
+    peakOutstandingBytes,
+  };
+}
+
+/** Starts a new high-water mark of `outstandingBytes` (tests and benchmarks of peak memory). */
+export function resetMemoryPeak(): void {
+  peakOutstandingBytes = outstandingBytes;
 }
 
 const scopeStack: Set<Disposable>[] = [];

@@ -1,7 +1,12 @@
-import { tokenKl, tokenTotalVariation } from '../rl/index.js';
-import { completionLogDistributions } from '../nn/score.js';
+import {
+  RankShiftAccumulator,
+  tokenKl,
+  tokenTotalVariation,
+  type RankBucketShift,
+} from '../rl/index.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import type { TeamBatch } from '../team/types.js';
+import { ReferenceDistributions, type DistributionPair } from './reference-distributions.js';
 import { collectUnitTokens, toGrid, type UnitTokens } from './token-grid.js';
 
 /**
@@ -16,32 +21,86 @@ export interface CertificateEvidence {
   perTokenTotalVariation: Float32Array;
 }
 
-/** The evidence from full log-distributions [tokens, vocab] before and after an update. */
-export function compareDistributions(
-  tokens: UnitTokens,
-  reference: Float32Array,
-  current: Float32Array,
-  vocab: number,
-): CertificateEvidence {
-  const rows = { oldLogProbsFull: reference, newLogProbsFull: current };
-  const shape = { positions: tokens.totalTokens, vocab };
-  return {
-    tokens,
-    newLogProbs: gatherTakenLogProbs(tokens, current, vocab),
-    perTokenKl: toGrid(tokens, tokenKl({ ...rows, ...shape })),
-    perTokenTotalVariation: toGrid(tokens, tokenTotalVariation({ ...rows, ...shape })),
-  };
+/** Pre-update rank buckets of the "probability shift by rank" diagnostic (docs/method.md §5). */
+export const rankBuckets = [1, 2, 3, 5, 10, Infinity];
+
+/**
+ * The evidence, gathered chunk by chunk from pairs of full log-distributions (π_old, π_new):
+ * every quantity is per position, so the chunks only bound memory and change no number.
+ * With `rankShift`, also the probability shift by pre-update rank.
+ */
+export class EvidenceCollector {
+  private readonly newLogProbs: Float32Array;
+  private readonly perTokenKl: Float32Array;
+  private readonly perTokenTotalVariation: Float32Array;
+  private readonly rankShift: RankShiftAccumulator | null;
+
+  constructor(
+    private readonly tokens: UnitTokens,
+    private readonly vocab: number,
+    options: { rankShift?: boolean } = {},
+  ) {
+    this.newLogProbs = new Float32Array(tokens.totalTokens);
+    this.perTokenKl = new Float32Array(tokens.totalTokens);
+    this.perTokenTotalVariation = new Float32Array(tokens.totalTokens);
+    this.rankShift = options.rankShift ? new RankShiftAccumulator(vocab, rankBuckets) : null;
+  }
+
+  add({ chunk, old, current }: DistributionPair): void {
+    const { vocab } = this;
+    const rows = { oldLogProbsFull: old, newLogProbsFull: current };
+    const shape = { positions: chunk.positions, vocab };
+    this.perTokenKl.set(tokenKl({ ...rows, ...shape }), chunk.start);
+    this.perTokenTotalVariation.set(tokenTotalVariation({ ...rows, ...shape }), chunk.start);
+    let cursor = 0;
+    for (const item of chunk.items) {
+      for (const token of item.completion) {
+        this.newLogProbs[chunk.start + cursor] = current[cursor * vocab + token]!;
+        cursor++;
+      }
+    }
+    this.rankShift?.add({
+      oldProbsFull: probabilities(old),
+      newProbsFull: probabilities(current),
+      positions: chunk.positions,
+    });
+  }
+
+  evidence(): CertificateEvidence {
+    const { tokens } = this;
+    return {
+      tokens,
+      newLogProbs: toGrid(tokens, this.newLogProbs),
+      perTokenKl: toGrid(tokens, this.perTokenKl),
+      perTokenTotalVariation: toGrid(tokens, this.perTokenTotalVariation),
+    };
+  }
+
+  /** The probability shift by rank (empty without positions or without `rankShift`). */
+  probabilityShiftByRank(): RankBucketShift[] {
+    return this.rankShift && this.tokens.totalTokens > 0 ? this.rankShift.result() : [];
+  }
+}
+
+/**
+ * exp of every entry. A plain loop: Float32Array.from with a mapping callback costs several
+ * times more per entry, and these are full distributions.
+ */
+function probabilities(logs: Float32Array): Float32Array {
+  const result = new Float32Array(logs.length);
+  for (let index = 0; index < logs.length; index++) result[index] = Math.exp(logs[index]!);
+  return result;
 }
 
 /**
  * Evidence on a batch the update never saw (the stage's held-out prompts, sampled by the team
- * before the update): π_old's distributions are taken at construction, π_new's by `after()`.
+ * before the update): π_old is fixed at construction, π_new read by `after()`.
  * A certificate from the batch an update was fitted to reads its surrogate high (the update
  * maximized it on those very samples); on this batch the surrogate is an unbiased estimate.
  */
 export class HeldOutEvidence {
   private readonly tokens: UnitTokens;
-  private readonly reference: Float32Array;
+  private readonly reference: ReferenceDistributions;
 
   constructor(
     private readonly model: TransformerLM,
@@ -49,28 +108,12 @@ export class HeldOutEvidence {
     agentIndices: readonly number[],
   ) {
     this.tokens = collectUnitTokens(batch, agentIndices);
-    this.reference = completionLogDistributions(model, this.tokens.items);
+    this.reference = new ReferenceDistributions(model, this.tokens.items);
   }
 
   after(): CertificateEvidence {
-    const current = completionLogDistributions(this.model, this.tokens.items);
-    return compareDistributions(this.tokens, this.reference, current, this.model.config.vocabSize);
+    const collector = new EvidenceCollector(this.tokens, this.model.config.vocabSize);
+    for (const pair of this.reference.pairs()) collector.add(pair);
+    return collector.evidence();
   }
-}
-
-/** log π(token) of each sampled token, from full log-distributions, as a grid. */
-function gatherTakenLogProbs(
-  tokens: UnitTokens,
-  distributions: Float32Array,
-  vocab: number,
-): Float32Array {
-  const flat = new Float32Array(tokens.totalTokens);
-  let cursor = 0;
-  for (const item of tokens.items) {
-    for (const token of item.completion) {
-      flat[cursor] = distributions[cursor * vocab + token]!;
-      cursor++;
-    }
-  }
-  return toGrid(tokens, flat);
 }

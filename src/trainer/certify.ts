@@ -2,7 +2,6 @@ import {
   certificate,
   grpoAdvantages,
   offPolicyImprovementEstimate,
-  probabilityShiftByRank,
   staleShiftPenalty,
   surrogateGain,
   trajectoryShift,
@@ -18,8 +17,6 @@ export type { UpdateCertificate } from './records.js';
 import { rowValues } from './token-grid.js';
 import type { TrustRegionResult } from './trust-region.js';
 import type { CertificateEvidence } from './certificate-evidence.js';
-
-const rankBuckets = [1, 2, 3, 5, 10, Infinity];
 
 /** The certificate's settings and what the stage knows beyond the batch. */
 export interface CertificateSettings {
@@ -116,7 +113,6 @@ export function certifyUpdate(options: {
   result: TrustRegionResult;
   settings: CertificateSettings;
   confidence: number;
-  vocab: number;
   heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null;
 }): UpdateCertificate {
   const { batch, result } = options;
@@ -148,7 +144,7 @@ export function certifyUpdate(options: {
     offPolicyEstimate: offPolicy.estimate,
     offPolicyStandardError: offPolicy.standardError,
     offPolicyLowerBound: offPolicy.lowerBound,
-    probabilityShiftByRank: rankShift(result, options.vocab),
+    probabilityShiftByRank: rankShift(result),
     heldOutSurrogate: heldOut ? heldOut.surrogate : null,
     heldOutSurrogateStandardError: heldOut ? heldOut.surrogateStandardError : null,
     heldOutCertificate: heldOut ? heldOut.certificate : null,
@@ -183,23 +179,8 @@ export function tokenHorizon(team: Team, agentIndices: readonly number[]): numbe
   );
 }
 
-function rankShift(result: TrustRegionResult, vocab: number): RankShiftSummary[] {
-  const positions = result.tokens.totalTokens;
-  if (positions === 0) return [];
-  // A plain loop: Float32Array.from with a mapping callback costs several times more per entry,
-  // and these are full distributions (positions × vocabulary) for every update.
-  const toProbabilities = (logs: Float32Array): Float32Array => {
-    const probabilities = new Float32Array(logs.length);
-    for (let index = 0; index < logs.length; index++) probabilities[index] = Math.exp(logs[index]!);
-    return probabilities;
-  };
-  return probabilityShiftByRank({
-    oldProbsFull: toProbabilities(result.referenceDistributions),
-    newProbsFull: toProbabilities(result.finalDistributions),
-    positions,
-    vocab,
-    rankBuckets,
-  }).map((bucket) => ({
+function rankShift(result: TrustRegionResult): RankShiftSummary[] {
+  return result.probabilityShiftByRank.map((bucket) => ({
     lowestRank: bucket.lowestRank,
     highestRank: bucket.highestRank,
     meanShift: bucket.meanShift,

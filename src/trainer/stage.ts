@@ -185,7 +185,6 @@ export class Stage {
         horizon: tokenHorizon(this.team, unit.agentIndices),
       },
       confidence: settings.certificate.confidence,
-      vocab: unit.model.config.vocabSize,
       heldOut: heldOutEvidence
         ? { batch: heldOutEvidence.batch, evidence: heldOutEvidence.after() }
         : null,

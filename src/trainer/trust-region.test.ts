@@ -172,3 +172,68 @@ describe('trust-region update', () => {
       );
   });
 });
+
+describe('trust-region update in bounded memory', () => {
+  async function update(distributionBudgetBytes: number | undefined) {
+    const { model, batch, advantages } = await oneAgentBatch();
+    const unit = {
+      name: 'solo',
+      model,
+      optimizer: new AdamW(model.trainableParameters()),
+      agentIndices: [0],
+      delta: 0.002,
+      learningRate: 1e-2,
+    };
+    const result = trustRegionUpdate({
+      unit,
+      batch,
+      advantages,
+      trajectories: batch.trajectories.map((_t, index) => index),
+      settings: { ...settings, epochs: 2, minibatches: 2 },
+      random: new RandomGenerator(4),
+      distributionBudgetBytes,
+    });
+    return { result, parameters: model.stateDict(), vocab: model.config.vocabSize };
+  }
+
+  /**
+   * Chunks run the forward pass over fewer sequences at a time, and the native matmul sums in
+   * another order for another number of rows, so the logits may differ in the last float32 bit
+   * (1e-7 relative); nothing else may differ.
+   */
+  const close = (actual: number, expected: number, label: string) =>
+    assert.ok(
+      Math.abs(actual - expected) <= 1e-5 * Math.max(1e-3, Math.abs(expected)),
+      `${label}: ${actual} vs ${expected}`,
+    );
+  const closeArrays = (actual: ArrayLike<number>, expected: ArrayLike<number>, label: string) => {
+    assert.equal(actual.length, expected.length, label);
+    for (let index = 0; index < expected.length; index++)
+      close(actual[index]!, expected[index]!, `${label}[${index}]`);
+  };
+
+  test('π_old recomputed chunk by chunk gives the numbers of stored distributions', async () => {
+    const stored = await update(undefined);
+    // One vocabulary row of budget: every scoring item becomes its own chunk.
+    const chunked = await update(4 * stored.vocab);
+    const { result } = stored;
+    assert.ok(result.tokens.items.length > 4, 'several chunks');
+    assert.ok(result.lastStepScale < 1, 'the region bound, so the line search ran');
+    for (const key of ['stepsTaken', 'stepsUndone', 'lastStepScale'] as const)
+      assert.equal(chunked.result[key], result[key], key);
+    close(chunked.result.kl, result.kl, 'kl');
+    close(chunked.result.maxTokenKl, result.maxTokenKl, 'maxTokenKl');
+    for (const key of ['perTokenKl', 'perTokenTotalVariation', 'newLogProbs'] as const)
+      closeArrays(chunked.result[key], result[key], key);
+    assert.equal(chunked.result.probabilityShiftByRank.length, 6);
+    chunked.result.probabilityShiftByRank.forEach((bucket, index) => {
+      const expected = result.probabilityShiftByRank[index]!;
+      assert.equal(bucket.tokenCount, expected.tokenCount);
+      for (const key of ['meanShift', 'meanOldProbability', 'meanNewProbability'] as const)
+        close(bucket[key], expected[key], `rank bucket ${index} ${key}`);
+    });
+    stored.parameters.forEach((entry, index) =>
+      closeArrays(chunked.parameters[index]!.data, entry.data, entry.name),
+    );
+  });
+});

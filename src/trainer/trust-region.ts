@@ -4,8 +4,9 @@ import {
   meanTokenKl,
   tokenKl,
   type PolicyLoss,
+  type RankBucketShift,
 } from '../rl/index.js';
-import { completionLogDistributions, scoreCompletions } from '../nn/score.js';
+import { scoreCompletions } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { clipGradientNorm } from '../optim/clip.js';
 import { tidy } from '../tensor/index.js';
@@ -14,7 +15,8 @@ import type { TeamBatch } from '../team/types.js';
 import { captureSnapshot, interpolateParameters, restoreSnapshot } from './parameter-state.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from './token-grid.js';
 import type { LocalUnit } from './units.js';
-import { compareDistributions, type CertificateEvidence } from './certificate-evidence.js';
+import { EvidenceCollector, type CertificateEvidence } from './certificate-evidence.js';
+import { ReferenceDistributions, type DistributionPair } from './reference-distributions.js';
 import type { TrustRegionOutcome } from './records.js';
 
 /** How an update runs; the radius δ and the learning rate are the unit's own. */
@@ -32,10 +34,8 @@ export interface TrustRegionResult extends CertificateEvidence, TrustRegionOutco
   lossMean: number;
   clipFraction: number;
   gradientNorm: number;
-  /** [tokens, vocab] π_old, cached before the first step (for diagnostics). */
-  referenceDistributions: Float32Array;
-  /** [tokens, vocab] π_new of the accepted parameters. */
-  finalDistributions: Float32Array;
+  /** How the update moved probability between the tokens π_old ranked 1st, 2nd, … */
+  probabilityShiftByRank: RankBucketShift[];
 }
 
 const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
@@ -50,22 +50,17 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
 export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
   const { unit, batch } = options;
   const tokens = collectUnitTokens(batch, unit.agentIndices);
-  const meter = new KlMeter(unit.model, tokens);
+  const meter = new KlMeter(unit.model, tokens, options.distributionBudgetBytes);
   const steps = takeSteps(options, tokens, meter);
-  const final = meter.measure();
+  const evidence = new EvidenceCollector(tokens, unit.model.config.vocabSize, { rankShift: true });
+  const final = meter.measure((pair) => evidence.add(pair));
   return {
-    ...compareDistributions(
-      tokens,
-      meter.reference,
-      final.distributions,
-      unit.model.config.vocabSize,
-    ),
+    ...evidence.evidence(),
     kl: final.kl,
     maxTokenKl: final.max,
     inRegion: final.kl <= unit.delta + inRegionTolerance,
     ...steps,
-    referenceDistributions: meter.reference,
-    finalDistributions: final.distributions,
+    probabilityShiftByRank: evidence.probabilityShiftByRank(),
   };
 }
 
@@ -78,6 +73,12 @@ export interface TrustRegionUpdateOptions {
   trajectories: readonly number[];
   settings: TrustRegionSettings;
   random: RandomGenerator;
+  /**
+   * Bytes of full-vocabulary distributions held at once by the exact KL; beyond it π_old is
+   * recomputed chunk by chunk from a copy of the pre-update parameters (reference-distributions.ts).
+   * @default distributionBudgetBytes (64 MiB)
+   */
+  distributionBudgetBytes?: number;
 }
 
 type StepSummary = Pick<
@@ -158,34 +159,40 @@ function* minibatches(
   }
 }
 
-/** Exact token-level KL(π_old ‖ π_current) of a unit's tokens against its pre-update policy. */
+/**
+ * Exact token-level KL(π_old ‖ π_current) of a unit's tokens against its pre-update policy,
+ * chunk by chunk within the memory budget of ReferenceDistributions.
+ */
 class KlMeter {
-  /** [tokens, vocab] log π_old, from before the first step. */
-  readonly reference: Float32Array;
+  private readonly reference: ReferenceDistributions;
 
   constructor(
     private readonly model: TransformerLM,
     private readonly tokens: UnitTokens,
+    budgetBytes?: number,
   ) {
-    this.reference = completionLogDistributions(model, tokens.items);
+    this.reference = new ReferenceDistributions(model, tokens.items, budgetBytes);
   }
 
-  measure(): { kl: number; max: number; perToken: Float32Array; distributions: Float32Array } {
+  /** The mean and maximum token KL; `visit` sees every chunk's pair of distributions. */
+  measure(visit?: (pair: DistributionPair) => void): { kl: number; max: number } {
     const { tokens } = this;
-    const distributions = completionLogDistributions(this.model, tokens.items);
-    const flat = tokenKl({
-      oldLogProbsFull: this.reference,
-      newLogProbsFull: distributions,
-      positions: tokens.totalTokens,
-      vocab: this.model.config.vocabSize,
-    });
+    const flat = new Float32Array(tokens.totalTokens);
+    for (const pair of this.reference.pairs()) {
+      const perPosition = tokenKl({
+        oldLogProbsFull: pair.old,
+        newLogProbsFull: pair.current,
+        positions: pair.chunk.positions,
+        vocab: this.model.config.vocabSize,
+      });
+      flat.set(perPosition, pair.chunk.start);
+      visit?.(pair);
+    }
     const perToken = toGrid(tokens, flat);
     const summary = meanTokenKl({ perTokenKl: perToken, mask: tokens.mask, rows: tokens.rows });
     return {
       kl: tokens.totalTokens > 0 ? summary.mean : 0,
       max: tokens.totalTokens > 0 ? summary.max : 0,
-      perToken,
-      distributions,
     };
   }
 }

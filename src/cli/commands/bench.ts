@@ -72,7 +72,7 @@ export function register(program: Command): void {
     .option('--no-torch', 'skip the PyTorch reference')
     .option(
       '--real-model',
-      "also time a random model of SmolLM2-135M's shape: generation at batch 1 and 8, a LoRA step (about 2 minutes)",
+      "also time a random model of SmolLM2-135M's shape: generation at batch 1, 8 and 64, a decode step's products against the sgemm bound, a LoRA step (about 4 minutes)",
     )
     .option('--json', 'one JSON object per line: {"name", "value", "unit"}')
     .action((flags: BenchFlags) => {

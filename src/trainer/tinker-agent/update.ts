@@ -104,9 +104,8 @@ export async function updateOnService(options: {
     ...summary,
     lossMean: meanOrZero(losses),
     clipFraction: meanOrZero(clipFractions),
-    // The service returns log-probs of given tokens only: no distributions to keep.
-    referenceDistributions: new Float32Array(0),
-    finalDistributions: new Float32Array(0),
+    // The service returns log-probs of given tokens only: no distributions to rank.
+    probabilityShiftByRank: [],
   };
   const heldOut =
     options.heldOut && heldOutTokens && heldOutReference

@@ -1,0 +1,98 @@
+import { completionLogDistributions, type ScoringItem } from '../nn/score.js';
+import type { TransformerLM } from '../nn/transformer.js';
+import { captureSnapshot, restoreSnapshot, type ParameterSnapshot } from './parameter-state.js';
+
+/**
+ * Full log-distributions [positions, vocab] held at once by an exact-KL measurement. A real
+ * vocabulary makes them the largest arrays of an update (SmolLM2's 49,152 entries: 197 kB per
+ * token, 1.8 GB for 9,216 tokens, per copy); beyond this budget they are produced chunk by chunk.
+ */
+export const distributionBudgetBytes = 64 * 1024 * 1024;
+
+/** Consecutive scoring items and where their completion tokens sit in the flat token order. */
+export interface PositionChunk {
+  items: readonly ScoringItem[];
+  /** Flat index of the chunk's first completion token. */
+  start: number;
+  positions: number;
+}
+
+/**
+ * The items in consecutive chunks of at most `maxPositions` completion tokens each (an item is
+ * never split, so a longer item is a chunk of its own).
+ */
+export function positionChunks(
+  items: readonly ScoringItem[],
+  maxPositions: number,
+): PositionChunk[] {
+  const chunks: PositionChunk[] = [];
+  let current: PositionChunk = { items: [], start: 0, positions: 0 };
+  for (const item of items) {
+    const length = item.completion.length;
+    if (current.items.length > 0 && current.positions + length > maxPositions) {
+      chunks.push(current);
+      current = { items: [], start: current.start + current.positions, positions: 0 };
+    }
+    (current.items as ScoringItem[]).push(item);
+    current.positions += length;
+  }
+  if (current.items.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/** One chunk's log-distributions under the old policy and under the model as it is now. */
+export interface DistributionPair {
+  chunk: PositionChunk;
+  /** [chunk.positions, vocab] log π_old. */
+  old: Float32Array;
+  /** [chunk.positions, vocab] log π_current. */
+  current: Float32Array;
+}
+
+/**
+ * π_old — the model's policy when this was constructed — at a fixed set of tokens, for exact
+ * comparisons with the policy the model has later. When all its log-distributions fit the
+ * budget they are computed now and kept, in one forward pass over every item (what the trust
+ * region always did). Otherwise only the trainable parameters are copied (a LoRA adapter: a few
+ * MB), and each chunk's distributions are recomputed from them when compared, so memory stays
+ * at a chunk's worth while the parameters move on: one more forward pass per chunk and
+ * comparison, in exchange for never holding positions × vocabulary floats.
+ */
+export class ReferenceDistributions {
+  readonly chunks: readonly PositionChunk[];
+  private readonly stored: Float32Array | null;
+  private readonly snapshot: ParameterSnapshot | null;
+
+  constructor(
+    private readonly model: TransformerLM,
+    items: readonly ScoringItem[],
+    budgetBytes = distributionBudgetBytes,
+  ) {
+    const perPosition = 4 * model.config.vocabSize;
+    const maxPositions = Math.max(1, Math.floor(budgetBytes / perPosition));
+    this.chunks = positionChunks(items, maxPositions);
+    const single = this.chunks.length <= 1;
+    this.stored = single ? completionLogDistributions(model, items) : null;
+    this.snapshot = single ? null : captureSnapshot(model.trainableParameters());
+  }
+
+  /** Every chunk's old and current log-distributions, one chunk in memory at a time. */
+  *pairs(): Generator<DistributionPair> {
+    for (const chunk of this.chunks) {
+      const current = completionLogDistributions(this.model, chunk.items);
+      yield { chunk, old: this.stored ?? this.recompute(chunk), current };
+    }
+  }
+
+  /** log π_old of one chunk, from the parameters copied at construction. */
+  private recompute(chunk: PositionChunk): Float32Array {
+    const parameters = this.model.trainableParameters();
+    const now = captureSnapshot(parameters);
+    restoreSnapshot(parameters, this.snapshot!);
+    try {
+      return completionLogDistributions(this.model, chunk.items);
+    } finally {
+      restoreSnapshot(parameters, now);
+    }
+  }
+}
