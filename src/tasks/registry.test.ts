@@ -137,6 +137,10 @@ describe('createVerifier', () => {
       /task: verifier: unknown verifier "fuzzy" \(valid: exact, numeric, math, choice, or an object \{ name, …options \}\)/,
     );
     assert.throws(
+      parse(undefined),
+      /task: verifier: a verifier is required: exact, numeric, math, choice, or an object/,
+    );
+    assert.throws(
       parse({ name: 'math', fallback: 'guess' }),
       /task: verifier: verifier "math": fallback: Invalid option: expected one of "whole-text"\|"none"/,
     );

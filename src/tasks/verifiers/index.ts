@@ -122,6 +122,8 @@ function specName(spec: unknown): unknown {
  * ones, or the first problem with a known verifier's options.
  */
 function specProblem(spec: unknown): string {
+  if (spec === undefined)
+    return `a verifier is required: ${verifierNames.join(', ')}, or an object { name, …options }`;
   const name = specName(spec);
   if (typeof name !== 'string' || !Object.hasOwn(verifierTable, name))
     return `unknown verifier ${JSON.stringify(name ?? spec)} (valid: ${verifierNames.join(', ')}, or an object { name, …options })`;
