@@ -26,6 +26,21 @@ export interface BuiltTeam {
  * role (the `single` baseline), the built-in model pretrained on all roles.
  */
 export function defaultAgents(task: Task, sharedModel = false): AgentConfig[] {
+  // Only a generated task can have built-in base models: `teamtr pretrain` trains them on
+  // its demonstrations. A dataset or a task in code needs the user's models.
+  if (!task.demonstrator) {
+    const roles = task.protocol.roles.map((role) => role.name);
+    throw new ConfigError(
+      'agents',
+      `task "${task.name}" has no built-in models (teamtr pretrain builds them only for the ` +
+        `generated tasks); give a model per role (${roles.join(', ')}), e.g. agents: ` +
+        `[${roles
+          .map((role) => `{ name: ${role}, model: ./models/Qwen2.5-0.5B-Instruct }`)
+          .slice(0, 2)
+          .join(', ')}${roles.length > 2 ? ', …' : ''}] ` +
+        '(a Hugging Face directory, a teamtr model directory, or an endpoint)',
+    );
+  }
   return task.protocol.roles.map((role, index) => ({
     name: role.name,
     model: sharedModel ? `builtin:${task.name}/shared` : `builtin:${task.name}/role-${index}`,

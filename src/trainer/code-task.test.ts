@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
@@ -168,5 +168,17 @@ describe('tasks and rewards written in code', () => {
     assert.equal(JSON.parse(result.stdout).stages, 2);
     const saved = JSON.parse(readFileSync(path.join(runDirectory, 'config.json'), 'utf8'));
     assert.deepEqual(saved.task, { name: 'code', task: 'from-module' });
+  });
+
+  test('a task in code with no agents asks for a model per role, and leaves no run behind', async () => {
+    const { directory, definition, config } = await codeTaskFixture(() => 0);
+    const withoutAgents = { ...config };
+    delete withoutAgents.agents;
+    const runDirectory = path.join(directory, 'no-agents');
+    await assert.rejects(
+      train({ config: withoutAgents, task: definition, runDirectory }),
+      /agents: task "echo-answer" has no built-in models .*give a model per role \(r0, r1, r2\)/,
+    );
+    assert.equal(existsSync(runDirectory), false);
   });
 });
