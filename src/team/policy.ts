@@ -68,22 +68,73 @@ export interface AgentPolicy {
 export const turnTerminator = '\n';
 
 /**
+ * How a policy's sampled tokens become a turn, the same for every policy that samples them (a
+ * local model, a Tinker service): which tokens end a turn, its text, and where a stop string
+ * cuts it. A plain model (the built-in character models) writes one line; a chat model keeps
+ * its lines and ends at its end-of-turn token, which is special and not part of the text.
+ */
+export class TurnDecoder {
+  readonly chat: boolean;
+  /** The token ids that end a turn. */
+  readonly stopIds: number[];
+
+  constructor(private readonly tokenizer: Tokenizer) {
+    this.chat = hasChatTemplate(tokenizer);
+    this.stopIds = this.chat ? endOfTurnIds(tokenizer) : turnEndingIds(tokenizer);
+  }
+
+  /** The turn's text; a byte-level BPE stop token may carry text before its newline (".\n"). */
+  text(tokens: readonly number[]): string {
+    const text = this.tokenizer.decode(tokens, { skipSpecialTokens: true });
+    return this.chat ? text : text.split(turnTerminator)[0]!;
+  }
+
+  /** The completion of sampled tokens, cut after the first token whose text completes a stop. */
+  completion(
+    inputIds: number[],
+    tokens: number[],
+    logProbs: number[],
+    options: { finishReason: Completion['finishReason']; stop?: readonly string[] },
+  ): Completion {
+    for (let length = 1; options.stop?.length && length <= tokens.length; length++) {
+      const text = this.text(tokens.slice(0, length));
+      const at = Math.min(
+        ...options.stop.map((entry) => text.indexOf(entry)).filter((at) => at >= 0),
+      );
+      if (!Number.isFinite(at)) continue;
+      return {
+        inputIds,
+        tokens: tokens.slice(0, length),
+        logProbs: logProbs.slice(0, length),
+        text: text.slice(0, at),
+        finishReason: 'stop',
+      };
+    }
+    return {
+      inputIds,
+      tokens,
+      logProbs,
+      text: this.text(tokens),
+      finishReason: options.finishReason,
+    };
+  }
+}
+
+/**
  * A local TransformerLM with its tokenizer. A tokenizer with a chat template (an instruct
  * model) gets the shared context as chat messages, and its turn ends at its end-of-turn token,
  * newlines and all; a plain model (the built-in character models) reads the rendered text and
  * writes one line.
  */
 export class LocalPolicy implements AgentPolicy {
-  private readonly stopIds: number[];
-  private readonly chat: boolean;
+  private readonly turns: TurnDecoder;
 
   constructor(
     readonly model: TransformerLM,
     readonly tokenizer: Tokenizer,
   ) {
-    this.chat = hasChatTemplate(tokenizer);
-    this.stopIds = this.chat ? endOfTurnIds(tokenizer) : turnEndingIds(tokenizer);
-    if (this.stopIds.length === 0)
+    this.turns = new TurnDecoder(tokenizer);
+    if (this.turns.stopIds.length === 0)
       throw new Error(
         'the tokenizer has neither a token containing a newline nor an EOS token to end turns',
       );
@@ -108,7 +159,7 @@ export class LocalPolicy implements AgentPolicy {
     settings: CompletionSettings,
   ): Promise<Completion[]> {
     const inputs = requests.map((request) =>
-      this.chat && request.view
+      this.turns.chat && request.view
         ? chatPromptIds(this.tokenizer, chatMessages(request.view))
         : this.encodeInput(request.input),
     );
@@ -118,46 +169,16 @@ export class LocalPolicy implements AgentPolicy {
       maxNewTokens: settings.maxNewTokens,
       random: requests.map((request) => request.random),
       temperature: settings.temperature ?? 1,
-      stopTokens: this.stopIds,
+      stopTokens: this.turns.stopIds,
       padId: this.tokenizer.padId ?? 0,
       vocabularyLimit: this.tokenizer.vocabSize,
     });
-    return generated.map((sequence, index) => {
-      const completion = {
-        inputIds: inputs[index]!,
-        tokens: sequence.tokens,
-        logProbs: sequence.logProbs,
-        text: this.turnText(sequence.tokens),
+    return generated.map((sequence, index) =>
+      this.turns.completion(inputs[index]!, sequence.tokens, sequence.logProbs, {
         finishReason: sequence.finishReason,
-      };
-      return settings.stop?.length ? this.cutAtStop(completion, settings.stop) : completion;
-    });
-  }
-
-  /**
-   * A byte-level BPE stop token may carry text before its newline (".\n"): keep that part. A
-   * chat model's turn keeps its lines; its end-of-turn token is special and dropped.
-   */
-  private turnText(tokens: readonly number[]): string {
-    const text = this.tokenizer.decode(tokens, { skipSpecialTokens: true });
-    return this.chat ? text : text.split(turnTerminator)[0]!;
-  }
-
-  /** The completion up to the first token whose text completes a stop string. */
-  private cutAtStop(completion: Completion, stop: readonly string[]): Completion {
-    for (let length = 1; length <= completion.tokens.length; length++) {
-      const text = this.turnText(completion.tokens.slice(0, length));
-      const at = Math.min(...stop.map((entry) => text.indexOf(entry)).filter((at) => at >= 0));
-      if (!Number.isFinite(at)) continue;
-      return {
-        ...completion,
-        tokens: completion.tokens.slice(0, length),
-        logProbs: completion.logProbs.slice(0, length),
-        text: text.slice(0, at),
-        finishReason: 'stop',
-      };
-    }
-    return completion;
+        stop: settings.stop,
+      }),
+    );
   }
 }
 

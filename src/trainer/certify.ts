@@ -131,13 +131,6 @@ export function certifyUpdate(options: {
     ),
     confidence: options.confidence,
   });
-  // The held-out batch was sampled by the team as it is now: no earlier update is stale in it.
-  const heldOut = options.heldOut
-    ? certificateBounds(options.heldOut.batch, options.heldOut.evidence, {
-        ...options.settings,
-        earlierShifts: [],
-      })
-    : null;
   return {
     ...certificateBounds(batch, result, options.settings),
     trajectoryShift: trajectoryShift({ perTokenKl: result.perTokenKl, ...grid }).mean,
@@ -145,10 +138,32 @@ export function certifyUpdate(options: {
     offPolicyStandardError: offPolicy.standardError,
     offPolicyLowerBound: offPolicy.lowerBound,
     probabilityShiftByRank: rankShift(result),
-    heldOutSurrogate: heldOut ? heldOut.surrogate : null,
-    heldOutSurrogateStandardError: heldOut ? heldOut.surrogateStandardError : null,
-    heldOutCertificate: heldOut ? heldOut.certificate : null,
-    heldOutSecondOrderCertificate: heldOut ? heldOut.secondOrderCertificate : null,
+    ...heldOutBounds(options.heldOut, options.settings),
+  };
+}
+
+/**
+ * The bounds read on the held-out batch (null fields when there is none). It was sampled by the
+ * team as it is now, so no earlier update is stale in it.
+ */
+export function heldOutBounds(
+  heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null | undefined,
+  settings: CertificateSettings,
+): Pick<
+  UpdateCertificate,
+  | 'heldOutSurrogate'
+  | 'heldOutSurrogateStandardError'
+  | 'heldOutCertificate'
+  | 'heldOutSecondOrderCertificate'
+> {
+  const bounds = heldOut
+    ? certificateBounds(heldOut.batch, heldOut.evidence, { ...settings, earlierShifts: [] })
+    : null;
+  return {
+    heldOutSurrogate: bounds ? bounds.surrogate : null,
+    heldOutSurrogateStandardError: bounds ? bounds.surrogateStandardError : null,
+    heldOutCertificate: bounds ? bounds.certificate : null,
+    heldOutSecondOrderCertificate: bounds ? bounds.secondOrderCertificate : null,
   };
 }
 

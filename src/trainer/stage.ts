@@ -179,32 +179,52 @@ export class Stage {
     const certificate = certifyUpdate({
       batch,
       result,
-      settings: {
-        epsilon: settings.certificate.epsilon,
-        earlierShifts: options.unreflectedShifts ?? [],
-        horizon: tokenHorizon(this.team, unit.agentIndices),
-      },
+      settings: this.certificateSettings(unit, options.unreflectedShifts),
       confidence: settings.certificate.confidence,
       heldOut: heldOutEvidence
         ? { batch: heldOutEvidence.batch, evidence: heldOutEvidence.after() }
         : null,
     });
+    return this.measured(
+      { unit, batch, result, certificate, droppedGroups: estimate.droppedGroups },
+      heldOutBefore,
+      () => this.occupancy.advance(unit),
+    );
+  }
+
+  /** The certificate's settings for an update of `unit` (its horizon, the unreflected shifts). */
+  private certificateSettings(unit: TrainableUnit, unreflectedShifts?: readonly number[]) {
+    return {
+      epsilon: this.settings.certificate.epsilon,
+      earlierShifts: unreflectedShifts ?? [],
+      horizon: tokenHorizon(this.team, unit.agentIndices),
+    };
+  }
+
+  /**
+   * An update made and certified: its occupancy gap (before the tracker advances past it), its
+   * place in the stage, and its held-out improvement, measured on a fresh held-out batch.
+   */
+  private async measured(
+    update: Pick<
+      AgentUpdate,
+      'unit' | 'batch' | 'result' | 'certificate' | 'droppedGroups' | 'estimates'
+    >,
+    heldOutBefore: TeamBatch | null,
+    advanceOccupancy: () => void | Promise<void>,
+  ): Promise<AgentUpdate> {
     const occupancyGap = this.occupancy.gap();
-    this.occupancy.advance(unit);
+    await advanceOccupancy();
     const index = this.updates++;
     const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
-    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
+    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(update.unit) : null;
     return {
-      unit,
-      batch,
+      ...update,
       index,
       generatedTokens,
-      result,
-      certificate,
       occupancyGap,
       heldOut:
         heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
-      droppedGroups: estimate.droppedGroups,
     };
   }
 
@@ -294,32 +314,15 @@ export class Stage {
       trajectories: estimate.keptTrajectories,
       settings: settings.trustRegion,
       random: this.random,
-      certificate: {
-        epsilon: settings.certificate.epsilon,
-        earlierShifts: options.unreflectedShifts ?? [],
-        horizon: tokenHorizon(this.team, unit.agentIndices),
-      },
+      certificate: this.certificateSettings(unit, options.unreflectedShifts),
       confidence: settings.certificate.confidence,
       heldOut: heldOutBefore,
     });
-    const occupancyGap = this.occupancy.gap();
-    await this.occupancy.advanceWith(unit, (items) => unit.agent.completionLogProbs(items));
-    const index = this.updates++;
-    const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
-    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
-    return {
-      unit,
-      batch,
-      index,
-      generatedTokens,
-      result,
-      certificate,
-      occupancyGap,
-      heldOut:
-        heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
-      droppedGroups: estimate.droppedGroups,
-      estimates,
-    };
+    return this.measured(
+      { unit, batch, result, certificate, droppedGroups: estimate.droppedGroups, estimates },
+      heldOutBefore,
+      () => this.occupancy.advanceWith(unit, (items) => unit.agent.completionLogProbs(items)),
+    );
   }
 
   /** First turn to resample after `changed` was updated, or null when a full resample is needed. */

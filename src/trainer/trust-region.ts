@@ -134,10 +134,13 @@ function takeSteps(
 
 /**
  * The minibatches of `settings.epochs` epochs over the participating trajectories, each epoch
- * shuffled when it begins (lazily: an update that stops early draws no further shuffles).
+ * shuffled when it begins (lazily: an update that stops early draws no further shuffles). A
+ * unit on a Tinker service draws its minibatches here too, from the same random stream.
  */
-function* minibatches(
-  options: TrustRegionUpdateOptions,
+export function* minibatches(
+  options: Pick<TrustRegionUpdateOptions, 'batch' | 'trajectories' | 'settings' | 'random'> & {
+    unit: { agentIndices: readonly number[] };
+  },
   tokens: UnitTokens,
 ): Generator<UnitTokens> {
   const { batch, unit, settings } = options;

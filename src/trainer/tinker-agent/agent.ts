@@ -1,14 +1,12 @@
 import { randomUUID, createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { chatPromptIds, hasChatTemplate } from '../../models/chat.js';
+import { chatPromptIds } from '../../models/chat.js';
 import { resolveModelSpec } from '../../models/load.js';
 import type { ScoringItem } from '../../nn/score.js';
 import { chatMessages } from '../../team/chat-view.js';
 import {
-  endOfTurnIds,
-  turnEndingIds,
-  turnTerminator,
+  TurnDecoder,
   type AgentPolicy,
   type Completion,
   type CompletionRequest,
@@ -163,15 +161,13 @@ export async function loadAgentTokenizer(spec: string, where: string): Promise<T
  */
 export class TinkerPolicy implements AgentPolicy {
   readonly model = null;
-  private readonly chat: boolean;
-  private readonly stopIds: number[];
+  private readonly turns: TurnDecoder;
 
   constructor(
     readonly agent: TinkerAgent,
     readonly tokenizer: Tokenizer,
   ) {
-    this.chat = hasChatTemplate(tokenizer);
-    this.stopIds = this.chat ? endOfTurnIds(tokenizer) : turnEndingIds(tokenizer);
+    this.turns = new TurnDecoder(tokenizer);
   }
 
   encodeInput(input: string): number[] {
@@ -202,7 +198,7 @@ export class TinkerPolicy implements AgentPolicy {
     settings: CompletionSettings,
   ): Promise<Completion> {
     const inputIds =
-      this.chat && request.view
+      this.turns.chat && request.view
         ? chatPromptIds(this.tokenizer, chatMessages(request.view))
         : this.encodeInput(request.input);
     const result = await sampler.sample({
@@ -211,7 +207,7 @@ export class TinkerPolicy implements AgentPolicy {
         maxTokens: settings.maxNewTokens,
         temperature: settings.temperature ?? 1,
         seed: request.random.nextUint32() & 0x7fffffff,
-        stopTokens: this.stopIds,
+        stopTokens: this.turns.stopIds,
       },
     });
     const sequence = result.sequences[0];
@@ -219,36 +215,9 @@ export class TinkerPolicy implements AgentPolicy {
       throw new TeamtrError(
         `Tinker sampler of agent "${this.agent.name}": the answer has no per-token log-probs for every sampled token; the trust region needs them (use a service that returns sampled log-probs)`,
       );
-    const completion: Completion = {
-      inputIds,
-      tokens: sequence.tokens,
-      logProbs: sequence.logProbs,
-      text: this.turnText(sequence.tokens),
+    return this.turns.completion(inputIds, sequence.tokens, sequence.logProbs, {
       finishReason: sequence.stopReason,
-    };
-    return settings.stop?.length ? this.cutAtStop(completion, settings.stop) : completion;
-  }
-
-  /** As LocalPolicy: a plain model's turn is its first line; a chat model's keeps its lines. */
-  private turnText(tokens: readonly number[]): string {
-    const text = this.tokenizer.decode(tokens, { skipSpecialTokens: true });
-    return this.chat ? text : text.split(turnTerminator)[0]!;
-  }
-
-  /** As LocalPolicy: the completion up to the first token whose text completes a stop string. */
-  private cutAtStop(completion: Completion, stop: readonly string[]): Completion {
-    for (let length = 1; length <= completion.tokens.length; length++) {
-      const text = this.turnText(completion.tokens.slice(0, length));
-      const at = Math.min(...stop.map((entry) => text.indexOf(entry)).filter((at) => at >= 0));
-      if (!Number.isFinite(at)) continue;
-      return {
-        ...completion,
-        tokens: completion.tokens.slice(0, length),
-        logProbs: completion.logProbs.slice(0, length),
-        text: text.slice(0, at),
-        finishReason: 'stop',
-      };
-    }
-    return completion;
+      stop: settings.stop,
+    });
   }
 }

@@ -8,10 +8,10 @@ import {
 import type { TeamBatch } from '../../team/types.js';
 import type { RandomGenerator } from '../../util/random.js';
 import type { CertificateEvidence } from '../certificate-evidence.js';
-import { certificateBounds, type CertificateSettings } from '../certify.js';
+import { certificateBounds, heldOutBounds, type CertificateSettings } from '../certify.js';
 import type { UpdateCertificate } from '../records.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from '../token-grid.js';
-import type { TrustRegionResult, TrustRegionSettings } from '../trust-region.js';
+import { minibatches, type TrustRegionResult, type TrustRegionSettings } from '../trust-region.js';
 import { scoringDatum } from './agent.js';
 import { estimateTokenKl, type KlEstimate } from './kl-estimate.js';
 import type { TinkerUnit } from './unit.js';
@@ -226,40 +226,6 @@ async function serviceGradient(
 }
 
 /**
- * The minibatches of a local update (trust-region.ts), drawn the same way from the same random
- * stream: `settings.epochs` epochs over the participating trajectories, each shuffled when it
- * begins.
- */
-function* minibatches(
-  options: {
-    unit: TinkerUnit;
-    batch: TeamBatch;
-    trajectories: readonly number[];
-    settings: TrustRegionSettings;
-    random: RandomGenerator;
-  },
-  tokens: UnitTokens,
-): Generator<UnitTokens> {
-  const { batch, unit, settings } = options;
-  const participating = options.trajectories.filter((index) =>
-    tokens.rowTrajectories.includes(index),
-  );
-  if (participating.length === 0 || tokens.totalTokens === 0) return;
-  for (let epoch = 0; epoch < settings.epochs; epoch++) {
-    const shuffled = options.random.shuffle([...participating]);
-    const size = Math.ceil(shuffled.length / settings.minibatches);
-    for (let start = 0; start < shuffled.length; start += size) {
-      const minibatch = collectUnitTokens(
-        batch,
-        unit.agentIndices,
-        shuffled.slice(start, start + size),
-      );
-      if (minibatch.totalTokens > 0) yield minibatch;
-    }
-  }
-}
-
-/**
  * The certificate of certify.ts from what a service can give: the surrogate and off-policy
  * estimate are computed as locally (they need only sampled-token log-probs); the first-order
  * penalty and the trajectory shift use the k3 per-token KL, the second-order penalty ½|r − 1|
@@ -292,12 +258,6 @@ function certifyServiceUpdate(
     ),
     confidence: options.confidence,
   });
-  const heldOutBounds = heldOut
-    ? certificateBounds(heldOut.batch, heldOut.evidence, {
-        ...options.certificate,
-        earlierShifts: [],
-      })
-    : null;
   return {
     ...certificateBounds(batch, evidence, options.certificate),
     trajectoryShift: trajectoryShift({ perTokenKl: evidence.perTokenKl, ...grid }).mean,
@@ -305,10 +265,7 @@ function certifyServiceUpdate(
     offPolicyStandardError: offPolicy.standardError,
     offPolicyLowerBound: offPolicy.lowerBound,
     probabilityShiftByRank: [],
-    heldOutSurrogate: heldOutBounds ? heldOutBounds.surrogate : null,
-    heldOutSurrogateStandardError: heldOutBounds ? heldOutBounds.surrogateStandardError : null,
-    heldOutCertificate: heldOutBounds ? heldOutBounds.certificate : null,
-    heldOutSecondOrderCertificate: heldOutBounds ? heldOutBounds.secondOrderCertificate : null,
+    ...heldOutBounds(heldOut, options.certificate),
   };
 }
 
