@@ -14,6 +14,7 @@ import {
   usageChunkBody,
   type NormalizedRequest,
 } from './protocol.js';
+import { readRequestBody } from '../util/request-body.js';
 
 /**
  * An OpenAI-compatible HTTP server over served models: GET /v1/models, POST
@@ -67,27 +68,6 @@ function sendJson(
     ...headers,
   });
   response.end(text);
-}
-
-function readBody(request: IncomingMessage, limit: number): Promise<string> {
-  const declared = Number(request.headers['content-length'] ?? 0);
-  if (declared > limit)
-    return Promise.reject(
-      new RequestError(413, `the request body is ${declared} bytes; the limit is ${limit}`),
-    );
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        reject(new RequestError(413, `the request body exceeds the limit of ${limit} bytes`));
-        request.destroy();
-      } else chunks.push(chunk);
-    });
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
 }
 
 class Router {
@@ -164,7 +144,13 @@ class Router {
         415,
         `send the body as JSON with "content-type: application/json" (got ${JSON.stringify(contentType || 'none')})`,
       );
-    const text = await readBody(request, this.options.maxBodyBytes ?? 1024 * 1024);
+    const text = (
+      await readRequestBody(
+        request,
+        this.options.maxBodyBytes ?? 1024 * 1024,
+        (detail) => new RequestError(413, detail),
+      )
+    ).toString('utf8');
     let raw: unknown;
     try {
       raw = JSON.parse(text);

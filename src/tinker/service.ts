@@ -24,6 +24,7 @@ import {
   protobufContentType,
   WireFormatError,
 } from './wire-codec.js';
+import { readRequestBody } from '../util/request-body.js';
 
 /**
  * `teamtr serve --tinker`: the routes of the Tinker API that teamtr's client uses, answered by
@@ -79,22 +80,6 @@ function parseBody<Schema extends z.ZodType>(
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   throw new HttpError(400, `${route}: ${issue.path.join('.') || 'body'}: ${issue.message}`);
-}
-
-function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        reject(new HttpError(413, `the request body passes the limit of ${limit} bytes`));
-        request.destroy();
-      } else chunks.push(chunk);
-    });
-    request.on('end', () => resolve(Buffer.concat(chunks)));
-    request.on('error', reject);
-  });
 }
 
 export async function startTinkerService(
@@ -389,7 +374,11 @@ export async function startTinkerService(
         404,
         `no route ${method} ${route}; \`teamtr serve --tinker\` implements: ${known.join(', ')}`,
       );
-    const bytes = await readBody(request, maxBodyBytes);
+    const bytes = await readRequestBody(
+      request,
+      maxBodyBytes,
+      (detail) => new HttpError(413, detail),
+    );
     const key = request.headers['x-idempotency-key'];
     const remembered =
       typeof key === 'string' && route !== routes.retrieveFuture

@@ -115,13 +115,32 @@ export function certifyUpdate(options: {
   confidence: number;
   heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null;
 }): UpdateCertificate {
-  const { batch, result } = options;
-  const { tokens } = result;
+  return certifyEvidence({
+    ...options,
+    evidence: options.result,
+    probabilityShiftByRank: rankShift(options.result),
+  });
+}
+
+/**
+ * The certificate of any update's evidence, whatever computed it (the local trust region, or a
+ * Tinker service's sampled-token estimates, which have no rank shift to give).
+ */
+export function certifyEvidence(options: {
+  batch: TeamBatch;
+  evidence: CertificateEvidence;
+  settings: CertificateSettings;
+  confidence: number;
+  heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null;
+  probabilityShiftByRank: UpdateCertificate['probabilityShiftByRank'];
+}): UpdateCertificate {
+  const { batch, evidence } = options;
+  const { tokens } = evidence;
   const grid = { mask: tokens.mask, rows: tokens.rows };
   const rewards = batch.trajectories.map((trajectory) => trajectory.reward);
   const centered = centeredRewards(batch);
   const offPolicy = offPolicyImprovementEstimate({
-    logProbs: result.newLogProbs,
+    logProbs: evidence.newLogProbs,
     oldLogProbs: tokens.oldLogProbs,
     ...grid,
     rewards: rowValues(tokens, rewards),
@@ -132,12 +151,12 @@ export function certifyUpdate(options: {
     confidence: options.confidence,
   });
   return {
-    ...certificateBounds(batch, result, options.settings),
-    trajectoryShift: trajectoryShift({ perTokenKl: result.perTokenKl, ...grid }).mean,
+    ...certificateBounds(batch, evidence, options.settings),
+    trajectoryShift: trajectoryShift({ perTokenKl: evidence.perTokenKl, ...grid }).mean,
     offPolicyEstimate: offPolicy.estimate,
     offPolicyStandardError: offPolicy.standardError,
     offPolicyLowerBound: offPolicy.lowerBound,
-    probabilityShiftByRank: rankShift(result),
+    probabilityShiftByRank: options.probabilityShiftByRank,
     ...heldOutBounds(options.heldOut, options.settings),
   };
 }

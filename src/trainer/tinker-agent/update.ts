@@ -1,14 +1,8 @@
-import {
-  broadcastToTokens,
-  grpoAdvantages,
-  inRegionTolerance,
-  offPolicyImprovementEstimate,
-  trajectoryShift,
-} from '../../rl/index.js';
+import { broadcastToTokens, inRegionTolerance } from '../../rl/index.js';
 import type { TeamBatch } from '../../team/types.js';
 import type { RandomGenerator } from '../../util/random.js';
 import type { CertificateEvidence } from '../certificate-evidence.js';
-import { certificateBounds, heldOutBounds, type CertificateSettings } from '../certify.js';
+import { certifyEvidence, type CertificateSettings } from '../certify.js';
 import type { UpdateCertificate } from '../records.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from '../token-grid.js';
 import { minibatches, type TrustRegionResult, type TrustRegionSettings } from '../trust-region.js';
@@ -238,35 +232,14 @@ function certifyServiceUpdate(
   options: { certificate: CertificateSettings; confidence: number },
   heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null,
 ): UpdateCertificate {
-  const { tokens } = evidence;
-  const grid = { mask: tokens.mask, rows: tokens.rows };
-  const rewards = batch.trajectories.map((trajectory) => trajectory.reward);
-  const centered = grpoAdvantages({
-    rewards,
-    groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
-    normalizeStd: false,
-    leaveOneOut: true,
-  }).advantages;
-  const offPolicy = offPolicyImprovementEstimate({
-    logProbs: evidence.newLogProbs,
-    oldLogProbs: tokens.oldLogProbs,
-    ...grid,
-    rewards: rowValues(tokens, rewards),
-    baseline: rowValues(
-      tokens,
-      rewards.map((reward, index) => reward - centered[index]!),
-    ),
+  return certifyEvidence({
+    batch,
+    evidence,
+    settings: options.certificate,
     confidence: options.confidence,
-  });
-  return {
-    ...certificateBounds(batch, evidence, options.certificate),
-    trajectoryShift: trajectoryShift({ perTokenKl: evidence.perTokenKl, ...grid }).mean,
-    offPolicyEstimate: offPolicy.estimate,
-    offPolicyStandardError: offPolicy.standardError,
-    offPolicyLowerBound: offPolicy.lowerBound,
+    heldOut,
     probabilityShiftByRank: [],
-    ...heldOutBounds(heldOut, options.certificate),
-  };
+  });
 }
 
 function meanOrZero(values: readonly number[]): number {
