@@ -64,6 +64,25 @@ export interface AgentPolicy {
   encodeInput(input: string): number[];
 }
 
+/**
+ * What every policy shares: it tokenizes its own rendered input (BOS, if the tokenizer has
+ * one, then the encoded text); how it samples a turn is its own.
+ */
+export abstract class TokenizingPolicy implements AgentPolicy {
+  abstract readonly model: TransformerLM | null;
+
+  constructor(readonly tokenizer: Tokenizer) {}
+
+  encodeInput(input: string): number[] {
+    return encodeWithBos(this.tokenizer, input);
+  }
+
+  abstract complete(
+    requests: readonly CompletionRequest[],
+    settings: CompletionSettings,
+  ): Promise<Completion[]>;
+}
+
 /** Turns end at a newline: every turn is one line of the shared context. */
 export const turnTerminator = '\n';
 
@@ -126,13 +145,14 @@ export class TurnDecoder {
  * newlines and all; a plain model (the built-in character models) reads the rendered text and
  * writes one line.
  */
-export class LocalPolicy implements AgentPolicy {
+export class LocalPolicy extends TokenizingPolicy {
   private readonly turns: TurnDecoder;
 
   constructor(
     readonly model: TransformerLM,
-    readonly tokenizer: Tokenizer,
+    tokenizer: Tokenizer,
   ) {
+    super(tokenizer);
     this.turns = new TurnDecoder(tokenizer);
     if (this.turns.stopIds.length === 0)
       throw new Error(
@@ -148,10 +168,6 @@ export class LocalPolicy implements AgentPolicy {
     throw new TeamtrError(
       `an agent's input is ${longest} tokens (its role prompt, the problem's prompt and the earlier turns) and its turn may take ${maxNewTokens} more (protocol.maxTurnTokens), past its model's ${positions} positions; shorten the role prompt (agents[].rolePrompt) or the prompts, lower protocol.maxTurnTokens, or use a model with a longer context`,
     );
-  }
-
-  encodeInput(input: string): number[] {
-    return encodeWithBos(this.tokenizer, input);
   }
 
   async complete(

@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { CharTokenizer } from '../tokenizer/char.js';
-import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import { postJson, RemoteAgentError, type HttpSettings } from './openai-client.js';
 import {
+  TokenizingPolicy,
   turnTerminator,
-  type AgentPolicy,
   type Completion,
   type CompletionRequest,
   type CompletionSettings,
@@ -99,15 +98,14 @@ export interface RemotePolicyOptions {
   environment?: NodeJS.ProcessEnv;
 }
 
-export class RemotePolicy implements AgentPolicy {
+export class RemotePolicy extends TokenizingPolicy {
   readonly model = null;
-  readonly tokenizer: Tokenizer;
   readonly config: RemoteEndpointConfig;
   private readonly http: HttpSettings;
 
   constructor(config: RemoteEndpointInput, options: RemotePolicyOptions = {}, source = 'endpoint') {
+    super(options.tokenizer ?? new CharTokenizer());
     this.config = parseWithSchema(remoteEndpointSchema, config, source);
-    this.tokenizer = options.tokenizer ?? new CharTokenizer();
     let apiKey: string | null = null;
     if (this.config.apiKeyEnv !== undefined) {
       apiKey = (options.environment ?? process.env)[this.config.apiKeyEnv] ?? null;
@@ -124,10 +122,6 @@ export class RemotePolicy implements AgentPolicy {
       retries: this.config.retries,
       retryDelayMs: this.config.retryDelaySeconds * 1000,
     };
-  }
-
-  encodeInput(input: string): number[] {
-    return encodeWithBos(this.tokenizer, input);
   }
 
   async complete(

@@ -133,8 +133,16 @@ export class Stage {
     return batch;
   }
 
-  /** The objective's advantages of `unit` on `batch`, times `trajectoryWeights` when given. */
-  private advantages(unit: TrainableUnit, batch: TeamBatch, trajectoryWeights?: Float64Array) {
+  /**
+   * What an update of `unit` on `batch` works from: the objective's advantages (times
+   * `trajectoryWeights` when given), the trajectories they keep, and the stage's trust-region
+   * settings and random stream.
+   */
+  private updateInputs<Unit extends TrainableUnit>(
+    unit: Unit,
+    batch: TeamBatch,
+    trajectoryWeights?: Float64Array,
+  ) {
     const estimate = this.settings.objective.advantages({
       rewards: batch.trajectories.map((trajectory) => trajectory.reward),
       problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
@@ -143,10 +151,16 @@ export class Stage {
       ),
       settings: this.settings.objectiveSettings,
     });
-    if (!trajectoryWeights) return estimate;
     return {
-      ...estimate,
-      advantages: estimate.advantages.map((value, index) => value * trajectoryWeights[index]!),
+      unit,
+      batch,
+      advantages: trajectoryWeights
+        ? estimate.advantages.map((value, index) => value * trajectoryWeights[index]!)
+        : estimate.advantages,
+      trajectories: estimate.keptTrajectories,
+      settings: this.settings.trustRegion,
+      random: this.random,
+      droppedGroups: estimate.droppedGroups,
     };
   }
 
@@ -167,15 +181,8 @@ export class Stage {
     const heldOutEvidence = heldOutBefore
       ? new HeldOutEvidence(unit.model, heldOutBefore, unit.agentIndices)
       : null;
-    const estimate = this.advantages(unit, batch, options.trajectoryWeights);
-    const result = trustRegionUpdate({
-      unit,
-      batch,
-      advantages: estimate.advantages,
-      trajectories: estimate.keptTrajectories,
-      settings: settings.trustRegion,
-      random: this.random,
-    });
+    const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
+    const result = trustRegionUpdate(inputs);
     const certificate = certifyUpdate({
       batch,
       result,
@@ -186,7 +193,7 @@ export class Stage {
         : null,
     });
     return this.measured(
-      { unit, batch, result, certificate, droppedGroups: estimate.droppedGroups },
+      { unit, batch, result, certificate, droppedGroups: inputs.droppedGroups },
       heldOutBefore,
       () => this.occupancy.advance(unit),
     );
@@ -306,20 +313,15 @@ export class Stage {
     options: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array },
   ): Promise<AgentUpdate> {
     const { settings } = this;
-    const estimate = this.advantages(unit, batch, options.trajectoryWeights);
+    const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
     const { result, certificate, estimates } = await updateOnService({
-      unit,
-      batch,
-      advantages: estimate.advantages,
-      trajectories: estimate.keptTrajectories,
-      settings: settings.trustRegion,
-      random: this.random,
+      ...inputs,
       certificate: this.certificateSettings(unit, options.unreflectedShifts),
       confidence: settings.certificate.confidence,
       heldOut: heldOutBefore,
     });
     return this.measured(
-      { unit, batch, result, certificate, droppedGroups: estimate.droppedGroups, estimates },
+      { unit, batch, result, certificate, droppedGroups: inputs.droppedGroups, estimates },
       heldOutBefore,
       () => this.occupancy.advanceWith(unit, (items) => unit.agent.completionLogProbs(items)),
     );

@@ -6,8 +6,8 @@ import { resolveModelSpec } from '../../models/load.js';
 import type { ScoringItem } from '../../nn/score.js';
 import { chatMessages } from '../../team/chat-view.js';
 import {
+  TokenizingPolicy,
   TurnDecoder,
-  type AgentPolicy,
   type Completion,
   type CompletionRequest,
   type CompletionSettings,
@@ -16,7 +16,6 @@ import { TinkerClient } from '../../tinker/client.js';
 import type { TinkerSampler } from '../../tinker/sampler.js';
 import type { TinkerTrainingModel } from '../../tinker/training-model.js';
 import type { Datum } from '../../tinker/types.js';
-import { encodeWithBos } from '../../tokenizer/encode-with-bos.js';
 import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface-files.js';
 import { loadTokenizer } from '../../tokenizer/load.js';
 import type { Tokenizer } from '../../tokenizer/types.js';
@@ -159,19 +158,16 @@ export async function loadAgentTokenizer(spec: string, where: string): Promise<T
  * sampled by the service with per-token log-probs (temperature 1 log-probs, as the service
  * reports them), and its tokens are decoded here — never re-tokenized.
  */
-export class TinkerPolicy implements AgentPolicy {
+export class TinkerPolicy extends TokenizingPolicy {
   readonly model = null;
   private readonly turns: TurnDecoder;
 
   constructor(
     readonly agent: TinkerAgent,
-    readonly tokenizer: Tokenizer,
+    tokenizer: Tokenizer,
   ) {
+    super(tokenizer);
     this.turns = new TurnDecoder(tokenizer);
-  }
-
-  encodeInput(input: string): number[] {
-    return encodeWithBos(this.tokenizer, input);
   }
 
   async complete(
