@@ -54,6 +54,28 @@ export function bootstrap<Unit>(
   return { value, interval: percentileInterval(resampledStatistics(units, statistic, options)) };
 }
 
+/**
+ * statistic(numerator) / statistic(denominator) with a percentile interval from resampling the
+ * two groups independently (each with its own seed), draw by draw.
+ */
+export function bootstrapRatio<Unit>(
+  numerator: readonly Unit[],
+  denominator: readonly Unit[],
+  statistic: (sample: readonly Unit[]) => number,
+  seeds: { numerator: string; denominator: string },
+): Estimate {
+  const numeratorDraws = resampledStatistics(numerator, statistic, { seed: seeds.numerator });
+  const denominatorDraws = resampledStatistics(denominator, statistic, {
+    seed: seeds.denominator,
+  });
+  return {
+    value: statistic(numerator) / statistic(denominator),
+    interval: percentileInterval(
+      numeratorDraws.map((value, draw) => value / denominatorDraws[draw]!),
+    ),
+  };
+}
+
 function quantileOfSorted(sorted: readonly number[], q: number): number {
   const position = q * (sorted.length - 1);
   const lower = Math.floor(position);

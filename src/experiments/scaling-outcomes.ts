@@ -1,11 +1,5 @@
 import type { EvaluationRecord, StageRecord } from '../trainer/records.js';
-import {
-  bootstrap,
-  mean,
-  percentileInterval,
-  resampledStatistics,
-  type Estimate,
-} from './bootstrap.js';
+import { bootstrap, bootstrapRatio, mean, type Estimate } from './bootstrap.js';
 import { cellsOf, type ScalingCell, type ScalingRun } from './scaling-analysis.js';
 
 /**
@@ -109,25 +103,11 @@ export function staleFreshRatios(
       const reference = rows.find((row) => row.agents === stale.agents && row.schedule === fresh);
       if (!reference) return [];
       const seed = `ratio/${stale.agents}/${stale.schedule}`;
-      const staleMeans = resampledStatistics(stale.stageErrors, meanAbsolute, {
-        seed: `${seed}/stale`,
+      const ratio = bootstrapRatio(stale.stageErrors, reference.stageErrors, meanAbsolute, {
+        numerator: `${seed}/stale`,
+        denominator: `${seed}/fresh`,
       });
-      const freshMeans = resampledStatistics(reference.stageErrors, meanAbsolute, {
-        seed: `${seed}/fresh`,
-      });
-      return [
-        {
-          agents: stale.agents,
-          stale: stale.schedule,
-          fresh,
-          ratio: {
-            value: meanAbsolute(stale.stageErrors) / meanAbsolute(reference.stageErrors),
-            interval: percentileInterval(
-              staleMeans.map((value, draw) => value / freshMeans[draw]!),
-            ),
-          },
-        },
-      ];
+      return [{ agents: stale.agents, stale: stale.schedule, fresh, ratio }];
     });
 }
 
