@@ -109,79 +109,88 @@ KERNEL_ENTRY(sample_rows) {
   return NULL;
 }
 
-/* The sizes every norm shares: per-element arrays hold rows × columns, weights one row. */
-static void require_norm_sizes(arguments *args, float_array input, float_array weight,
-                               int64_t rows, int64_t columns) {
+/*
+ * The arrays every norm's forward shares, checked (per-element arrays hold rows × columns, the
+ * weight one row, the saved inverse scale one value per row) and set in `call`.
+ */
+static bool norm_forward_call(arguments *args, float_array input, float_array weight,
+                              float_array output, float_array inverse_scale,
+                              const char *inverse_scale_name, int64_t rows, int64_t columns,
+                              double epsilon, norm_arguments *call) {
   arguments_require(args, "input", input.length, (double)rows * columns);
   arguments_require(args, "weight", weight.length, (double)columns);
+  arguments_require(args, "output", output.length, (double)rows * columns);
+  arguments_require(args, inverse_scale_name, inverse_scale.length, (double)rows);
+  *call = (norm_arguments){.input = input.data, .weight = weight.data, .output = output.data,
+                           .inverse_scale = inverse_scale.data, .rows = rows, .columns = columns,
+                           .epsilon = (float)epsilon};
+  return !args->failed;
 }
 
-/* ...and a norm's backward: gradients of the input per element, of the weight per column. */
-static void require_norm_backward_sizes(arguments *args, float_array input, float_array weight,
-                                        float_array grad_output, float_array grad_input,
-                                        float_array grad_weight, int64_t rows, int64_t columns) {
-  require_norm_sizes(args, input, weight, rows, columns);
+/* ...and every norm's backward (gradients accumulated; the weight's gradient optional). */
+static bool norm_backward_call(arguments *args, float_array input, float_array weight,
+                               float_array inverse_scale, const char *inverse_scale_name,
+                               float_array grad_output, float_array grad_input,
+                               float_array grad_weight, int64_t rows, int64_t columns,
+                               norm_backward_arguments *call) {
+  arguments_require(args, "input", input.length, (double)rows * columns);
+  arguments_require(args, "weight", weight.length, (double)columns);
   arguments_require(args, "gradOutput", grad_output.length, (double)rows * columns);
   arguments_require(args, "gradInput", grad_input.length, (double)rows * columns);
   if (grad_weight.data) arguments_require(args, "gradWeight", grad_weight.length, (double)columns);
+  arguments_require(args, inverse_scale_name, inverse_scale.length, (double)rows);
+  *call = (norm_backward_arguments){
+      .input = input.data, .weight = weight.data, .inverse_scale = inverse_scale.data,
+      .grad_output = grad_output.data, .grad_input = grad_input.data,
+      .grad_weight = grad_weight.data, .rows = rows, .columns = columns};
+  return !args->failed;
 }
 
 KERNEL_ENTRY(rms_norm) {
   READ_KERNEL_ARGUMENTS(RMS_NORM)
-  require_norm_sizes(&args, input, weight, rows, columns);
-  arguments_require(&args, "output", output.length, (double)rows * columns);
-  arguments_require(&args, "inverseRms", inverse_rms.length, (double)rows);
-  if (args.failed) return NULL;
-  norm_arguments call = {.input = input.data, .weight = weight.data, .output = output.data,
-                         .inverse_scale = inverse_rms.data, .rows = rows, .columns = columns,
-                         .epsilon = (float)epsilon};
+  norm_arguments call;
+  if (!norm_forward_call(&args, input, weight, output, inverse_rms, "inverseRms", rows, columns,
+                         epsilon, &call))
+    return NULL;
   kernel_rms_norm(&call);
   return NULL;
 }
 
 KERNEL_ENTRY(rms_norm_backward) {
   READ_KERNEL_ARGUMENTS(RMS_NORM_BACKWARD)
-  require_norm_backward_sizes(&args, input, weight, grad_output, grad_input, grad_weight, rows,
-                              columns);
-  arguments_require(&args, "inverseRms", inverse_rms.length, (double)rows);
-  if (args.failed) return NULL;
-  norm_backward_arguments call = {
-      .input = input.data, .weight = weight.data, .inverse_scale = inverse_rms.data,
-      .grad_output = grad_output.data, .grad_input = grad_input.data,
-      .grad_weight = grad_weight.data, .rows = rows, .columns = columns};
+  norm_backward_arguments call;
+  if (!norm_backward_call(&args, input, weight, inverse_rms, "inverseRms", grad_output,
+                          grad_input, grad_weight, rows, columns, &call))
+    return NULL;
   kernel_rms_norm_backward(&call);
   return NULL;
 }
 
+/* LayerNorm also has a bias (optional) and saves each row's mean. */
 KERNEL_ENTRY(layer_norm) {
   READ_KERNEL_ARGUMENTS(LAYER_NORM)
-  require_norm_sizes(&args, input, weight, rows, columns);
-  arguments_require(&args, "output", output.length, (double)rows * columns);
   if (bias.data) arguments_require(&args, "bias", bias.length, (double)columns);
   arguments_require(&args, "mean", mean.length, (double)rows);
-  arguments_require(&args, "inverseStd", inverse_std.length, (double)rows);
-  if (args.failed) return NULL;
-  norm_arguments call = {.input = input.data, .weight = weight.data, .bias = bias.data,
-                         .output = output.data, .mean = mean.data,
-                         .inverse_scale = inverse_std.data, .rows = rows, .columns = columns,
-                         .epsilon = (float)epsilon};
+  norm_arguments call;
+  if (!norm_forward_call(&args, input, weight, output, inverse_std, "inverseStd", rows, columns,
+                         epsilon, &call))
+    return NULL;
+  call.bias = bias.data;
+  call.mean = mean.data;
   kernel_layer_norm(&call);
   return NULL;
 }
 
 KERNEL_ENTRY(layer_norm_backward) {
   READ_KERNEL_ARGUMENTS(LAYER_NORM_BACKWARD)
-  require_norm_backward_sizes(&args, input, weight, grad_output, grad_input, grad_weight, rows,
-                              columns);
   if (grad_bias.data) arguments_require(&args, "gradBias", grad_bias.length, (double)columns);
   arguments_require(&args, "mean", mean.length, (double)rows);
-  arguments_require(&args, "inverseStd", inverse_std.length, (double)rows);
-  if (args.failed) return NULL;
-  norm_backward_arguments call = {
-      .input = input.data, .weight = weight.data, .mean = mean.data,
-      .inverse_scale = inverse_std.data, .grad_output = grad_output.data,
-      .grad_input = grad_input.data, .grad_weight = grad_weight.data,
-      .grad_bias = grad_bias.data, .rows = rows, .columns = columns};
+  norm_backward_arguments call;
+  if (!norm_backward_call(&args, input, weight, inverse_std, "inverseStd", grad_output,
+                          grad_input, grad_weight, rows, columns, &call))
+    return NULL;
+  call.mean = mean.data;
+  call.grad_bias = grad_bias.data;
   kernel_layer_norm_backward(&call);
   return NULL;
 }
