@@ -1,17 +1,8 @@
 import { z } from 'zod';
 import { TeamtrError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
-import {
-  applyOperations,
-  chainBound,
-  drawOperand,
-  drawOperations,
-  formatOperations,
-  parseInteger,
-  parseOperations,
-  type ChainLevel,
-  verifyChainAnswer,
-} from './chain.js';
+// The arithmetic of the chain tasks, shared with arithmetic-chain.
+import * as chain from './chain.js';
 import { numericMistake } from './mistakes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
 import { generatedSplitMethod } from './splits.js';
@@ -36,7 +27,7 @@ import type { CorruptionRequest, DemonstrationContext, Problem, BuiltInTask } fr
  *     4: 3, 0–99, + −       5: 3, 0–99, + − × (× by 2–9, products ≤ 999)
  */
 
-interface CheckLevel extends ChainLevel {
+interface CheckLevel extends chain.ChainLevel {
   operandCount: number;
   /** Range of the first operand; later operands use maxOperand. */
   maxFirstOperand: number;
@@ -75,7 +66,7 @@ export function createSolveCheckFinalTask(taskOptions: SolveCheckFinalOptions = 
   const level = levels[options.difficulty - 1]!;
   const roleCount = options.roles;
 
-  const bound = chainBound(level, level.operandCount - 1, level.maxFirstOperand);
+  const bound = chain.chainBound(level, level.operandCount - 1, level.maxFirstOperand);
   return {
     name,
     description:
@@ -90,7 +81,7 @@ export function createSolveCheckFinalTask(taskOptions: SolveCheckFinalOptions = 
     split: generatedSplitMethod(name, options.evalFraction, (random) =>
       generateProblem(random, level, options.difficulty),
     ),
-    verify: (problem, finalText) => verifyChainAnswer(problem.answer, finalText),
+    verify: (problem, finalText) => chain.verifyChainAnswer(problem.answer, finalText),
     demonstrator: {
       demonstrate: (problem, context) => demonstrate(name, roleCount, problem, context),
       corrupt: (request) => corrupt(name, roleCount, request),
@@ -99,11 +90,11 @@ export function createSolveCheckFinalTask(taskOptions: SolveCheckFinalOptions = 
 }
 
 function generateProblem(random: RandomGenerator, level: CheckLevel, difficulty: number) {
-  const start = drawOperand(random, { ...level, maxOperand: level.maxFirstOperand });
-  const operations = drawOperations(random, level, start, level.operandCount - 1);
+  const start = chain.drawOperand(random, { ...level, maxOperand: level.maxFirstOperand });
+  const operations = chain.drawOperations(random, level, start, level.operandCount - 1);
   return {
-    prompt: `${start}${formatOperations(operations)}`,
-    answer: String(applyOperations(start, operations)),
+    prompt: `${start}${chain.formatOperations(operations)}`,
+    answer: String(chain.applyOperations(start, operations)),
     metadata: { difficulty },
   };
 }
@@ -128,16 +119,16 @@ function roleDefinition(role: number, roleCount: number) {
 
 function solve(taskName: string, prompt: string): number {
   const match = /^(\d+)(.*)$/.exec(prompt);
-  const operations = match ? parseOperations(match[2]!) : null;
+  const operations = match ? chain.parseOperations(match[2]!) : null;
   if (!match || !operations)
     throw new TeamtrError(`${taskName}: cannot read the prompt "${prompt}"`);
-  return applyOperations(Number(match[1]), operations);
+  return chain.applyOperations(Number(match[1]), operations);
 }
 
 /** The number in the latest turn that holds one ("ok" and unreadable turns are skipped). */
 function currentProposal(previousTurns: readonly string[]): number | null {
   for (let index = previousTurns.length - 1; index >= 0; index--) {
-    const value = parseInteger(previousTurns[index]!);
+    const value = chain.parseInteger(previousTurns[index]!);
     if (value !== null) return value;
   }
   return null;
@@ -165,13 +156,13 @@ function corrupt(taskName: string, roleCount: number, request: CorruptionRequest
   const { problem, role, previousTurns, text, random } = request;
   const answer = solve(taskName, problem.prompt);
   const mode = random.nextDouble();
-  const written = parseInteger(text);
+  const written = chain.parseInteger(text);
   if (role > 0 && role < roleCount - 1) {
     if (text.trim() !== approval && mode < 0.5) return approval;
     return String(numericMistake(written ?? answer, random));
   }
   if (role === roleCount - 1 && mode < 0.5 && role > 0) {
-    const first = parseInteger(previousTurns[0] ?? '');
+    const first = chain.parseInteger(previousTurns[0] ?? '');
     if (first !== null && first !== written) return String(first);
   }
   return String(numericMistake(written ?? answer, random));
