@@ -49,13 +49,60 @@ export async function updateOnService(options: {
   heldOut: TeamBatch | null;
 }): Promise<ServiceUpdate> {
   const { unit, batch } = options;
-  const { agent } = unit;
   const tokens = collectUnitTokens(batch, unit.agentIndices);
   const heldOutTokens = options.heldOut
     ? collectUnitTokens(options.heldOut, unit.agentIndices)
     : null;
   const heldOutReference = heldOutTokens ? await flatLogProbs(unit, heldOutTokens) : null;
   const reference = await flatLogProbs(unit, tokens);
+  const { accepted, estimate, summary, losses, clipFractions } = await serviceSteps(
+    unit,
+    tokens,
+    reference,
+    options,
+  );
+  const evidence = serviceEvidence(tokens, accepted, estimate);
+  const result: TrustRegionResult = {
+    ...evidence,
+    kl: estimate.mean,
+    maxTokenKl: estimate.max,
+    inRegion: estimate.mean <= unit.delta + inRegionTolerance,
+    ...summary,
+    lossMean: meanOrZero(losses),
+    clipFraction: meanOrZero(clipFractions),
+    // The service returns log-probs of given tokens only: no distributions to rank.
+    probabilityShiftByRank: [],
+  };
+  const heldOut =
+    options.heldOut && heldOutTokens && heldOutReference
+      ? {
+          batch: options.heldOut,
+          evidence: await evidenceNow(unit, heldOutTokens, heldOutReference),
+        }
+      : null;
+  return {
+    result,
+    certificate: certifyServiceUpdate(batch, evidence, options, heldOut),
+    estimates: {
+      klEstimated: true,
+      klStandardError: estimate.standardError,
+      totalVariationEstimated: true,
+    },
+  };
+}
+
+/**
+ * The steps of one update on the service: the minibatches of a local update, each a gradient,
+ * an optim_step, and the batch's estimated KL; the first step out of region is undone by
+ * reloading the weights saved before it, which ends the update.
+ */
+async function serviceSteps(
+  unit: TinkerUnit,
+  tokens: UnitTokens,
+  reference: Float32Array,
+  options: Parameters<typeof updateOnService>[0],
+) {
+  const { agent } = unit;
   let accepted = reference;
   let estimate = estimateTokenKl(tokens, reference, reference);
   const summary = { stepsTaken: 0, stepsUndone: 0, lastStepScale: 1, gradientNorm: 0 };
@@ -89,41 +136,17 @@ export async function updateOnService(options: {
     summary.lastStepScale = 0;
     break;
   }
-  const evidence = serviceEvidence(tokens, accepted, estimate);
-  const result: TrustRegionResult = {
-    ...evidence,
-    kl: estimate.mean,
-    maxTokenKl: estimate.max,
-    inRegion: estimate.mean <= unit.delta + inRegionTolerance,
-    ...summary,
-    lossMean: meanOrZero(losses),
-    clipFraction: meanOrZero(clipFractions),
-    // The service returns log-probs of given tokens only: no distributions to rank.
-    probabilityShiftByRank: [],
-  };
-  const heldOut =
-    options.heldOut && heldOutTokens && heldOutReference
-      ? await (async () => {
-          const current = await flatLogProbs(unit, heldOutTokens);
-          return {
-            batch: options.heldOut!,
-            evidence: serviceEvidence(
-              heldOutTokens,
-              current,
-              estimateTokenKl(heldOutTokens, heldOutReference, current),
-            ),
-          };
-        })()
-      : null;
-  return {
-    result,
-    certificate: certifyServiceUpdate(batch, evidence, options, heldOut),
-    estimates: {
-      klEstimated: true,
-      klStandardError: estimate.standardError,
-      totalVariationEstimated: true,
-    },
-  };
+  return { accepted, estimate, summary, losses, clipFractions };
+}
+
+/** The evidence of `tokens` under the current weights against their `reference` log-probs. */
+async function evidenceNow(
+  unit: TinkerUnit,
+  tokens: UnitTokens,
+  reference: Float32Array,
+): Promise<CertificateEvidence> {
+  const current = await flatLogProbs(unit, tokens);
+  return serviceEvidence(tokens, current, estimateTokenKl(tokens, reference, current));
 }
 
 /** Log-probs of the unit's tokens under the service's current weights, in flat scoring order. */
@@ -162,30 +185,49 @@ async function serviceGradient(
   options: { advantages: ArrayLike<number>; settings: TrustRegionSettings },
 ): Promise<{ loss: number; clipFraction: number }> {
   const rowAdvantages = rowValues(minibatch, options.advantages);
+  return unit.agent.settings.loss === 'importance_sampling'
+    ? importanceSamplingGradient(unit, minibatch, rowAdvantages)
+    : objectiveGradient(unit, minibatch, rowAdvantages, options.settings);
+}
+
+/** The built-in importance_sampling loss: the old log-probs and A/T on each sampled token. */
+async function importanceSamplingGradient(
+  unit: TinkerUnit,
+  minibatch: UnitTokens,
+  rowAdvantages: Float64Array,
+): Promise<{ loss: number; clipFraction: number }> {
   const grid = { mask: minibatch.mask, rows: minibatch.rows };
-  if (unit.agent.settings.loss === 'importance_sampling') {
-    const perToken = fromGrid(
-      minibatch,
-      broadcastToTokens({ perTrajectory: rowAdvantages, ...grid }),
-    );
-    let cursor = 0;
-    const data = minibatch.items.map((item) => {
-      const padding = new Array<number>(item.context.length - 1).fill(0);
-      const old: number[] = [];
-      const advantages: number[] = [];
-      for (let offset = 0; offset < item.completion.length; offset++, cursor++) {
-        old.push(minibatch.oldLogProbs[minibatch.gridIndex[cursor]!]!);
-        advantages.push(perToken[cursor]! / minibatch.totalTokens);
-      }
-      const length = padding.length + old.length;
-      return scoringDatum(item, {
-        logprobs: { dtype: 'float32', data: [...padding, ...old], shape: [length] },
-        advantages: { dtype: 'float32', data: [...padding, ...advantages], shape: [length] },
-      });
+  const perToken = fromGrid(
+    minibatch,
+    broadcastToTokens({ perTrajectory: rowAdvantages, ...grid }),
+  );
+  let cursor = 0;
+  const data = minibatch.items.map((item) => {
+    const padding = new Array<number>(item.context.length - 1).fill(0);
+    const old: number[] = [];
+    const advantages: number[] = [];
+    for (let offset = 0; offset < item.completion.length; offset++, cursor++) {
+      old.push(minibatch.oldLogProbs[minibatch.gridIndex[cursor]!]!);
+      advantages.push(perToken[cursor]! / minibatch.totalTokens);
+    }
+    const length = padding.length + old.length;
+    return scoringDatum(item, {
+      logprobs: { dtype: 'float32', data: [...padding, ...old], shape: [length] },
+      advantages: { dtype: 'float32', data: [...padding, ...advantages], shape: [length] },
     });
-    const result = await unit.agent.model.forwardBackward(data, 'importance_sampling');
-    return { loss: result.metrics['loss:sum'] ?? 0, clipFraction: 0 };
-  }
+  });
+  const result = await unit.agent.model.forwardBackward(data, 'importance_sampling');
+  return { loss: result.metrics['loss:sum'] ?? 0, clipFraction: 0 };
+}
+
+/** The run's objective as a custom loss: its gradient sent back as cross-entropy weights. */
+async function objectiveGradient(
+  unit: TinkerUnit,
+  minibatch: UnitTokens,
+  rowAdvantages: Float64Array,
+  settings: TrustRegionSettings,
+): Promise<{ loss: number; clipFraction: number }> {
+  const grid = { mask: minibatch.mask, rows: minibatch.rows };
   let clipFraction = 0;
   const result = await unit.agent.model.forwardBackwardCustom(
     minibatch.items.map((item) => scoringDatum(item)),
@@ -197,7 +239,7 @@ async function serviceGradient(
         flat.set(values.slice(values.length - item.completion.length), cursor);
         cursor += item.completion.length;
       });
-      const surrogate = options.settings.policyLoss({
+      const surrogate = settings.policyLoss({
         logProbs: toGrid(minibatch, flat),
         oldLogProbs: minibatch.oldLogProbs,
         advantages: broadcastToTokens({ perTrajectory: rowAdvantages, ...grid }),
