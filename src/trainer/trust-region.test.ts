@@ -53,6 +53,18 @@ async function oneAgentBatch() {
   return { model: team.agents[0]!.policy.model!, batch, advantages };
 }
 
+/** The one trainable unit of these tests: `model` with a fresh AdamW. */
+function soloUnit(model: TransformerLM, delta: number, learningRate: number) {
+  return {
+    name: 'solo',
+    model,
+    optimizer: new AdamW(model.trainableParameters()),
+    agentIndices: [0],
+    delta,
+    learningRate,
+  };
+}
+
 describe('trust-region update', () => {
   test('with one agent and a non-binding region it is exactly one PPO step', async () => {
     const { model, batch, advantages } = await oneAgentBatch();
@@ -118,14 +130,7 @@ describe('trust-region update', () => {
     for (const learningRate of [1e-5, 1e-4, 1e-3, 1e-2]) {
       for (const backoff of ['line-search', 'restore'] as const) {
         const { model, batch, advantages } = await oneAgentBatch();
-        const unit = {
-          name: 'solo',
-          model,
-          optimizer: new AdamW(model.trainableParameters()),
-          agentIndices: [0],
-          delta: 0.002,
-          learningRate,
-        };
+        const unit = soloUnit(model, 0.002, learningRate);
         const trajectories = batch.trajectories.map((_trajectory, index) => index);
         const result = trustRegionUpdate({
           unit,
@@ -149,14 +154,7 @@ describe('trust-region update', () => {
   test('δ = 0 leaves the agent unchanged', async () => {
     const { model, batch, advantages } = await oneAgentBatch();
     const before = model.stateDict();
-    const unit = {
-      name: 'solo',
-      model,
-      optimizer: new AdamW(model.trainableParameters()),
-      agentIndices: [0],
-      delta: 0,
-      learningRate: 1e-3,
-    };
+    const unit = soloUnit(model, 0, 1e-3);
     trustRegionUpdate({
       unit,
       batch,
@@ -176,14 +174,7 @@ describe('trust-region update', () => {
 describe('trust-region update in bounded memory', () => {
   async function update(distributionBudgetBytes: number | undefined) {
     const { model, batch, advantages } = await oneAgentBatch();
-    const unit = {
-      name: 'solo',
-      model,
-      optimizer: new AdamW(model.trainableParameters()),
-      agentIndices: [0],
-      delta: 0.002,
-      learningRate: 1e-2,
-    };
+    const unit = soloUnit(model, 0.002, 1e-2);
     const result = trustRegionUpdate({
       unit,
       batch,
