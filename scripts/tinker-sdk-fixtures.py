@@ -188,13 +188,15 @@ second.stop_reason = public_pb.STOP_REASON_LENGTH
 second.tokens = np.array([14], np.int32).tobytes()
 second.logprobs = np.array([-4.0], np.float32).tobytes()
 
-fixtures = {
+out = Path(__file__).resolve().parent.parent / "src/tinker/test-support/sdk-fixtures.json"
+# Keeps what other scripts recorded there (tinker-sdk-json-fixtures.py's "jsonRequests").
+fixtures = json.loads(out.read_text()) if out.exists() else {}
+fixtures |= {
     "sdk": "tinker 0.25.0 (github.com/thinking-machines-lab/tinker commit d595dc2)",
     "importanceSamplingRequest": importance_sampling_proto.SerializeToString().hex(),
     "forwardOnlyRequest": forward_proto.SerializeToString().hex(),
     "forwardBackwardOutput": output.SerializeToString().hex(),
     "sampleResponse": sample.SerializeToString().hex(),
 }
-out = Path(__file__).resolve().parent.parent / "src/tinker/test-support/sdk-fixtures.json"
 out.write_text(json.dumps(fixtures, indent=2) + "\n")
 print(f"wrote {out}")

@@ -86,7 +86,14 @@ export class TinkerClient implements TinkerConnection {
     const answer = await send(
       routes.createSession,
       {
-        json: { tags: options.tags ?? [], sdk_version: followedSdkVersion, type: 'create_session' },
+        // user_metadata: the SDK always sends it (`{}` when none), and its CreateSessionRequest
+        // declares it without a default, so a service validating with that model requires it.
+        json: {
+          tags: options.tags ?? [],
+          user_metadata: {},
+          sdk_version: followedSdkVersion,
+          type: 'create_session',
+        },
       },
       transport,
     );
