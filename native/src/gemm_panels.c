@@ -19,6 +19,7 @@
 #define PANEL_WIDTH (2 * VECTOR_WIDTH)
 #define PANEL_DEPTH 256
 #define PANEL_ROWS 256
+#define PREFETCH_MAX_ROWS 256
 
 typedef struct {
   const gemm_problem *g;
@@ -47,6 +48,23 @@ static void fill_panel(const gemm_problem *g, int64_t p0, int64_t depth, int64_t
   }
 }
 
+/*
+ * Asks for op(B)'s rows of a coming panel ahead of use. At decode shapes (tens of rows of A)
+ * each weight is read once per product, straight from memory, and the panel copy would stall
+ * on every line; prefetching the next slice into L2 while the current one is multiplied hides
+ * that wait behind compute. Only for B stored [n×k], whose panel rows are long strided runs the
+ * hardware prefetchers do not follow across rows.
+ */
+static void prefetch_panel(const gemm_problem *g, int64_t p0, int64_t j0, int64_t width) {
+  if (!g->transpose_b || p0 >= g->k || width <= 0) return;
+  int64_t depth = g->k - p0 < PANEL_DEPTH ? g->k - p0 : PANEL_DEPTH;
+  const int64_t line = 64 / sizeof(float);
+  for (int64_t j = 0; j < width; j++) {
+    const float *row = g->b + (j0 + j) * g->k + p0;
+    for (int64_t p = 0; p < depth; p += line) __builtin_prefetch(row + p, 0, 2);
+  }
+}
+
 static void panel_task(void *context, size_t index, int thread) {
   const panel_context *t = context;
   const gemm_problem *g = t->g;
@@ -56,9 +74,12 @@ static void panel_task(void *context, size_t index, int thread) {
   float *panel = pool_scratch(thread, 0, PANEL_DEPTH * PANEL_WIDTH * sizeof(float));
   if (!panel) abort();
   scale_block(g, i0, i1, j0, j1);
+  /* Worth it only when the panel serves few rows: at many rows compute hides memory anyway. */
+  bool prefetch = g->m <= PREFETCH_MAX_ROWS;
   for (int64_t p0 = 0; p0 < g->k; p0 += PANEL_DEPTH) {
     int64_t depth = g->k - p0 < PANEL_DEPTH ? g->k - p0 : PANEL_DEPTH;
     fill_panel(g, p0, depth, j0, j1 - j0, panel);
+    if (prefetch) prefetch_panel(g, p0 + PANEL_DEPTH, j0, j1 - j0);
     small_gemm product = {
         .rows = i1 - i0, .columns = j1 - j0, .depth = depth,
         .a = g->transpose_a ? g->a + p0 * g->m + i0 : g->a + i0 * g->k + p0,

@@ -32,6 +32,10 @@ char *openblas_get_config(void);
    packing A once (gemm_packed) is cheaper. Thresholds from measurements on AMD Zen 5. */
 #define PANEL_MAX_DEPTH 1024
 #define PANEL_TRANSPOSED_MAX_DEPTH 512
+/* With this few rows A is small enough to stay in L2 however deep k is, so its re-reads are
+   cheap, while packing B (the weights, read once per product) is pure overhead: panels win at
+   any depth. Decode steps at rollout batch sizes (16–256 rows) are these products. */
+#define PANEL_ANY_DEPTH_MAX_ROWS 256
 /* Batch items smaller than this (multiply-adds) are spread over threads one item each. */
 #define SMALL_ITEM_WORK 1000000.0
 
@@ -128,7 +132,8 @@ static void product(const gemm_problem *g, bool parallel) {
 #endif
   /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
   int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
-  if (VECTOR_WIDTH == 16 && g->k < panel_depth) {
+  bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
+  if (VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows)) {
     gemm_panels(g, parallel);
   } else if (parallel) {
     gemm_packed(g);

@@ -88,12 +88,17 @@ export function matmulTests(backend: KernelBackend): void {
         { batch: 1, m: 129, n: 300, k: 260, transposeA: false, transposeB: true },
         13,
       );
-      // A long k takes the native backend's other large-product kernel.
+      // A long k with many rows takes the native backend's other large-product kernel (packed);
+      // with rollout-sized row counts (up to 256) the column-panel kernel at any depth.
       runCase(
         backend,
-        { batch: 1, m: 40, n: 70, k: 1030, transposeA: false, transposeB: true },
+        { batch: 1, m: 300, n: 70, k: 1030, transposeA: false, transposeB: true },
         14,
       );
+      for (const transposeB of [false, true]) {
+        runCase(backend, { batch: 1, m: 40, n: 70, k: 1030, transposeA: false, transposeB }, 15);
+        runCase(backend, { batch: 1, m: 256, n: 33, k: 1537, transposeA: false, transposeB }, 16);
+      }
     });
 
     test('batches, with A or B shared across the batch (stride 0)', () => {
