@@ -25,6 +25,12 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
    * scoring. @default the model's vocabSize
    */
   vocabularyLimit?: number;
+  /**
+   * Prompt positions (rows × slots) per prefill pass: longer prompts run through the KV cache
+   * in chunks, so a pass's activations stay bounded (SmolLM2-135M's MLP alone holds 3 × 1,536
+   * floats a position). @default 4096
+   */
+  prefillChunkPositions?: number;
 }
 
 export interface GeneratedSequence {
@@ -32,6 +38,53 @@ export interface GeneratedSequence {
   /** log π(token | prefix) under the model at temperature 1, recorded while sampling. */
   logProbs: number[];
   finishReason: 'stop' | 'length';
+}
+
+interface PaddedPrompts {
+  /** [batch·promptLength] left-padded ids and their positions. */
+  ids: Int32Array;
+  positions: Int32Array;
+  keyMask: Float32Array;
+  batch: number;
+  promptLength: number;
+  /** Positions per prefill pass (see GenerateOptions.prefillChunkPositions). */
+  chunkPositions: number;
+}
+
+/**
+ * Runs the prompt slots before the last chunk through the cache (no logits: only the last
+ * chunk's final slot yields the first token's) and returns the last chunk's ids and positions
+ * for the first sampling step. Short prompts are one pass.
+ */
+function prefillAllButLastChunk(
+  model: TransformerLM,
+  cache: KeyValueCache,
+  prompts: PaddedPrompts,
+): { ids: Int32Array; positions: Int32Array; length: number } {
+  const { batch, promptLength, keyMask } = prompts;
+  const chunkLength = Math.max(1, Math.floor(prompts.chunkPositions / batch));
+  const slice = (start: number, end: number) => {
+    const length = end - start;
+    const ids = new Int32Array(batch * length);
+    const positions = new Int32Array(batch * length);
+    for (let row = 0; row < batch; row++) {
+      const from = row * promptLength;
+      ids.set(prompts.ids.subarray(from + start, from + end), row * length);
+      positions.set(prompts.positions.subarray(from + start, from + end), row * length);
+    }
+    return { ids, positions, length };
+  };
+  if (promptLength <= chunkLength) {
+    return { ids: prompts.ids, positions: prompts.positions, length: promptLength };
+  }
+  let start = 0;
+  for (; promptLength - start > chunkLength; start += chunkLength) {
+    const chunk = slice(start, start + chunkLength);
+    tidy(() => {
+      model.forwardHidden({ ...chunk, batch, keyMask, cache });
+    });
+  }
+  return slice(start, promptLength);
 }
 
 /**
@@ -60,6 +113,11 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
       `generate: ${options.random.length} random generators for ${batch} prompts`,
     );
   }
+  const chunkPositions = options.prefillChunkPositions ?? 4096;
+  if (!Number.isInteger(chunkPositions) || chunkPositions < 1)
+    throw new ShapeError(
+      `generate: prefillChunkPositions must be a positive integer, got ${chunkPositions}`,
+    );
   const stopTokens = new Set(options.stopTokens ?? []);
   const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
   const capacity = promptLength + maxNewTokens;
@@ -93,9 +151,17 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   const finished = new Uint8Array(batch);
   try {
     noGrad(() => {
-      let stepIds = ids;
-      let stepPositions = positions;
-      let stepLength = promptLength;
+      const lastChunk = prefillAllButLastChunk(model, cache, {
+        ids,
+        positions,
+        keyMask,
+        batch,
+        promptLength,
+        chunkPositions,
+      });
+      let stepIds = lastChunk.ids;
+      let stepPositions = lastChunk.positions;
+      let stepLength = lastChunk.length;
       for (let step = 0; step < maxNewTokens; step++) {
         const lastRows = new Int32Array(batch);
         for (let row = 0; row < batch; row++) lastRows[row] = row * stepLength + stepLength - 1;
