@@ -31,7 +31,9 @@ function median(values: number[]): number {
  * and bfloat16 weights (half the bytes) should approach twice the speed. Returns both
  * throughputs and `…-bf16-over-f32`, the ratio of the two medians.
  */
-export function benchmarkBfloat16Decode(options: Bfloat16DecodeBenchmarkOptions): BenchmarkResult[] {
+export function benchmarkBfloat16Decode(
+  options: Bfloat16DecodeBenchmarkOptions,
+): BenchmarkResult[] {
   const repeats = options.repeats ?? 3;
   const warmup = options.warmup ?? 1;
   const promptTokens = options.promptTokens ?? 32;
@@ -41,7 +43,9 @@ export function benchmarkBfloat16Decode(options: Bfloat16DecodeBenchmarkOptions)
   half.setTrainable(false);
   half.storeFrozenWeightsAsBfloat16();
   const prompt = new RandomGenerator('bf16-decode-prompt');
-  const prompts = [Array.from({ length: promptTokens }, () => prompt.nextInt(single.config.vocabSize))];
+  const prompts = [
+    Array.from({ length: promptTokens }, () => prompt.nextInt(single.config.vocabSize)),
+  ];
   const secondsOf = (model: TransformerLM): number => {
     const start = process.hrtime.bigint();
     generate(model, {
