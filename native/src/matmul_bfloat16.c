@@ -144,7 +144,10 @@ static inline void dot_block(const bfloat16_problem *g, const column_rows *b, in
   }
   for (int r = 0; r < rows; r++) {
     for (int c = 0; c < 4; c++) {
-      store(g, r0 + r, j0 + c, tail_sum(totals[r * 4 + c], g->a + (r0 + r) * k, b, c, p));
+      float total = totals[r * 4 + c];
+      /* A call only when there is a tail: the call costs about as much as a block's FMAs. */
+      if (p < k) total = tail_sum(total, g->a + (r0 + r) * k, b, c, p);
+      store(g, r0 + r, j0 + c, total);
     }
   }
 }
@@ -158,31 +161,41 @@ static void dot_single(const bfloat16_problem *g, const column_rows *b, int64_t 
   vfloat tile[VECTOR_WIDTH] = {{0}};
   int64_t p = 0;
   for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH) tile[0] += vload(g->a + r * k + p) * load_row(b, 0, p);
-  store(g, r, j, tail_sum(vsum_rows(tile)[0], g->a + r * k, b, 0, p));
+  float total = vsum_rows(tile)[0];
+  if (p < k) total = tail_sum(total, g->a + r * k, b, 0, p);
+  store(g, r, j, total);
 }
+
+/* Rows of A per tile: a tile (≤ 192 KB) stays in L2 while every column of the block runs over it. */
+#define ROW_TILE_BYTES (192 * 1024)
 
 static void dots_columns(const bfloat16_problem *g, const column_rows *block, int64_t j0,
                          int64_t j1, bool prefetch) {
-  int64_t j = j0;
-  for (; j + 4 <= j1; j += 4) {
-    column_rows b = *block;
-    if (b.half) b.half += (j - j0) * g->k;
-    else b.single += (j - j0) * g->k;
-    const uint16_t *next = prefetch && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
-    int64_t r = 0;
-    for (; r + 4 <= g->m; r += 4) dot_block(g, &b, r, 4, j, r == 0 ? next : NULL);
-    switch (g->m - r) {
-      case 3: dot_block(g, &b, r, 3, j, r == 0 ? next : NULL); break;
-      case 2: dot_block(g, &b, r, 2, j, r == 0 ? next : NULL); break;
-      case 1: dot_block(g, &b, r, 1, j, r == 0 ? next : NULL); break;
-      default: break;
+  int64_t tile = ROW_TILE_BYTES / (g->k * (int64_t)sizeof(float));
+  tile = tile < 4 ? 4 : tile - tile % 4;
+  for (int64_t first = 0; first < g->m; first += tile) {
+    int64_t last = first + tile < g->m ? first + tile : g->m;
+    int64_t j = j0;
+    for (; j + 4 <= j1; j += 4) {
+      column_rows b = *block;
+      if (b.half) b.half += (j - j0) * g->k;
+      else b.single += (j - j0) * g->k;
+      const uint16_t *next = prefetch && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
+      int64_t r = first;
+      for (; r + 4 <= last; r += 4) dot_block(g, &b, r, 4, j, r == first ? next : NULL);
+      switch (last - r) {
+        case 3: dot_block(g, &b, r, 3, j, r == first ? next : NULL); break;
+        case 2: dot_block(g, &b, r, 2, j, r == first ? next : NULL); break;
+        case 1: dot_block(g, &b, r, 1, j, r == first ? next : NULL); break;
+        default: break;
+      }
     }
-  }
-  for (; j < j1; j++) {
-    column_rows b = *block;
-    if (b.half) b.half += (j - j0) * g->k;
-    else b.single += (j - j0) * g->k;
-    for (int64_t r = 0; r < g->m; r++) dot_single(g, &b, r, j);
+    for (; j < j1; j++) {
+      column_rows b = *block;
+      if (b.half) b.half += (j - j0) * g->k;
+      else b.single += (j - j0) * g->k;
+      for (int64_t r = first; r < last; r++) dot_single(g, &b, r, j);
+    }
   }
 }
 
@@ -211,13 +224,30 @@ static void dots_task(void *context, size_t index, int thread) {
 
 #define ROW_VECTORS 4
 
-/* C[r0..r0+rows, j0..j0+4·VECTOR_WIDTH): one running sum per entry, p in order. */
-static inline void axpy_block(const bfloat16_problem *g, int64_t r0, int rows, int64_t j0) {
+/*
+ * B [k×n] columns j0.. as rows of `width` values with stride `stride`: bfloat16 in place (few
+ * rows of A) or a task's widened float32 copy of its column block (many rows, where each B
+ * vector would otherwise be widened again for every 4 rows of A).
+ */
+typedef struct {
+  const uint16_t *half;
+  const float *single;
+  int64_t stride;
+} row_panel;
+
+static inline vfloat panel_vector(const row_panel *b, int64_t p, int64_t column) {
+  return b->half ? vload_bfloat16(b->half + p * b->stride + column)
+                 : vload(b->single + p * b->stride + column);
+}
+
+/* C[r0..r0+rows, j..j+4·VECTOR_WIDTH): one running sum per entry, p in order. */
+static inline void axpy_block(const bfloat16_problem *g, const row_panel *b, int64_t r0,
+                              int rows, int64_t j, int64_t column) {
   vfloat sums[4][ROW_VECTORS] = {{{0}}};
   for (int64_t p = 0; p < g->k; p++) {
     vfloat bv[ROW_VECTORS];
     for (int v = 0; v < ROW_VECTORS; v++)
-      bv[v] = in_register(vload_bfloat16(g->b + p * g->n + j0 + v * VECTOR_WIDTH));
+      bv[v] = in_register(panel_vector(b, p, column + v * VECTOR_WIDTH));
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
       if (r >= rows) break;
@@ -228,7 +258,7 @@ static inline void axpy_block(const bfloat16_problem *g, int64_t r0, int rows, i
   for (int r = 0; r < rows; r++) {
     for (int v = 0; v < ROW_VECTORS; v++) {
       for (int lane = 0; lane < VECTOR_WIDTH; lane++)
-        store(g, r0 + r, j0 + v * VECTOR_WIDTH + lane, sums[r][v][lane]);
+        store(g, r0 + r, j + v * VECTOR_WIDTH + lane, sums[r][v][lane]);
     }
   }
 }
@@ -248,13 +278,25 @@ static void rows_task(void *context, size_t index, int thread) {
   int64_t j0, j1;
   chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
   prepare_c(g, j0, j1);
-  int64_t j = j0;
-  for (; j + ROW_VECTORS * VECTOR_WIDTH <= j1; j += ROW_VECTORS * VECTOR_WIDTH) {
-    int64_t r = 0;
-    for (; r + 4 <= g->m; r += 4) axpy_block(g, r, 4, j);
-    if (r < g->m) axpy_block(g, r, (int)(g->m - r), j);
+  int64_t width = (j1 - j0) / (ROW_VECTORS * VECTOR_WIDTH) * (ROW_VECTORS * VECTOR_WIDTH);
+  row_panel panel = {g->b + j0, NULL, g->n};
+  float *scratch = NULL;
+  if (g->m > IN_PLACE_ROWS && width > 0) {
+    scratch = malloc((size_t)(g->k * width) * sizeof(float));
+    if (!scratch) abort();
+    for (int64_t p = 0; p < g->k; p++) {
+      for (int64_t column = 0; column < width; column++)
+        scratch[p * width + column] = widen(g->b[p * g->n + j0 + column]);
+    }
+    panel = (row_panel){NULL, scratch, width};
   }
-  for (; j < j1; j++) {
+  for (int64_t column = 0; column < width; column += ROW_VECTORS * VECTOR_WIDTH) {
+    int64_t r = 0;
+    for (; r + 4 <= g->m; r += 4) axpy_block(g, &panel, r, 4, j0 + column, column);
+    if (r < g->m) axpy_block(g, &panel, r, (int)(g->m - r), j0 + column, column);
+  }
+  free(scratch);
+  for (int64_t j = j0 + width; j < j1; j++) {
     for (int64_t r = 0; r < g->m; r++) axpy_single(g, r, j);
   }
 }
