@@ -5,7 +5,8 @@ import { applyLora } from '../nn/lora.js';
 import { agentConfigSchema } from '../trainer/config.js';
 import { ConfigError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
-import { applyWeightsDtype, parseWeightsDtype } from './weights-dtype.js';
+import { roundToBfloat16, widenBfloat16 } from '../backend/bfloat16.js';
+import { applyWeightsDtype, holdsBfloat16Values, parseWeightsDtype } from './weights-dtype.js';
 
 const config = {
   architecture: 'llama',
@@ -67,10 +68,27 @@ describe('weightsDtype', () => {
     model.destroy();
   });
 
+  test('auto: bfloat16 exactly when the weights are bfloat16 values and not all of them train', () => {
+    const model = new TransformerLM(config, new RandomGenerator(5));
+    applyWeightsDtype(model, 'auto', { trainsFully: false, where: 'test' });
+    assert.equal(model.tokenEmbedding.dtype, 'float32', 'float32 values are not rounded');
+    for (const { tensor } of model.namedParameters()) {
+      if (tensor.rank === 2) tensor.assignFloat32(widenBfloat16(roundToBfloat16(tensor.data)));
+    }
+    assert.ok(holdsBfloat16Values(model));
+    const before = model.stateDict();
+    applyWeightsDtype(model, 'auto', { trainsFully: true, where: 'test' });
+    assert.equal(model.tokenEmbedding.dtype, 'float32', 'a fully trained model stays float32');
+    applyWeightsDtype(model, 'auto', { trainsFully: false, where: 'test' });
+    assert.equal(model.tokenEmbedding.dtype, 'bfloat16');
+    assert.deepEqual(model.stateDict(), before, 'nothing was rounded');
+    model.destroy();
+  });
+
   test('the flag parses and lists the choices', () => {
-    assert.equal(parseWeightsDtype(undefined), 'float32');
+    assert.equal(parseWeightsDtype(undefined), 'auto');
     assert.equal(parseWeightsDtype('bfloat16'), 'bfloat16');
-    assert.throws(() => parseWeightsDtype('fp16'), /valid: float32, bfloat16/);
+    assert.throws(() => parseWeightsDtype('fp16'), /valid: float32, bfloat16, auto/);
   });
 
   test('the agent schema refuses bfloat16 for an agent that trains all of its weights', () => {

@@ -12,8 +12,25 @@ import { ConfigError } from '../util/errors.js';
  * parameters (LoRA adapters) and vectors (norms, biases) stay float32, and sampled and scored
  * log-probabilities come from the same kernels. A fully trained model cannot use it.
  */
-export const weightsDtypeSchema = z.enum(['float32', 'bfloat16']);
+export const weightsDtypeSchema = z.enum(['float32', 'bfloat16', 'auto']);
+/** `auto`: bfloat16 exactly when that loses nothing (see `holdsBfloat16Values`), else float32. */
 export type WeightsDtype = z.output<typeof weightsDtypeSchema>;
+
+/**
+ * Whether every matrix of `model` holds bfloat16 values (the low 16 bits of each float32 are
+ * zero): true for a checkpoint stored in BF16, or saved from a model kept in bfloat16, whose
+ * weights then go back into bfloat16 without any rounding.
+ */
+export function holdsBfloat16Values(model: TransformerLM): boolean {
+  return model.namedParameters().every(({ tensor }) => {
+    if (tensor.rank !== 2 || tensor.bfloat16) return true;
+    const data = tensor.data;
+    const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+    for (let index = 0; index < bits.length; index++)
+      if ((bits[index]! & 0xffff) !== 0) return false;
+    return true;
+  });
+}
 
 /**
  * Stores `model`'s frozen matrices in `dtype` (float32, the default when undefined: nothing to do). `trainsFully` is true for
@@ -26,6 +43,7 @@ export function applyWeightsDtype(
   options: { trainsFully: boolean; where: string },
 ): void {
   if (dtype === undefined || dtype === 'float32') return;
+  if (dtype === 'auto' && (options.trainsFully || !holdsBfloat16Values(model))) return;
   if (options.trainsFully) {
     throw new ConfigError(
       options.where,
@@ -37,9 +55,9 @@ export function applyWeightsDtype(
   model.storeFrozenWeightsAsBfloat16();
 }
 
-/** A `--weights-dtype` flag's value (undefined: float32); anything else lists the choices. */
+/** A `--weights-dtype` flag's value (undefined: auto); anything else lists the choices. */
 export function parseWeightsDtype(value: unknown, flag = '--weights-dtype'): WeightsDtype {
-  if (value === undefined) return 'float32';
+  if (value === undefined) return 'auto';
   const parsed = weightsDtypeSchema.safeParse(value);
   if (!parsed.success) {
     throw new ConfigError(

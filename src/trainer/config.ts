@@ -46,7 +46,9 @@ export const agentConfigSchema = z
     /**
      * "bfloat16" stores the frozen weights (a LoRA agent's base, a frozen agent's model) in
      * half the bytes: batch-1 decoding about twice as fast, each weight rounded to 8
-     * significant bits. Not for an agent that trains all its weights. @default "float32"
+     * significant bits. Not for an agent that trains all its weights. "auto": bfloat16 when the
+     * weights are bfloat16 values already (a BF16 checkpoint; nothing is rounded) and the agent
+     * does not train all of them, else float32. @default "float32"
      */
     weightsDtype: weightsDtypeSchema.optional(),
     /** A frozen agent played by an OpenAI-compatible endpoint: { baseURL, model, apiKeyEnv, … }. */

@@ -93,8 +93,8 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object on stdout')
     .option(
       '--weights-dtype <dtype>',
-      'float32, or bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits)',
-      'float32',
+      'bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits); float32; or auto: bfloat16 when the weights are bfloat16 values already (a BF16 checkpoint), so nothing is rounded',
+      'auto',
     )
     .action(async (flags: Record<string, unknown>) => {
       if (flags.system !== undefined && !flags.chat) throw new TeamtrError('--system needs --chat');

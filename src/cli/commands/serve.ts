@@ -145,11 +145,11 @@ export function register(program: Command): void {
     )
     .option(
       '--weights-dtype <dtype>',
-      'float32, or bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits)',
-      'float32',
+      'bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits); float32; or auto: bfloat16 when the weights are bfloat16 values already (a BF16 checkpoint), so nothing is rounded',
+      'auto',
     )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
-      if (flags.tinker && parseWeightsDtype(flags.weightsDtype) !== 'float32')
+      if (flags.tinker && parseWeightsDtype(flags.weightsDtype) === 'bfloat16')
         throw new TeamtrError(
           '--weights-dtype bfloat16 is for serving completions; --tinker trains the model, which needs float32 weights',
         );
