@@ -240,26 +240,42 @@ static inline vfloat panel_vector(const row_panel *b, int64_t p, int64_t column)
                  : vload(b->single + p * b->stride + column);
 }
 
-/* C[r0..r0+rows, j..j+4·VECTOR_WIDTH): one running sum per entry, p in order. */
+/*
+ * Depth per pass: a pass's slice of B's column block (256 × 64 floats, 64 KB widened) stays in
+ * cache while every row of A runs over it; without it a long k (the tied LM head's backward,
+ * k = 49,152) streams a 12 MB panel from L3 for every 4 rows.
+ */
+#define DEPTH_BLOCK 256
+
+/*
+ * partial[r][column..column+4·VECTOR_WIDTH) += Σ_{q < depth} A(r, p0 + q)·B(q, ·) for rows
+ * r0..r0+rows, one FMA per q in order. The running sums go through `partial` between passes,
+ * which is exact (a float stored and loaded back is the same float), so each entry is summed
+ * p = 0, 1, …, k−1 however the depth is split.
+ */
 static inline void axpy_block(const bfloat16_problem *g, const row_panel *b, int64_t r0,
-                              int rows, int64_t j, int64_t column) {
+                              int rows, int64_t column, int64_t p0, int64_t depth,
+                              float *partial, int64_t width) {
   vfloat sums[4][ROW_VECTORS] = {{{0}}};
-  for (int64_t p = 0; p < g->k; p++) {
+  for (int r = 0; r < rows; r++) {
+    for (int v = 0; v < ROW_VECTORS; v++)
+      sums[r][v] = vload(partial + (r0 + r) * width + column + v * VECTOR_WIDTH);
+  }
+  const float *a = g->a + r0 * g->k + p0;
+  for (int64_t q = 0; q < depth; q++) {
     vfloat bv[ROW_VECTORS];
     for (int v = 0; v < ROW_VECTORS; v++)
-      bv[v] = in_register(panel_vector(b, p, column + v * VECTOR_WIDTH));
+      bv[v] = in_register(panel_vector(b, q, column + v * VECTOR_WIDTH));
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
       if (r >= rows) break;
-      vfloat av = vbroadcast(g->a[(r0 + r) * g->k + p]);
+      vfloat av = vbroadcast(a[r * g->k + q]);
       for (int v = 0; v < ROW_VECTORS; v++) sums[r][v] += av * bv[v];
     }
   }
   for (int r = 0; r < rows; r++) {
-    for (int v = 0; v < ROW_VECTORS; v++) {
-      for (int lane = 0; lane < VECTOR_WIDTH; lane++)
-        store(g, r0 + r, j + v * VECTOR_WIDTH + lane, sums[r][v][lane]);
-    }
+    for (int v = 0; v < ROW_VECTORS; v++)
+      vstore(partial + (r0 + r) * width + column + v * VECTOR_WIDTH, sums[r][v]);
   }
 }
 
@@ -272,30 +288,52 @@ axpy_single(const bfloat16_problem *g, int64_t r, int64_t j) {
   store(g, r, j, total);
 }
 
+/*
+ * Columns per task of the B [k×n] product: with many rows, 256, so that each depth slice of A
+ * (read from memory: the LM head's backward has A = 512 × 49,152 floats) serves four column
+ * groups from L1 instead of one, and A is streamed n / 256 times rather than n / 64.
+ */
+#define ROWS_COLUMN_BLOCK 256
+
+static int64_t rows_column_block(const bfloat16_problem *g) {
+  return g->m > IN_PLACE_ROWS ? ROWS_COLUMN_BLOCK : COLUMN_BLOCK;
+}
+
 static void rows_task(void *context, size_t index, int thread) {
   (void)thread;
   const bfloat16_problem *g = context;
   int64_t j0, j1;
-  chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
+  chunk_range((int64_t)index, rows_column_block(g), g->n, &j0, &j1);
   prepare_c(g, j0, j1);
   int64_t width = (j1 - j0) / (ROW_VECTORS * VECTOR_WIDTH) * (ROW_VECTORS * VECTOR_WIDTH);
-  row_panel panel = {g->b + j0, NULL, g->n};
-  float *scratch = NULL;
-  if (g->m > IN_PLACE_ROWS && width > 0) {
-    scratch = malloc((size_t)(g->k * width) * sizeof(float));
-    if (!scratch) abort();
-    for (int64_t p = 0; p < g->k; p++) {
-      for (int64_t column = 0; column < width; column++)
-        scratch[p * width + column] = widen(g->b[p * g->n + j0 + column]);
+  if (width > 0) {
+    float *partial = calloc((size_t)(g->m * width), sizeof(float));
+    /* Many rows: widen each depth slice once instead of once per 4 rows. */
+    float *scratch = g->m > IN_PLACE_ROWS ? malloc((size_t)(DEPTH_BLOCK * width) * sizeof(float)) : NULL;
+    if (!partial || (g->m > IN_PLACE_ROWS && !scratch)) abort();
+    for (int64_t p0 = 0; p0 < g->k; p0 += DEPTH_BLOCK) {
+      int64_t depth = g->k - p0 < DEPTH_BLOCK ? g->k - p0 : DEPTH_BLOCK;
+      row_panel panel = {g->b + p0 * g->n + j0, NULL, g->n};
+      if (scratch) {
+        for (int64_t q = 0; q < depth; q++) {
+          for (int64_t column = 0; column < width; column++)
+            scratch[q * width + column] = widen(g->b[(p0 + q) * g->n + j0 + column]);
+        }
+        panel = (row_panel){NULL, scratch, width};
+      }
+      for (int64_t r = 0; r < g->m; r += 4) {
+        int rows = g->m - r < 4 ? (int)(g->m - r) : 4;
+        for (int64_t column = 0; column < width; column += ROW_VECTORS * VECTOR_WIDTH)
+          axpy_block(g, &panel, r, rows, column, p0, depth, partial, width);
+      }
     }
-    panel = (row_panel){NULL, scratch, width};
+    for (int64_t r = 0; r < g->m; r++) {
+      for (int64_t column = 0; column < width; column++)
+        store(g, r, j0 + column, partial[r * width + column]);
+    }
+    free(scratch);
+    free(partial);
   }
-  for (int64_t column = 0; column < width; column += ROW_VECTORS * VECTOR_WIDTH) {
-    int64_t r = 0;
-    for (; r + 4 <= g->m; r += 4) axpy_block(g, &panel, r, 4, j0 + column, column);
-    if (r < g->m) axpy_block(g, &panel, r, (int)(g->m - r), j0 + column, column);
-  }
-  free(scratch);
   for (int64_t j = j0 + width; j < j1; j++) {
     for (int64_t r = 0; r < g->m; r++) axpy_single(g, r, j);
   }
@@ -310,7 +348,8 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     return;
   }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  run_maybe_parallel((size_t)chunk_count(g->n, COLUMN_BLOCK), transpose_b ? dots_task : rows_task,
+  int64_t block = transpose_b ? COLUMN_BLOCK : rows_column_block(g);
+  run_maybe_parallel((size_t)chunk_count(g->n, block), transpose_b ? dots_task : rows_task,
                      (void *)g, share);
 }
 
