@@ -97,6 +97,12 @@ double_array arguments_doubles(arguments *args, size_t index, const char *name) 
   return result;
 }
 
+bfloat16_array arguments_bfloat16s(arguments *args, size_t index, const char *name) {
+  bfloat16_array result = {NULL, 0};
+  result.data = typed_array(args, index, name, napi_uint16_array, "Uint16Array", &result.length);
+  return result;
+}
+
 double arguments_number(arguments *args, size_t index, const char *name) {
   if (args->failed) return 0;
   double value = 0;

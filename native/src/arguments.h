@@ -43,10 +43,17 @@ typedef struct {
   size_t length;
 } double_array;
 
+/* bfloat16 bit patterns (a Uint16Array): the upper halves of float32 values. */
+typedef struct {
+  uint16_t *data;
+  size_t length;
+} bfloat16_array;
+
 /* Float32Array argument; `nullable` accepts null/undefined (data = NULL, length 0). */
 float_array arguments_floats(arguments *args, size_t index, const char *name, bool nullable);
 int_array arguments_ints(arguments *args, size_t index, const char *name);
 double_array arguments_doubles(arguments *args, size_t index, const char *name);
+bfloat16_array arguments_bfloat16s(arguments *args, size_t index, const char *name);
 /* A non-negative integer below 2^40. */
 int64_t arguments_size(arguments *args, size_t index, const char *name);
 double arguments_number(arguments *args, size_t index, const char *name);
@@ -68,6 +75,7 @@ void arguments_range_error(arguments *args, const char *format, ...);
 #define ARGUMENT_TYPE_OPTIONAL_FLOATS float_array
 #define ARGUMENT_TYPE_INTS int_array
 #define ARGUMENT_TYPE_DOUBLES double_array
+#define ARGUMENT_TYPE_BFLOAT16S bfloat16_array
 #define ARGUMENT_TYPE_SIZE int64_t
 #define ARGUMENT_TYPE_NUMBER double
 #define ARGUMENT_TYPE_BOOLEAN bool
@@ -75,6 +83,7 @@ void arguments_range_error(arguments *args, const char *format, ...);
 #define ARGUMENT_READ_OPTIONAL_FLOATS(args, index, name) arguments_floats(args, index, name, true)
 #define ARGUMENT_READ_INTS(args, index, name) arguments_ints(args, index, name)
 #define ARGUMENT_READ_DOUBLES(args, index, name) arguments_doubles(args, index, name)
+#define ARGUMENT_READ_BFLOAT16S(args, index, name) arguments_bfloat16s(args, index, name)
 #define ARGUMENT_READ_SIZE(args, index, name) arguments_size(args, index, name)
 #define ARGUMENT_READ_NUMBER(args, index, name) arguments_number(args, index, name)
 #define ARGUMENT_READ_BOOLEAN(args, index, name) arguments_boolean(args, index, name)

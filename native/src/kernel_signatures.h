@@ -5,11 +5,15 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "880152dc1a8d453d"
+#define KERNEL_SIGNATURES_FINGERPRINT "d9e8370936a512af"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
 #define MATMUL_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, c, "c", FLOATS) X(3, batch, "batch", SIZE) X(4, m, "m", SIZE) X(5, n, "n", SIZE) X(6, k, "k", SIZE) X(7, transpose_a, "transposeA", BOOLEAN) X(8, transpose_b, "transposeB", BOOLEAN) X(9, stride_a, "strideA", SIZE) X(10, stride_b, "strideB", SIZE) X(11, alpha, "alpha", NUMBER) X(12, beta, "beta", NUMBER)
+
+#define MATMUL_BFLOAT16_NAME "matmulBfloat16"
+#define MATMUL_BFLOAT16_ARGUMENT_COUNT 9
+#define MATMUL_BFLOAT16_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", BFLOAT16S) X(2, c, "c", FLOATS) X(3, m, "m", SIZE) X(4, n, "n", SIZE) X(5, k, "k", SIZE) X(6, transpose_b, "transposeB", BOOLEAN) X(7, alpha, "alpha", NUMBER) X(8, beta, "beta", NUMBER)
 
 #define SOFTMAX_NAME "softmax"
 #define SOFTMAX_ARGUMENT_COUNT 4
@@ -87,6 +91,6 @@
 #define AXPY_ARGUMENT_COUNT 3
 #define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
 
-#define KERNELS(X) X(matmul, "matmul") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
+#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
 
 #endif

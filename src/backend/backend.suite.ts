@@ -8,12 +8,14 @@ import type { KernelBackend } from './types.js';
 import { attentionTests } from './testing/suite-attention.js';
 import { elementwiseTests } from './testing/suite-elementwise.js';
 import { matmulTests } from './testing/suite-matmul.js';
+import { matmulBfloat16Tests } from './testing/suite-matmul-bfloat16.js';
 import { normTests } from './testing/suite-norms.js';
 import { samplingTests } from './testing/suite-sampling.js';
 import { softmaxTests } from './testing/suite-softmax.js';
 
 export function runBackendSuite(backend: KernelBackend): void {
   matmulTests(backend);
+  matmulBfloat16Tests(backend);
   softmaxTests(backend);
   samplingTests(backend);
   normTests(backend);

@@ -31,6 +31,7 @@ const cKinds: Record<string, string> = {
   optionalFloats: 'OPTIONAL_FLOATS',
   doubles: 'DOUBLES',
   ints: 'INTS',
+  bfloat16s: 'BFLOAT16S',
   size: 'SIZE',
   number: 'NUMBER',
   boolean: 'BOOLEAN',

@@ -22,13 +22,15 @@
 
 /** How an argument crosses into C: an array (possibly null), a size, a number or a flag. */
 export type ArgumentKind =
-  'floats' | 'optionalFloats' | 'doubles' | 'ints' | 'size' | 'number' | 'boolean';
+  'floats' | 'optionalFloats' | 'doubles' | 'ints' | 'bfloat16s' | 'size' | 'number' | 'boolean';
 
 interface TypeOfKind {
   floats: Float32Array;
   optionalFloats: Float32Array | null;
   doubles: Float64Array;
   ints: Int32Array;
+  /** bfloat16 bit patterns: the upper 16 bits of a float32 (see tensor/bfloat16.ts). */
+  bfloat16s: Uint16Array;
   /** A non-negative integer below 2⁴⁰ (the addon refuses anything else). */
   size: number;
   number: number;
@@ -39,6 +41,7 @@ const floats = 'floats';
 const optionalFloats = 'optionalFloats';
 const doubles = 'doubles';
 const ints = 'ints';
+const bfloat16s = 'bfloat16s';
 const size = 'size';
 const number = 'number';
 const boolean = 'boolean';
@@ -89,6 +92,29 @@ export const kernelSignatures = {
     transposeB: boolean,
     strideA: size,
     strideB: size,
+    /** @default 1 */
+    alpha: numberDefaultingTo(1),
+    /** 0 overwrites C, 1 accumulates into it. @default 0 */
+    beta: numberDefaultingTo(0),
+  },
+  /**
+   * C = alpha·A·op(B) + beta·C with A float32 and B bfloat16 (frozen weights kept in half the
+   * bytes). Widening bfloat16 to float32 is exact, so this is the float32 product with B's
+   * widened values; every C entry is summed in one fixed order that does not depend on m (the
+   * rows of A), so a row gives the same bits whether it is multiplied alone (decoding) or with
+   * many others (scoring).
+   */
+  matmulBfloat16: {
+    /** A: [m×k] row-major. */
+    a: floats,
+    /** B: [k×n], or [n×k] when transposeB (a Linear weight [out, in]). */
+    b: bfloat16s,
+    /** C: [m×n]. */
+    c: floats,
+    m: size,
+    n: size,
+    k: size,
+    transposeB: boolean,
     /** @default 1 */
     alpha: numberDefaultingTo(1),
     /** 0 overwrites C, 1 accumulates into it. @default 0 */
@@ -297,6 +323,7 @@ export type KernelArguments<Name extends KernelName> = Omit<
 type KernelResult<Name extends KernelName> = Name extends 'sumOfSquares' ? number : void;
 
 export type MatmulArguments = KernelArguments<'matmul'>;
+export type MatmulBfloat16Arguments = KernelArguments<'matmulBfloat16'>;
 /** The attention arguments that are not arrays of its projections or results. */
 export type AttentionShape = Omit<
   KernelArguments<'attention'>,

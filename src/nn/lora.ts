@@ -98,9 +98,18 @@ export class LoraLinear extends Module implements LinearLayer {
     return result;
   }
 
-  /** W ← W + s·B·A; the forward pass then skips the adapter. */
+  /**
+   * W ← W + s·B·A; the forward pass then skips the adapter. Refused for a base stored in
+   * bfloat16: W + s·B·A rounded to bfloat16 would lose most of a small update (an adapter's
+   * delta is often below bfloat16's 2⁻⁸ relative step), and unmerging could not restore W.
+   */
   merge(): void {
     if (this.isMerged) return;
+    if (this.base.weight.bfloat16) {
+      throw new TeamtrError(
+        'cannot merge a LoRA adapter into a base weight stored in bfloat16: the merged weight would be rounded to bfloat16 and lose the update; keep the adapter unmerged (it runs as is), or load the base in float32 to merge',
+      );
+    }
     const weight = this.base.weight.data;
     const delta = this.delta();
     for (let index = 0; index < weight.length; index++) weight[index]! += delta[index]!;

@@ -1,4 +1,4 @@
-import { ShapeError } from '../util/errors.js';
+import { ShapeError, TeamtrError } from '../util/errors.js';
 import { formatShape, Tensor } from '../tensor/index.js';
 
 export interface NamedParameter {
@@ -62,8 +62,17 @@ export abstract class Module {
     return this.namedParameters().reduce((total, entry) => total + entry.tensor.size, 0);
   }
 
-  /** Stops (or restarts) gradient flow into every parameter of this module. */
+  /**
+   * Stops (or restarts) gradient flow into every parameter of this module. Weights stored in
+   * bfloat16 (see `storeFrozenWeightsAsBfloat16`) cannot train, so restarting is refused then.
+   */
   setTrainable(trainable: boolean): void {
+    const bfloat16 = this.namedParameters().filter(({ tensor }) => tensor.bfloat16);
+    if (trainable && bfloat16.length > 0) {
+      throw new TeamtrError(
+        `cannot train weights stored in bfloat16 (${bfloat16[0]!.name} and ${bfloat16.length - 1} more): bfloat16 is for frozen weights — load the model in float32 to train it fully`,
+      );
+    }
     for (const { tensor } of this.namedParameters()) {
       tensor.requiresGrad = trainable;
       if (!trainable) tensor.zeroGrad();
@@ -108,13 +117,31 @@ export abstract class Module {
         );
         continue;
       }
-      target.data.set(entry.data);
+      // Rounded to nearest bfloat16 for a weight stored in bfloat16.
+      target.assignFloat32(entry.data);
     }
     if (strict) {
       for (const name of parameters.keys())
         if (!seen.has(name)) problems.push(`missing tensor "${name}"`);
     }
     if (problems.length > 0) throw new ShapeError(`cannot load state: ${problems.join('; ')}`);
+  }
+
+  /**
+   * Stores every frozen matrix (Linear weights, embedding tables: parameters of rank 2 that do
+   * not require grad) in bfloat16, rounded to nearest: half the memory, and half the bytes each
+   * decode step streams. Trainable parameters (LoRA adapters) and vectors (norms, biases) stay
+   * float32. Returns how many tensors were converted. State dicts still hold float32 values
+   * (the bfloat16 ones, widened exactly), and loading one rounds into bfloat16 again.
+   */
+  storeFrozenWeightsAsBfloat16(): number {
+    let converted = 0;
+    for (const { tensor } of this.namedParameters()) {
+      if (tensor.requiresGrad || tensor.rank !== 2 || tensor.bfloat16) continue;
+      tensor.storeAsBfloat16();
+      converted++;
+    }
+    return converted;
   }
 
   /** Frees every parameter's memory; the module is unusable afterwards. */

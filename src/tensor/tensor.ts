@@ -1,3 +1,4 @@
+import { roundToBfloat16, widenBfloat16 } from '../backend/bfloat16.js';
 import { ShapeError } from '../util/errors.js';
 import { allocate, allocateZeroed, keep, release, track, type Disposable } from './memory.js';
 
@@ -56,6 +57,8 @@ export class Tensor implements Disposable {
   /** A parameter (or any tensor marked persistent) is never disposed by `tidy`. */
   persistent = false;
   private storage: Float32Array | null;
+  /** The values as bfloat16 bit patterns, for a frozen weight stored that way (else null). */
+  private bfloat16Storage: Uint16Array | null = null;
 
   constructor(data: Float32Array, shape: readonly number[], requiresGrad = false) {
     const size = shapeSize(shape);
@@ -78,11 +81,59 @@ export class Tensor implements Disposable {
     track(this);
   }
 
+  /**
+   * The values. For a tensor stored in bfloat16 (see `storeAsBfloat16`) this is a fresh float32
+   * copy (exact) made on every access: reading it (state dicts, exports, checks) works as for
+   * any tensor, but writing into it changes nothing; ops that handle bfloat16 (matmul's B,
+   * embedding tables) read `bfloat16` instead.
+   */
   get data(): Float32Array {
+    if (this.bfloat16Storage) return widenBfloat16(this.bfloat16Storage);
     if (this.storage === null) {
       throw new Error('tensor used after dispose (kept outside its tidy scope? call keep())');
     }
     return this.storage;
+  }
+
+  /** The bfloat16 bit patterns of a tensor stored in bfloat16, else null. */
+  get bfloat16(): Uint16Array | null {
+    return this.bfloat16Storage;
+  }
+
+  get dtype(): 'float32' | 'bfloat16' {
+    return this.bfloat16Storage ? 'bfloat16' : 'float32';
+  }
+
+  /**
+   * Keeps this (frozen) tensor in bfloat16 from now on: its values are rounded to nearest
+   * bfloat16 (ties to even) and the float32 array is dropped, halving its memory and the bytes
+   * every product with it reads. Only for tensors that never receive a gradient: no op writes a
+   * gradient for a bfloat16 tensor, so one that requires grad is refused. Irreversible, except
+   * by `assignFloat32` (which stores new values, rounded).
+   */
+  storeAsBfloat16(): this {
+    if (this.requiresGrad) {
+      throw new Error(
+        `a tensor of shape ${formatShape(this.shape)} that requires grad cannot be stored in bfloat16: only frozen weights can`,
+      );
+    }
+    if (this.bfloat16Storage) return this;
+    this.bfloat16Storage = roundToBfloat16(this.data);
+    // Dropped, not released to the pool: a weight's buffer (up to hundreds of MB) is not an
+    // activation-sized buffer worth keeping for reuse.
+    this.storage = null;
+    return this;
+  }
+
+  /**
+   * Writes new values (loading a state dict): copied for a float32 tensor, rounded to nearest
+   * bfloat16 for one stored in bfloat16 (whose `data` is only a copy).
+   */
+  assignFloat32(values: Float32Array): void {
+    if (values.length !== this.size)
+      throw new ShapeError(`${values.length} values for a tensor of size ${this.size}`);
+    if (this.bfloat16Storage) this.bfloat16Storage = roundToBfloat16(values);
+    else this.data.set(values);
   }
 
   get rank(): number {
@@ -90,7 +141,7 @@ export class Tensor implements Disposable {
   }
 
   get isDisposed(): boolean {
-    return this.storage === null;
+    return this.storage === null && this.bfloat16Storage === null;
   }
 
   /** Marks the tensor as persistent: `tidy` leaves it alone. */
@@ -100,9 +151,10 @@ export class Tensor implements Disposable {
   }
 
   dispose(): void {
-    if (this.persistent || this.storage === null) return;
-    release(this.storage);
+    if (this.persistent || this.isDisposed) return;
+    if (this.storage) release(this.storage);
     this.storage = null;
+    this.bfloat16Storage = null;
     if (this.grad) release(this.grad);
     this.grad = null;
     this.gradientNode?.release?.();

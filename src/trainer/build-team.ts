@@ -3,6 +3,7 @@ import { loadModel, type LoadedModel } from '../models/load.js';
 import { LocalPolicy, type AgentPolicy } from '../team/policy.js';
 import { RemotePolicy } from '../team/remote-policy.js';
 import { attachLora } from '../models/lora-config.js';
+import { applyWeightsDtype } from '../models/weights-dtype.js';
 import { RandomGenerator } from '../util/random.js';
 import { speakerTagFor } from '../team/render.js';
 import type { Agent, Team } from '../team/team.js';
@@ -149,6 +150,10 @@ export async function loadAgentModel(
       agentConfig.lora,
       new RandomGenerator(`${seed}/lora/${agentConfig.name}`),
     );
+  applyWeightsDtype(loaded.model, agentConfig.weightsDtype, {
+    trainsFully: agentConfig.trainable && !agentConfig.lora,
+    where: `agents[name=${agentConfig.name}].weightsDtype`,
+  });
   return loaded;
 }
 

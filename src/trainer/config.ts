@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { loraConfigSchema } from '../models/lora-config.js';
+import { weightsDtypeSchema } from '../models/weights-dtype.js';
 import { objectiveNames } from '../rl/objectives/index.js';
 import { taskSpecSchema } from '../tasks/index.js';
 import { remoteEndpointSchema } from '../team/remote-policy.js';
@@ -42,6 +43,14 @@ export const agentConfigSchema = z
     learningRate: z.number().positive().max(1e4).optional(),
     /** Train low-rank adapters instead of the whole model: { rank, alpha, targetModules, … }. */
     lora: loraConfigSchema.optional(),
+    /**
+     * "bfloat16" stores the frozen weights (a LoRA agent's base, a frozen agent's model) in
+     * half the bytes: batch-1 decoding about twice as fast, each weight rounded to 8
+     * significant bits. Not for an agent that trains all its weights. "auto": bfloat16 when the
+     * weights are bfloat16 values already (a BF16 checkpoint; nothing is rounded) and the agent
+     * does not train all of them, else float32. @default "float32"
+     */
+    weightsDtype: weightsDtypeSchema.optional(),
     /** A frozen agent played by an OpenAI-compatible endpoint: { baseURL, model, apiKeyEnv, … }. */
     endpoint: remoteEndpointSchema.optional(),
     /**
@@ -74,6 +83,27 @@ export const agentConfigSchema = z
         path: ['trainable'],
         message:
           'a remote agent (endpoint) has no local weights to train; drop "trainable" or set it to false',
+      });
+    }
+    if (agent.weightsDtype === 'bfloat16' && agent.endpoint) {
+      context.addIssue({
+        code: 'custom',
+        path: ['weightsDtype'],
+        message:
+          'a remote agent (endpoint) has no local weights to store in bfloat16; drop "weightsDtype"',
+      });
+    }
+    if (
+      agent.weightsDtype === 'bfloat16' &&
+      agent.trainable !== false &&
+      !agent.endpoint &&
+      !agent.lora
+    ) {
+      context.addIssue({
+        code: 'custom',
+        path: ['weightsDtype'],
+        message:
+          'bfloat16 holds frozen weights only and this agent trains all of its weights: add "lora" (the base then stays frozen in bfloat16), set "trainable": false, or use "float32"',
       });
     }
     if (agent.endpoint && agent.lora) {

@@ -62,6 +62,25 @@ export function runAgreementSuite(candidate: KernelBackend, reference: KernelBac
       );
     }
 
+    // bfloat16 weights at SmolLM2-like widths: decode (1 row), prefill (32), dInput (B [k×n]).
+    for (const [m, n, k, transposeB] of [
+      [1, 1536, 576, true],
+      [32, 576, 1536, true],
+      [24, 576, 1536, false],
+    ] as const) {
+      agree(candidate, reference, `matmulBfloat16 ${m}x${n}x${k} tB=${transposeB}`, (backend) => {
+        const random = createRandom(m + n + k + 1);
+        const a = randomArray(random, m * k);
+        const b = Uint16Array.from(randomArray(random, k * n), (value) => {
+          const bits = new Uint32Array(new Float32Array([value]).buffer)[0]!;
+          return bits >>> 16;
+        });
+        const c = randomArray(random, m * n);
+        backend.matmulBfloat16({ a, b, c, m, n, k, transposeB, alpha: 0.5, beta: 0.5 });
+        return { c };
+      });
+    }
+
     agree(candidate, reference, 'batched matmul: 8 products of 64x72x64, B shared', (backend) => {
       const random = createRandom(6);
       const [batch, m, n, k] = [8, 64, 72, 64];

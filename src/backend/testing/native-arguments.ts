@@ -66,6 +66,19 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
       );
     });
 
+    test('a bfloat16 weight must be a Uint16Array that holds k·n values', () => {
+      const product = { a, c, m: 2, n: 2, k: 3, transposeB: true };
+      backend.matmulBfloat16({ ...product, b: new Uint16Array(6) });
+      assert.throws(
+        () => backend.matmulBfloat16({ ...product, b: b as unknown as Uint16Array }),
+        TypeError,
+      );
+      assert.throws(
+        () => backend.matmulBfloat16({ ...product, b: new Uint16Array(5) }),
+        RangeError,
+      );
+    });
+
     test('sizes larger than the arrays are a RangeError', () => {
       assert.throws(() => backend.matmul({ ...base, k: 4 }), RangeError);
       assert.throws(() => backend.matmul({ ...base, batch: 2, strideA: 6 }), RangeError);

@@ -29,6 +29,26 @@ function outputs(backend: KernelBackend): Float32Array[] {
     strideA: 0,
     strideB: 0,
   });
+  // Both layouts of a bfloat16 weight, few and many rows.
+  const bfloat16Products: Float32Array[] = [];
+  const bits = new Uint16Array(k * n).map((_value, index) => (index * 7919) % 0x7f00);
+  for (const [rows, transposeB] of [
+    [3, true],
+    [300, true],
+    [300, false],
+  ] as const) {
+    const product = allocate(rows * n);
+    backend.matmulBfloat16({
+      a: a.subarray(0, rows * k),
+      b: bits,
+      c: product,
+      m: rows,
+      n,
+      k,
+      transposeB,
+    });
+    bfloat16Products.push(product);
+  }
   const [rows, columns] = [1000, 300];
   const input = randomArray(random, rows * columns);
   const weight = randomArray(random, columns);
@@ -96,6 +116,7 @@ function outputs(backend: KernelBackend): Float32Array[] {
     grads.gradValue,
     grads.gradQuery,
     total,
+    ...bfloat16Products,
   ];
 }
 

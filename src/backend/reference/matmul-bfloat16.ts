@@ -1,0 +1,26 @@
+import type { MatmulBfloat16Arguments } from '../types.js';
+import { widenBfloat16 } from '../bfloat16.js';
+import { matmul } from './matmul.js';
+
+/**
+ * C = alpha·A·op(B) + beta·C with B in bfloat16: the float32 reference product on B's widened
+ * values (exact), so this is correct by construction and the native kernel is tested against it.
+ */
+export function matmulBfloat16(args: MatmulBfloat16Arguments): void {
+  const { a, b, c, m, n, k, transposeB } = args;
+  matmul({
+    a,
+    b: widenBfloat16(b.subarray(0, n * k)),
+    c,
+    batch: 1,
+    m,
+    n,
+    k,
+    transposeA: false,
+    transposeB,
+    strideA: 0,
+    strideB: 0,
+    alpha: args.alpha ?? 1,
+    beta: args.beta ?? 0,
+  });
+}

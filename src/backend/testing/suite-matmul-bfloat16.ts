@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { roundToBfloat16, widenBfloat16 } from '../bfloat16.js';
+import type { KernelBackend } from '../types.js';
+import { assertClose } from './assert-close.js';
+import { allocate, createRandom, randomArray, type RandomGenerator } from './random.js';
+import { matmul64 } from './reference64.js';
+
+interface Bfloat16Case {
+  m: number;
+  n: number;
+  k: number;
+  transposeB: boolean;
+  alpha?: number;
+  beta?: number;
+}
+
+/** Random bfloat16 weights as a Uint16Array view at a non-zero offset (as kernels get them). */
+function randomBfloat16(random: RandomGenerator, length: number): Uint16Array {
+  const view = new Uint16Array(length + 5).subarray(3, 3 + length);
+  view.set(roundToBfloat16(randomArray(random, length)));
+  return view;
+}
+
+function runCase(backend: KernelBackend, testCase: Bfloat16Case, seed: number): void {
+  const random = createRandom(seed);
+  const { m, n, k, transposeB } = testCase;
+  const a = randomArray(random, m * k);
+  const b = randomBfloat16(random, k * n);
+  const c = randomArray(random, m * n);
+  const alpha = testCase.alpha ?? 1;
+  const beta = testCase.beta ?? 0;
+  const shape = { batch: 1, m, n, k, transposeA: false, transposeB, strideA: 0, strideB: 0 };
+  const expected = matmul64(a, widenBfloat16(b), c, { ...shape, alpha, beta });
+  backend.matmulBfloat16({ a, b, c, m, n, k, transposeB, alpha, beta });
+  // The same float32 accumulation bound as matmul: B's widened values are exact.
+  const label = `matmulBfloat16 ${JSON.stringify(testCase)}`;
+  assertClose(c, expected, { relative: 1e-5, relativeToScale: 2e-6 * Math.sqrt(k) }, label);
+}
+
+/**
+ * The bfloat16-weight product: against a float64 product with the widened weights, on row
+ * counts of decoding (1, 3), past the few-row kernel (17) and of prefill (64), with column and
+ * depth counts off every block and vector size; and the property sampled = scored log-probs rest
+ * on: a row's result does not depend on how many other rows are multiplied with it.
+ */
+export function matmulBfloat16Tests(backend: KernelBackend): void {
+  describe('matmulBfloat16', () => {
+    test('odd shapes and tails, both layouts of B', () => {
+      let seed = 100;
+      for (const m of [1, 3, 17, 64]) {
+        for (const [n, k] of [
+          [1, 1],
+          [7, 5],
+          [70, 19],
+          [67, 300],
+          [129, 33],
+        ] as const) {
+          for (const transposeB of [false, true]) runCase(backend, { m, n, k, transposeB }, seed++);
+        }
+      }
+    });
+
+    test('alpha, beta and k = 0', () => {
+      let seed = 200;
+      for (const transposeB of [false, true]) {
+        runCase(backend, { m: 5, n: 70, k: 40, transposeB, alpha: 0.5, beta: 1 }, seed++);
+        runCase(backend, { m: 18, n: 9, k: 33, transposeB, alpha: 2, beta: -0.5 }, seed++);
+        runCase(backend, { m: 3, n: 4, k: 0, transposeB, beta: 0.25 }, seed++);
+      }
+    });
+
+    test('beta = 0 overwrites NaN in C', () => {
+      const random = createRandom(7);
+      const a = randomArray(random, 2 * 20);
+      const b = randomBfloat16(random, 20 * 6);
+      const c = allocate(2 * 6).fill(Number.NaN);
+      backend.matmulBfloat16({ a, b, c, m: 2, n: 6, k: 20, transposeB: true });
+      assert.ok(c.every(Number.isFinite));
+    });
+
+    test('a row gives the same bits whatever the number of rows beside it', () => {
+      const random = createRandom(300);
+      for (const transposeB of [false, true]) {
+        for (const [n, k] of [
+          [70, 300],
+          [129, 576],
+        ] as const) {
+          const m = 64;
+          const a = randomArray(random, m * k);
+          const b = randomBfloat16(random, k * n);
+          const together = allocate(m * n);
+          backend.matmulBfloat16({ a, b, c: together, m, n, k, transposeB });
+          for (const count of [1, 3, 17]) {
+            for (let first = 0; first + count <= m; first += 13) {
+              const part = allocate(count * n);
+              const rows = a.subarray(first * k, (first + count) * k);
+              backend.matmulBfloat16({ a: rows, b, c: part, m: count, n, k, transposeB });
+              assert.deepEqual(
+                Array.from(part),
+                Array.from(together.subarray(first * n, (first + count) * n)),
+                `rows ${first}..${first + count} of ${m} (transposeB ${transposeB}, n ${n}, k ${k})`,
+              );
+            }
+          }
+        }
+      }
+    });
+  });
+}
