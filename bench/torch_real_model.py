@@ -185,10 +185,15 @@ def timed(run, warmup, repeats):
 
 
 def sample(logits):
-    """Multinomial draw from softmax at temperature 1, with the drawn token's log-probability
-    (what an RL rollout records, as teamtr's generate does)."""
+    """A multinomial draw from softmax at temperature 1, with the drawn token's log-probability
+    (what an RL rollout records, as teamtr's generate does). Drawn by inverting the cumulative
+    distribution with one uniform per row, as teamtr's sampling kernel does: torch.multinomial
+    draws one exponential per vocabulary entry for a single sample (105 ms a step at batch 64,
+    a quarter of a decode step, measured), which would make the reference needlessly slow."""
     log_probs = torch.log_softmax(logits, dim=-1)
-    tokens = torch.multinomial(log_probs.exp(), 1)
+    cumulative = log_probs.exp().cumsum(dim=-1)
+    uniforms = torch.rand(logits.shape[0], 1) * cumulative[:, -1:]
+    tokens = torch.searchsorted(cumulative, uniforms).clamp_(max=logits.shape[-1] - 1)
     return tokens, log_probs.gather(-1, tokens)
 
 
