@@ -7,8 +7,6 @@ import type { BenchmarkResult } from './workloads.js';
 export interface ChildWorkloadOptions {
   repeats: number;
   warmup: number;
-  /** The same run's sgemm 4096×1024×1024 GFLOP/s, the bound of the fractions. */
-  sgemmGflops: number;
   /** Kernel backend of the child. @default 'auto' */
   backend?: string;
 }
@@ -50,7 +48,7 @@ export function runWorkloadInChild(name: string, options: ChildWorkloadOptions):
       name,
       '--json',
       ...['--repeats', String(options.repeats), '--warmup', String(options.warmup)],
-      ...['--sgemm-gflops', String(options.sgemmGflops), '--backend', options.backend ?? 'auto'],
+      ...['--backend', options.backend ?? 'auto'],
     ],
     { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
   );

@@ -7,15 +7,19 @@ export interface WorkloadContext {
   repeats: number;
   /** Untimed runs first. */
   warmup: number;
+}
+
+/** One measured figure, with the compute rate behind it when it is a throughput. */
+export interface WorkloadFigure extends BenchmarkResult {
   /**
-   * GFLOP/s of sgemm 4096×1024×1024 measured earlier in the same run: the bound that the
-   * `-of-sgemm4096` fractions divide by.
+   * GFLOP/s the measured work ran at (its FLOPs, flops.ts, over its seconds). The runner
+   * reports it next to the figure as a fraction of the machine's bound (`<name>-of-sgemm4096`).
    */
-  sgemmGflops: number;
+  achievedGflops?: number;
 }
 
 /** A benchmark workload: what it measures, as named figures. */
-export type Workload = (context: WorkloadContext) => BenchmarkResult[];
+export type Workload = (context: WorkloadContext) => WorkloadFigure[];
 
 /** Median seconds of `repeats` timed runs after `warmup` untimed ones. */
 export function medianSeconds(run: () => void, warmup: number, repeats: number): number {

@@ -10,7 +10,8 @@ import {
   layerMatrixWeights,
   loraStepFlopsPerToken,
   prefillFlops,
-  rateAndFractionOfBound,
+  throughput,
+  withFractionsOfBound,
 } from './flops.js';
 import { smolLM2Lora, smolLM2Shape } from './real-model.js';
 
@@ -70,14 +71,13 @@ describe('FLOPs per token from the model config', () => {
   });
 });
 
-describe('rateAndFractionOfBound', () => {
-  it('divides the achieved GFLOP/s by the bound', () => {
-    const figures = rateAndFractionOfBound(
-      'work',
-      { units: 100, seconds: 2, flops: 4e9, unit: 'tokens/s' },
-      10,
-    );
-    assert.deepEqual(figures, [
+describe('fractions of the bound', () => {
+  it('follow each throughput, the achieved GFLOP/s over the bound', () => {
+    const work = throughput('work', { units: 100, seconds: 2, flops: 4e9, unit: 'tokens/s' });
+    assert.deepEqual(work, { name: 'work', value: 50, unit: 'tokens/s', achievedGflops: 2 });
+    const count = { name: 'count', value: 7, unit: 'M' };
+    assert.deepEqual(withFractionsOfBound([count, work], 10), [
+      count,
       { name: 'work', value: 50, unit: 'tokens/s' },
       { name: 'work-of-sgemm4096', value: 0.2, unit: 'x' },
     ]);

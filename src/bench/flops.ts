@@ -1,4 +1,5 @@
 import { modelFeatures, resolveModelConfig, type ModelConfigInput } from '../nn/config.js';
+import type { WorkloadFigure } from './context.js';
 import type { BenchmarkResult } from './workloads.js';
 
 /**
@@ -99,22 +100,32 @@ export function loraStepFlopsPerToken(input: ModelConfigInput, lora: LoraShape):
   return 4 * baseWeights + 6 * resolveModelConfig(input).layers * adapterWeights;
 }
 
-/**
- * A measured rate and, next to it, the same as a fraction of the bound: FLOPs per second of the
- * workload (`flops` in `seconds`) over `boundGflops`, the same run's sgemm 4096×1024×1024.
- * The fraction is named `<name>-of-sgemm4096`, unit x.
- */
-export function rateAndFractionOfBound(
+/** A throughput figure (`units` per second) with the GFLOP/s its `flops` in `seconds` make. */
+export function throughput(
   name: string,
   measured: { units: number; seconds: number; flops: number; unit: string },
+): WorkloadFigure {
+  return {
+    name,
+    value: measured.units / measured.seconds,
+    unit: measured.unit,
+    achievedGflops: measured.flops / measured.seconds / 1e9,
+  };
+}
+
+/**
+ * The figures as printed: each one, and after each throughput its fraction of `boundGflops`
+ * (sgemm 4096×1024×1024 on the same machine at the same time), named `<name>-of-sgemm4096`,
+ * unit x.
+ */
+export function withFractionsOfBound(
+  figures: readonly WorkloadFigure[],
   boundGflops: number,
 ): BenchmarkResult[] {
-  return [
-    { name, value: measured.units / measured.seconds, unit: measured.unit },
-    {
-      name: `${name}-of-sgemm4096`,
-      value: measured.flops / measured.seconds / 1e9 / boundGflops,
-      unit: 'x',
-    },
-  ];
+  return figures.flatMap(({ name, value, unit, achievedGflops }) => [
+    { name, value, unit },
+    ...(achievedGflops === undefined
+      ? []
+      : [{ name: `${name}-of-sgemm4096`, value: achievedGflops / boundGflops, unit: 'x' }]),
+  ]);
 }

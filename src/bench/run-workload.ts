@@ -3,11 +3,13 @@
  * that workload's own (`teamtr bench --real-model` starts one such process per workload):
  *
  *   node dist/bench/run-workload.js <workload> [--json] [--repeats n] [--warmup n]
- *       [--sgemm-gflops x] [--backend auto|native|typescript]
+ *       [--backend auto|native|typescript]
  *
- * prints the workload's figures, then `<workload>-peak-rss` in MiB
- * (process.resourceUsage().maxRSS). Without --sgemm-gflops the bound for the `-of-sgemm4096`
- * fractions is measured here first.
+ * prints the workload's figures, each throughput followed by its fraction of the machine's bound
+ * (`-of-sgemm4096`); the bound itself, `<workload>-sgemm4096`: sgemm 4096×1024×1024 measured here
+ * just before and just after the workload (their mean), so a fraction compares two rates taken
+ * under the same load of a shared machine; then `<workload>-peak-rss` in MiB
+ * (process.resourceUsage().maxRSS, read before the second bound measurement).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +18,7 @@ import { benchmarkSgemm } from '../backend/benchmark.js';
 import { getBackend, setBackend } from '../backend/index.js';
 import { TeamtrError } from '../util/errors.js';
 import { formatBenchmarkResult } from './context.js';
+import { withFractionsOfBound } from './flops.js';
 import { findWorkload } from './registry.js';
 import type { BenchmarkResult } from './workloads.js';
 
@@ -24,8 +27,11 @@ export interface WorkloadRunOptions {
   repeats?: number;
   /** @default 1 */
   warmup?: number;
-  /** The bound for the fractions; measured here (sgemm 4096×1024×1024) when absent. */
-  sgemmGflops?: number;
+}
+
+/** The machine's bound as our kernels reach it: sgemm 4096×1024×1024 GFLOP/s (median, ½ s). */
+function measureBound(): number {
+  return benchmarkSgemm(getBackend(), { m: 4096, n: 1024, k: 1024, minimumSeconds: 0.5 });
 }
 
 /** This process's peak resident set so far, in MiB, as the figure `<workload>-peak-rss`. */
@@ -40,15 +46,15 @@ export function peakResidentSet(workload: string): BenchmarkResult {
 /** Runs the workload registered as `name` here; its figures, then this process's peak RSS. */
 export function runWorkload(name: string, options: WorkloadRunOptions = {}): BenchmarkResult[] {
   const workload = findWorkload(name);
-  const sgemmGflops =
-    options.sgemmGflops ??
-    benchmarkSgemm(getBackend(), { m: 4096, n: 1024, k: 1024, minimumSeconds: 1 });
-  const results = workload({
-    repeats: options.repeats ?? 3,
-    warmup: options.warmup ?? 1,
-    sgemmGflops,
-  });
-  return [...results, peakResidentSet(name)];
+  const before = measureBound();
+  const figures = workload({ repeats: options.repeats ?? 3, warmup: options.warmup ?? 1 });
+  const peak = peakResidentSet(name);
+  const bound = (before + measureBound()) / 2;
+  return [
+    ...withFractionsOfBound(figures, bound),
+    { name: `${name}-sgemm4096`, value: bound, unit: 'GFLOP/s' },
+    peak,
+  ];
 }
 
 function positiveNumber(text: string | undefined, flag: string): number | undefined {
@@ -69,7 +75,6 @@ export function main(argv: readonly string[]): number {
         json: { type: 'boolean' },
         repeats: { type: 'string' },
         warmup: { type: 'string' },
-        'sgemm-gflops': { type: 'string' },
         backend: { type: 'string' },
       },
     });
@@ -79,7 +84,6 @@ export function main(argv: readonly string[]): number {
     const results = runWorkload(positionals[0]!, {
       repeats: positiveNumber(values.repeats, '--repeats'),
       warmup: positiveNumber(values.warmup, '--warmup'),
-      sgemmGflops: positiveNumber(values['sgemm-gflops'], '--sgemm-gflops'),
     });
     for (const result of results)
       process.stdout.write(

@@ -5,10 +5,9 @@ import { tokenKl } from '../rl/index.js';
 import { noGrad, tidy } from '../tensor/index.js';
 import { ReferenceDistributions } from '../trainer/reference-distributions.js';
 import { RandomGenerator } from '../util/random.js';
-import { medianSeconds, type WorkloadContext } from './context.js';
-import { forwardFlopsPerToken, rateAndFractionOfBound } from './flops.js';
+import { medianSeconds, type WorkloadContext, type WorkloadFigure } from './context.js';
+import { forwardFlopsPerToken, throughput } from './flops.js';
 import { smolLM2Lora, smolLM2Shape, withSmolLM2 } from './real-model.js';
-import type { BenchmarkResult } from './workloads.js';
 
 const sequences = 16;
 const sequenceTokens = 128;
@@ -51,7 +50,7 @@ function perturbAdapters(model: TransformerLM, random: RandomGenerator): void {
  * Both fractions of the bound count one forward pass per scored token (2·parameters): the least
  * a KL check can cost (π_new must be computed; π_old could in principle be kept).
  */
-export function scoringAndExactKl(context: WorkloadContext): BenchmarkResult[] {
+export function scoringAndExactKl(context: WorkloadContext): WorkloadFigure[] {
   return withSmolLM2('smollm2-score-kl', (model) => {
     const random = new RandomGenerator('smollm2-score-kl');
     applyLora(model, { ...smolLM2Lora, random });
@@ -81,16 +80,18 @@ export function scoringAndExactKl(context: WorkloadContext): BenchmarkResult[] {
     if (!perToken.every((kl) => Number.isFinite(kl)) || !perToken.some((kl) => kl > 0))
       throw new Error('exact-KL workload: the per-token KL is not finite and positive');
     return [
-      ...rateAndFractionOfBound(
-        'smollm2-135m-shape-score',
-        { units: scored, seconds: scoreSeconds, flops, unit: 'tokens/s' },
-        context.sgemmGflops,
-      ),
-      ...rateAndFractionOfBound(
-        'smollm2-135m-shape-exact-kl',
-        { units: scored, seconds: klSeconds, flops, unit: 'tokens/s' },
-        context.sgemmGflops,
-      ),
+      throughput('smollm2-135m-shape-score', {
+        units: scored,
+        seconds: scoreSeconds,
+        flops,
+        unit: 'tokens/s',
+      }),
+      throughput('smollm2-135m-shape-exact-kl', {
+        units: scored,
+        seconds: klSeconds,
+        flops,
+        unit: 'tokens/s',
+      }),
     ];
   });
 }
