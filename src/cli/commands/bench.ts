@@ -78,7 +78,11 @@ export function register(program: Command): void {
       'measure the engine: sgemm GFLOP/s and the llama-3m train/generate/score workloads, with PyTorch ratios when available',
     )
     .option('--backend <name>', 'kernel backend: auto, native or typescript', 'auto')
-    .option('--repeats <n>', 'timed repetitions per workload (after 3 warm-ups)', '10')
+    .option(
+      '--repeats <n>',
+      'timed repetitions per llama-3m workload (after 3 warm-ups; the real-model ones take 3 after 1)',
+      '10',
+    )
     .option('--no-torch', 'skip the PyTorch reference')
     .option(
       '--real-model',
