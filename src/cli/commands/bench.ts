@@ -12,7 +12,7 @@ import {
 import { runWorkloadInChild } from '../../bench/child-process.js';
 import { formatBenchmarkResult } from '../../bench/context.js';
 import { realModelWorkloads } from '../../bench/registry.js';
-import { torchRealModelReference } from '../../bench/torch-real-model.js';
+import { TorchRealModelReference } from '../../bench/torch-real-model.js';
 import { packagePath } from '../package-path.js';
 
 const sgemmShapes: Array<[number, number, number]> = [
@@ -63,6 +63,33 @@ function torchReference(repeats: number): Map<string, BenchmarkResult> {
   return best;
 }
 
+/**
+ * The --real-model workloads, each in a process of its own (its figures go to `emit`), and
+ * PyTorch's run of each right after ours, so that on a shared machine both are taken under
+ * about the same load. Returns PyTorch's figures (for the ratios printed at the end).
+ */
+function realModelBench(
+  emit: (result: BenchmarkResult) => void,
+  backend: string,
+  withTorch: boolean,
+): BenchmarkResult[] {
+  const options = { repeats: realModelRepeats, warmup: realModelWarmup, backend };
+  const torch = withTorch
+    ? new TorchRealModelReference({
+        python: pythonWithTorch,
+        script: packagePath('bench', 'torch_real_model.py'),
+        repeats: realModelRepeats,
+        threads: [1, 2],
+      })
+    : null;
+  const reference: BenchmarkResult[] = [];
+  for (const name of Object.keys(realModelWorkloads)) {
+    for (const result of runWorkloadInChild(name, options)) emit(result);
+    reference.push(...(torch?.run(name) ?? []));
+  }
+  return reference;
+}
+
 interface BenchFlags {
   backend: string;
   repeats: string;
@@ -111,22 +138,12 @@ export function register(program: Command): void {
       // same 3 warm-ups and repeats as the other workloads, here and in the PyTorch script.
       emit(benchmarkGenerate({ repeats, warmup: 3 }));
       emit(benchmarkScore({ repeats, warmup: 3 }));
-      if (flags.realModel) {
-        const options = { repeats: realModelRepeats, warmup: realModelWarmup };
-        for (const name of Object.keys(realModelWorkloads))
-          for (const result of runWorkloadInChild(name, { ...options, backend: flags.backend }))
-            emit(result);
-      }
-      const reference = flags.torch && hasTorch() ? torchReference(repeats) : null;
-      if (reference && flags.realModel) {
-        const realModel = torchRealModelReference(Object.keys(realModelWorkloads), {
-          python: pythonWithTorch,
-          script: packagePath('bench', 'torch_real_model.py'),
-          repeats: realModelRepeats,
-          threads: [1, 2],
-        });
-        for (const [name, result] of realModel) reference.set(name, result);
-      }
+      const withTorch = flags.torch && hasTorch();
+      const realModelReference = flags.realModel
+        ? realModelBench(emit, flags.backend, withTorch)
+        : [];
+      const reference = withTorch ? torchReference(repeats) : null;
+      for (const result of realModelReference) reference?.set(result.name, result);
       if (!reference) {
         if (!flags.json)
           process.stdout.write(
