@@ -9,7 +9,10 @@ import {
   benchmarkTrainStep,
   type BenchmarkResult,
 } from '../../bench/workloads.js';
-import { benchmarkSmolLMShape } from '../../bench/real-model.js';
+import { runWorkloadInChild } from '../../bench/child-process.js';
+import { formatBenchmarkResult } from '../../bench/context.js';
+import { realModelWorkloads } from '../../bench/registry.js';
+import { TorchRealModelReference } from '../../bench/torch-real-model.js';
 import { packagePath } from '../package-path.js';
 
 const sgemmShapes: Array<[number, number, number]> = [
@@ -24,15 +27,22 @@ function referenceScript(): string {
   return packagePath('bench', 'torch_reference.py');
 }
 
+/** Timed runs (median) and untimed runs first of each real-model workload, here and in PyTorch. */
+const realModelRepeats = 3;
+const realModelWarmup = 1;
+
+/** Whether Debian's python3-torch is there to run the reference scripts. */
+function hasTorch(): boolean {
+  if (!existsSync(pythonWithTorch)) return false;
+  return spawnSync(pythonWithTorch, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+}
+
 /**
  * PyTorch's figures for the same workloads, at its best thread setting (1 and 2 threads with
  * OPENBLAS_NUM_THREADS=2 and a passive OpenMP wait policy, the setting where its threads do
  * not fight OpenBLAS's). Null when Debian's python3-torch is not installed.
  */
-function torchReference(repeats: number): Map<string, BenchmarkResult> | null {
-  if (!existsSync(pythonWithTorch)) return null;
-  const probe = spawnSync(pythonWithTorch, ['-c', 'import torch'], { stdio: 'ignore' });
-  if (probe.status !== 0) return null;
+function torchReference(repeats: number): Map<string, BenchmarkResult> {
   const best = new Map<string, BenchmarkResult>();
   for (const threads of [1, 2]) {
     const run = spawnSync(
@@ -53,6 +63,33 @@ function torchReference(repeats: number): Map<string, BenchmarkResult> | null {
   return best;
 }
 
+/**
+ * The --real-model workloads, each in a process of its own (its figures go to `emit`), and
+ * PyTorch's run of each right after ours, so that on a shared machine both are taken under
+ * about the same load. Returns PyTorch's figures (for the ratios printed at the end).
+ */
+function realModelBench(
+  emit: (result: BenchmarkResult) => void,
+  backend: string,
+  withTorch: boolean,
+): BenchmarkResult[] {
+  const options = { repeats: realModelRepeats, warmup: realModelWarmup, backend };
+  const torch = withTorch
+    ? new TorchRealModelReference({
+        python: pythonWithTorch,
+        script: packagePath('bench', 'torch_real_model.py'),
+        repeats: realModelRepeats,
+        threads: [1, 2],
+      })
+    : null;
+  const reference: BenchmarkResult[] = [];
+  for (const name of Object.keys(realModelWorkloads)) {
+    for (const result of runWorkloadInChild(name, options)) emit(result);
+    reference.push(...(torch?.run(name) ?? []));
+  }
+  return reference;
+}
+
 interface BenchFlags {
   backend: string;
   repeats: string;
@@ -68,11 +105,15 @@ export function register(program: Command): void {
       'measure the engine: sgemm GFLOP/s and the llama-3m train/generate/score workloads, with PyTorch ratios when available',
     )
     .option('--backend <name>', 'kernel backend: auto, native or typescript', 'auto')
-    .option('--repeats <n>', 'timed repetitions per workload (after 3 warm-ups)', '10')
+    .option(
+      '--repeats <n>',
+      'timed repetitions per llama-3m workload (after 3 warm-ups; the real-model ones take 3 after 1)',
+      '10',
+    )
     .option('--no-torch', 'skip the PyTorch reference')
     .option(
       '--real-model',
-      "also time a random model of SmolLM2-135M's shape: generation at batch 1, 8 and 64, a decode step's products against the sgemm bound, a LoRA step (about 4 minutes)",
+      "also time a random model of SmolLM2-135M's shape, each workload in its own process with its peak RSS: prefill, decode and whole generation at batch 1, 8 and 64, a decode step's products, scoring and the trust region's exact KL (16 × 128 tokens), a LoRA step (4 × 128 tokens); each throughput also as a fraction of sgemm-4096 measured around it at its FLOPs, and the same workloads in PyTorch (bench/torch_real_model.py) for ratios (11–13 minutes measured on this 2-core machine while others used it)",
     )
     .option('--json', 'one JSON object per line: {"name", "value", "unit"}')
     .action((flags: BenchFlags) => {
@@ -82,11 +123,8 @@ export function register(program: Command): void {
       const results: BenchmarkResult[] = [];
       const emit = (result: BenchmarkResult): void => {
         results.push(result);
-        if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-        else
-          process.stdout.write(
-            `${result.name.padEnd(40)} ${result.value.toFixed(result.unit === 'x' ? 2 : 1).padStart(10)} ${result.unit}\n`,
-          );
+        const line = flags.json ? JSON.stringify(result) : formatBenchmarkResult(result);
+        process.stdout.write(`${line}\n`);
       };
       if (!flags.json) process.stdout.write(`backend: ${backend.description}\n`);
       for (const [m, n, k] of sgemmShapes)
@@ -100,8 +138,12 @@ export function register(program: Command): void {
       // same 3 warm-ups and repeats as the other workloads, here and in the PyTorch script.
       emit(benchmarkGenerate({ repeats, warmup: 3 }));
       emit(benchmarkScore({ repeats, warmup: 3 }));
-      if (flags.realModel) for (const result of benchmarkSmolLMShape()) emit(result);
-      const reference = flags.torch ? torchReference(repeats) : null;
+      const withTorch = flags.torch && hasTorch();
+      const realModelReference = flags.realModel
+        ? realModelBench(emit, flags.backend, withTorch)
+        : [];
+      const reference = withTorch ? torchReference(repeats) : null;
+      for (const result of realModelReference) reference?.set(result.name, result);
       if (!reference) {
         if (!flags.json)
           process.stdout.write(

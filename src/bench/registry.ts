@@ -1,0 +1,48 @@
+import { TeamtrError } from '../util/errors.js';
+import type { Workload } from './context.js';
+import { smolLM2DecodeProducts, smolLM2Generation, smolLM2LoraStep } from './real-model.js';
+import { scoringAndExactKl } from './scoring-kl.js';
+import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep } from './workloads.js';
+
+/**
+ * The workloads `teamtr bench --real-model` runs, in order, each in a process of its own
+ * (child-process.ts) so its peak resident set is its own. A new workload is one entry here: a
+ * name (also the prefix of its peak-RSS figure) and a function returning its figures.
+ */
+export const realModelWorkloads: Readonly<Record<string, Workload>> = {
+  // The parameter count (millions) comes with the first workload.
+  'smollm2-135m-shape-generate-batch1': smolLM2Generation(1, { parameterCount: true }),
+  'smollm2-135m-shape-generate-batch8': smolLM2Generation(8),
+  'smollm2-135m-shape-generate-batch64': smolLM2Generation(64),
+  'smollm2-decode-products': smolLM2DecodeProducts,
+  'smollm2-135m-shape-score-exact-kl': scoringAndExactKl,
+  'smollm2-135m-shape-lora-train-step': smolLM2LoraStep,
+};
+
+/**
+ * The tiny-model workloads of plain `teamtr bench` (run in its own process), registered too so
+ * that any of them can run alone in a child process: small enough for tests.
+ */
+export const tinyModelWorkloads: Readonly<Record<string, Workload>> = {
+  'llama-3m-train-step': (context) => [benchmarkTrainStep(context)],
+  'llama-3m-generate': (context) => [benchmarkGenerate(context)],
+  'llama-3m-score': (context) => [benchmarkScore(context)],
+};
+
+/** A workload name that the registry does not hold; `known` lists the valid ones. */
+export class UnknownWorkloadError extends TeamtrError {
+  constructor(
+    readonly workload: string,
+    readonly known: readonly string[],
+  ) {
+    super(`unknown benchmark workload "${workload}" (known: ${known.join(', ')})`);
+  }
+}
+
+/** The workload registered under `name`, real-model or tiny. */
+export function findWorkload(name: string): Workload {
+  const all: Record<string, Workload> = { ...realModelWorkloads, ...tinyModelWorkloads };
+  const workload = Object.hasOwn(all, name) ? all[name] : undefined;
+  if (!workload) throw new UnknownWorkloadError(name, Object.keys(all));
+  return workload;
+}
