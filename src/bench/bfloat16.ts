@@ -7,6 +7,8 @@ import type { BenchmarkResult } from './workloads.js';
 export interface Bfloat16DecodeBenchmarkOptions {
   /** The model's shape (random weights); the real-model bench passes SmolLM2-135M's. */
   config: ModelConfigInput;
+  /** Prefix of the figures' names, e.g. `smollm2-135m-shape`. */
+  name: string;
   /** Timed runs per precision (the median is reported). @default 3 */
   repeats?: number;
   /** Untimed runs of each precision first. @default 1 */
@@ -24,12 +26,14 @@ function median(values: number[]): number {
 }
 
 /**
- * Batch-1 generation (prompt, then token-by-token decoding with the KV cache) with the same
- * random weights in float32 and with the frozen matrices stored in bfloat16, timed in the same
- * process with the runs interleaved (f32, bf16, f32, …) so that load from other processes hits
- * both alike. Decoding one token reads every weight once, so it is bound by memory bandwidth
- * and bfloat16 weights (half the bytes) should approach twice the speed. Returns both
- * throughputs and `…-bf16-over-f32`, the ratio of the two medians.
+ * Batch-1 decoding with the same random weights in float32 and with the frozen matrices stored
+ * in bfloat16, timed in the same process with the runs interleaved (f32, bf16, f32, …) so that
+ * load from other processes hits both alike. Decoding one token reads every weight once, so it
+ * is bound by memory bandwidth and bfloat16 weights (half the bytes) should approach twice the
+ * speed. As in the real-model generation workload, decode time is the time of a call sampling
+ * `newTokens` + 1 tokens minus that of a call sampling 1 (the prompt pass, compute-bound, is
+ * in both), over `newTokens` tokens; `…-generate-…` figures are the whole call. Returns both
+ * precisions' figures and `…-bf16-over-f32`, the ratios of the medians.
  */
 export function benchmarkBfloat16Decode(
   options: Bfloat16DecodeBenchmarkOptions,
@@ -46,31 +50,55 @@ export function benchmarkBfloat16Decode(
   const prompts = [
     Array.from({ length: promptTokens }, () => prompt.nextInt(single.config.vocabSize)),
   ];
-  const secondsOf = (model: TransformerLM): number => {
+  const secondsOf = (model: TransformerLM, maxNewTokens: number): number => {
     const start = process.hrtime.bigint();
     generate(model, {
       prompts,
-      maxNewTokens: newTokens,
+      maxNewTokens,
       random: new RandomGenerator('bf16-decode-sampling'),
       temperature: 1,
     });
     return Number(process.hrtime.bigint() - start) / 1e9;
   };
-  const times = { single: [] as number[], half: [] as number[] };
+  const times = {
+    single: { whole: [] as number[], decode: [] as number[] },
+    half: { whole: [] as number[], decode: [] as number[] },
+  };
   for (let run = 0; run < warmup + repeats; run++) {
-    const singleSeconds = secondsOf(single);
-    const halfSeconds = secondsOf(half);
-    if (run < warmup) continue;
-    times.single.push(singleSeconds);
-    times.half.push(halfSeconds);
+    for (const [model, into] of [
+      [single, times.single],
+      [half, times.half],
+    ] as const) {
+      const prefill = secondsOf(model, 1);
+      const whole = secondsOf(model, newTokens + 1);
+      if (run < warmup) continue;
+      into.whole.push(whole);
+      into.decode.push(whole - prefill);
+    }
   }
   single.destroy();
   half.destroy();
-  const singleRate = newTokens / median(times.single);
-  const halfRate = newTokens / median(times.half);
+  const rates = (into: { whole: number[]; decode: number[] }) => ({
+    generate: (newTokens + 1) / median(into.whole),
+    decode: newTokens / median(into.decode),
+  });
+  const singleRates = rates(times.single);
+  const halfRates = rates(times.half);
+  const prefix = options.name;
   return [
-    { name: 'generate-batch1-f32', value: singleRate, unit: 'tokens/s' },
-    { name: 'generate-batch1-bf16', value: halfRate, unit: 'tokens/s' },
-    { name: 'generate-batch1-bf16-over-f32', value: halfRate / singleRate, unit: '×' },
+    { name: `${prefix}-decode-batch1-f32`, value: singleRates.decode, unit: 'tokens/s' },
+    { name: `${prefix}-decode-batch1-bf16`, value: halfRates.decode, unit: 'tokens/s' },
+    {
+      name: `${prefix}-decode-batch1-bf16-over-f32`,
+      value: halfRates.decode / singleRates.decode,
+      unit: 'x',
+    },
+    { name: `${prefix}-generate-batch1-f32`, value: singleRates.generate, unit: 'tokens/s' },
+    { name: `${prefix}-generate-batch1-bf16`, value: halfRates.generate, unit: 'tokens/s' },
+    {
+      name: `${prefix}-generate-batch1-bf16-over-f32`,
+      value: halfRates.generate / singleRates.generate,
+      unit: 'x',
+    },
   ];
 }

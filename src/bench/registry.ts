@@ -1,6 +1,12 @@
 import { TeamtrError } from '../util/errors.js';
 import type { Workload } from './context.js';
-import { smolLM2DecodeProducts, smolLM2Generation, smolLM2LoraStep } from './real-model.js';
+import { benchmarkBfloat16Decode } from './bfloat16.js';
+import {
+  smolLM2DecodeProducts,
+  smolLM2Generation,
+  smolLM2LoraStep,
+  smolLM2Shape,
+} from './real-model.js';
 import { scoringAndExactKl } from './scoring-kl.js';
 import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep } from './workloads.js';
 
@@ -14,6 +20,8 @@ export const realModelWorkloads: Readonly<Record<string, Workload>> = {
   'smollm2-135m-shape-generate-batch1': smolLM2Generation(1, { parameterCount: true }),
   'smollm2-135m-shape-generate-batch8': smolLM2Generation(8),
   'smollm2-135m-shape-generate-batch64': smolLM2Generation(64),
+  'smollm2-135m-shape-bfloat16-batch1': (context) =>
+    benchmarkBfloat16Decode({ config: smolLM2Shape, name: 'smollm2-135m-shape', ...context }),
   'smollm2-decode-products': smolLM2DecodeProducts,
   'smollm2-135m-shape-score-exact-kl': scoringAndExactKl,
   'smollm2-135m-shape-lora-train-step': smolLM2LoraStep,
