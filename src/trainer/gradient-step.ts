@@ -9,14 +9,14 @@ import type { TrustRegionSettings } from './trust-region.js';
  * Bytes a gradient step may keep for its backward pass (every layer's saved activations and
  * the logits of the LM head); a minibatch whose estimate exceeds it runs in micro-batches.
  */
-export const activationBudgetBytes = 1024 ** 3;
+export const activationBudgetBytes = 512 * 1024 ** 2;
 
 /**
  * Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph.
  * A minibatch within the activation budget is one forward and backward pass (what the update
  * always did). A larger one is split: the loss and its gradient with respect to the
- * log-probabilities come from the log-probs at the current parameters (`currentLogProbs`, the
- * minibatch's [rows·length] grid, when the caller measured them, else a pass without
+ * log-probabilities come from the log-probs at the current parameters (`currentLogProbs`: the
+ * minibatch's [rows·length] grid when the caller has them at hand, else a pass without
  * gradients), then each micro-batch runs forward and backward with its slice of that gradient,
  * so the parameters' gradient is the same sum while only one micro-batch's activations live.
  */
@@ -25,7 +25,7 @@ export function gradientStep(
   tokens: UnitTokens,
   rowAdvantages: Float64Array,
   settings: TrustRegionSettings,
-  options: { currentLogProbs?: Float32Array | null; budgetBytes?: number } = {},
+  options: { currentLogProbs?: () => Float32Array | null; budgetBytes?: number } = {},
 ): { loss: number; clipFraction: number } {
   const budget = options.budgetBytes ?? activationBudgetBytes;
   const lossOf = (logProbs: Float32Array) =>
@@ -50,7 +50,7 @@ export function gradientStep(
   }
   const parts = microBatches(model, tokens.items, budget);
   const logProbs =
-    options.currentLogProbs ??
+    options.currentLogProbs?.() ??
     toGrid(
       tokens,
       concatenate(

@@ -104,6 +104,27 @@ export class ReferenceDistributions {
     }
   }
 
+  /**
+   * log π_old of every completion token in flat order, read from the LM head on the kept hidden
+   * states (a head's worth of work, no forward pass); null when no hidden states are kept.
+   */
+  startingLogProbs(): Float32Array | null {
+    if (!this.hidden) return null;
+    const vocab = this.model.config.vocabSize;
+    const total = this.chunks.reduce((sum, chunk) => sum + chunk.positions, 0);
+    const result = new Float32Array(total);
+    this.chunks.forEach((chunk, index) => {
+      const distributions = logDistributionsFromHidden(this.model, this.hidden![index]!);
+      let cursor = 0;
+      for (const item of chunk.items)
+        for (const token of item.completion) {
+          result[chunk.start + cursor] = distributions[cursor * vocab + token]!;
+          cursor++;
+        }
+    });
+    return result;
+  }
+
   /** log π_old of one chunk: from its kept hidden states, or from the copied parameters. */
   private recompute(index: number): Float32Array {
     if (this.hidden) return logDistributionsFromHidden(this.model, this.hidden[index]!);

@@ -87,7 +87,7 @@ export interface TrustRegionUpdateOptions {
   distributionBudgetBytes?: number;
   /**
    * Bytes of activations a gradient step keeps for its backward pass; a larger minibatch runs
-   * in micro-batches (gradient-step.ts). @default activationBudgetBytes (1 GiB)
+   * in micro-batches (gradient-step.ts). @default activationBudgetBytes (512 MiB)
    */
   activationBudgetBytes?: number;
 }
@@ -122,7 +122,10 @@ function takeSteps(
       rowValues(minibatch, options.advantages),
       settings,
       {
-        currentLogProbs: kept ? minibatchGrid(tokens, kept.logProbsGrid, minibatch) : null,
+        currentLogProbs: () => {
+          const grid = kept ? kept.logProbsGrid : meter.startingLogProbsGrid();
+          return grid ? minibatchGrid(tokens, grid, minibatch) : null;
+        },
         budgetBytes: options.activationBudgetBytes,
       },
     );
@@ -226,6 +229,12 @@ class KlMeter {
     budgetBytes?: number,
   ) {
     this.reference = new ReferenceDistributions(model, tokens.items, budgetBytes);
+  }
+
+  /** log π_old of the unit's tokens as a [rows·length] grid, when it is cheap (see reference). */
+  startingLogProbsGrid(): Float32Array | null {
+    const flat = this.reference.startingLogProbs();
+    return flat ? toGrid(this.tokens, flat) : null;
   }
 
   /** The mean and maximum token KL, and the certificate's evidence, of the current parameters. */
