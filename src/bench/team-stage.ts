@@ -159,12 +159,16 @@ export async function benchmarkTeamStage(
       context.settings,
     );
     const started = process.hrtime.bigint();
+    const cpuBefore = process.cpuUsage();
     const outcome = await schedules.teamtr.runStage(stage);
     const seconds = secondsSince(started);
+    const cpu = process.cpuUsage(cpuBefore);
     const name = `smollm2-135m-shape-team-stage-${settings.problemsPerBatch}x${settings.groupSize}`;
     for (const loaded of context.built.models) loaded.model.destroy();
     return [
       { name: `${name}-seconds`, value: seconds, unit: 's' },
+      // CPU time of every thread: on a shared machine it moves less than wall time.
+      { name: `${name}-cpu-seconds`, value: (cpu.user + cpu.system) / 1e6, unit: 's' },
       { name: `${name}-sampling-seconds`, value: stage.samplingSeconds, unit: 's' },
       { name: `${name}-update-seconds`, value: stage.updateSeconds, unit: 's' },
       { name: `${name}-load-seconds`, value: loadSeconds, unit: 's' },
