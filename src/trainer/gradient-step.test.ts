@@ -51,13 +51,15 @@ describe('gradient step in micro-batches', () => {
     const { model, tokens, rowAdvantages } = await secondAgentTokens();
     const gradients = () =>
       model.trainableParameters().map(({ tensor }) => Float32Array.from(tensor.grad!));
-    const whole = gradientStep(model, tokens, rowAdvantages, settings);
+    const whole = gradientStep(model, tokens, rowAdvantages, settings.policyLoss);
     const wholeGradients = gradients();
     model.zeroGrad();
     // A budget below one item's activations: every item is its own micro-batch.
     const budget = activationBytes(model, tokens.items.slice(0, 1)) - 1;
     assert.equal(microBatches(model, tokens.items, budget).length, tokens.items.length);
-    const split = gradientStep(model, tokens, rowAdvantages, settings, { budgetBytes: budget });
+    const split = gradientStep(model, tokens, rowAdvantages, settings.policyLoss, {
+      budgetBytes: budget,
+    });
     const splitGradients = gradients();
     assert.ok(Math.abs(split.loss - whole.loss) <= 1e-6 * Math.max(1, Math.abs(whole.loss)));
     assert.equal(split.clipFraction, whole.clipFraction);

@@ -1,9 +1,8 @@
-import { broadcastToTokens } from '../rl/index.js';
+import { broadcastToTokens, type PolicyLoss } from '../rl/index.js';
 import { scoreCompletions, scoreToArrays, type ScoringItem } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { tidy } from '../tensor/index.js';
 import { fromGrid, toGrid, type UnitTokens } from './token-grid.js';
-import type { TrustRegionSettings } from './trust-region.js';
 
 /**
  * Bytes a gradient step may keep for its backward pass (every layer's saved activations and
@@ -24,12 +23,12 @@ export function gradientStep(
   model: TransformerLM,
   tokens: UnitTokens,
   rowAdvantages: Float64Array,
-  settings: TrustRegionSettings,
+  policyLoss: PolicyLoss,
   options: { currentLogProbs?: () => Float32Array | null; budgetBytes?: number } = {},
 ): { loss: number; clipFraction: number } {
   const budget = options.budgetBytes ?? activationBudgetBytes;
   const lossOf = (logProbs: Float32Array) =>
-    settings.policyLoss({
+    policyLoss({
       logProbs,
       oldLogProbs: tokens.oldLogProbs,
       advantages: broadcastToTokens({

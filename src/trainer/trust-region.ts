@@ -120,7 +120,7 @@ function takeSteps(
       unit.model,
       minibatch,
       rowValues(minibatch, options.advantages),
-      settings,
+      settings.policyLoss,
       {
         currentLogProbs: () => {
           const grid = kept ? kept.logProbsGrid : meter.startingLogProbsGrid();
