@@ -26,7 +26,7 @@ const allowed = {
   report: ['io', 'trainer', 'util'],
   experiments: ['theory', 'trainer', 'util'],
   dashboard: ['report', 'trainer', 'io', 'util'],
-  bench: ['backend', 'nn', 'optim', 'rl', 'tensor', 'trainer', 'models', 'io', 'util'],
+  bench: ['backend', 'nn', 'optim', 'rl', 'tensor', 'models', 'io', 'tokenizer', 'tasks', 'team', 'trainer', 'util'],
   cli: [
     'backend', 'bench', 'dashboard', 'experiments', 'io', 'models', 'nn', 'optim', 'pretrain', 'report', 'rl',
     'serve', 'tasks', 'team', 'tensor', 'theory', 'tinker', 'tokenizer', 'trainer', 'util',

@@ -1,5 +1,14 @@
 import { ShapeError } from '../util/errors.js';
-import { gatherLogProbs, logSoftmax, noGrad, tidy, type Tensor } from '../tensor/index.js';
+import {
+  gatherLogProbs,
+  logSoftmax,
+  matmul,
+  noGrad,
+  selectRows,
+  tensor,
+  tidy,
+  type Tensor,
+} from '../tensor/index.js';
 import type { TransformerLM } from './transformer.js';
 
 /** A (context, completion) pair of token ids; the completion is what gets scored. */
@@ -138,9 +147,77 @@ export function completionLogDistributions(
   model: TransformerLM,
   items: readonly ScoringItem[],
 ): Float32Array {
+  return completionDistributionsAndLogProbs(model, items).distributions;
+}
+
+/**
+ * completionLogDistributions, and from the same logits the log-probability of each completion
+ * token as scoreCompletions computes it (the fused gather), so a caller that needs both pays one
+ * forward pass. On the same items the log-probs equal scoreToArrays' bit for bit.
+ */
+export function completionDistributionsAndLogProbs(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+): { distributions: Float32Array; logProbs: Float32Array } {
   return noGrad(() =>
     tidy(() => {
-      return logSoftmax(completionLogits(model, items).logits).data.slice();
+      const { logits, packed } = completionLogits(model, items);
+      return {
+        distributions: logSoftmax(logits).data.slice(),
+        logProbs: gatherLogProbs(logits, packed.targets).logProbs.data.slice(),
+      };
     }),
   );
+}
+
+/**
+ * The final hidden states (after the last norm) that predict each completion token,
+ * [totalTokens, hidden] item by item: what the LM head turns into logits. A few kB per token,
+ * against the 4·vocab bytes of a token's distribution.
+ */
+export function completionHiddenStates(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+): Float32Array {
+  const packed = packScoringBatch(items, model.config.maxPositions);
+  return noGrad(() =>
+    tidy(() => {
+      const hidden = model.forwardHidden({
+        ids: packed.ids,
+        batch: packed.batch,
+        length: packed.length,
+        keyMask: packed.keyMask,
+      });
+      return selectRows(hidden, packed.rows).data.slice();
+    }),
+  );
+}
+
+/** Log-distributions [rows, vocab] from final hidden states [rows, hidden] (the LM head alone). */
+export function logDistributionsFromHidden(
+  model: TransformerLM,
+  hidden: Float32Array,
+): Float32Array {
+  const rows = hidden.length / model.config.hiddenSize;
+  return noGrad(() =>
+    tidy(() => {
+      const input = tensor(hidden, [rows, model.config.hiddenSize]);
+      const logits = model.outputHead
+        ? model.outputHead.forward(input)
+        : matmul(input, model.tokenEmbedding, { transposeB: true });
+      return logSoftmax(logits).data.slice();
+    }),
+  );
+}
+
+/**
+ * Whether the LM head (the output projection, or the token embedding it is tied to) is frozen:
+ * then hidden states taken now give the same logits later, whatever else has trained.
+ */
+export function lmHeadIsFrozen(model: TransformerLM): boolean {
+  const trainable = new Set(model.trainableParameters().map(({ tensor }) => tensor));
+  const head = model.outputHead
+    ? model.outputHead.namedParameters().map(({ tensor }) => tensor)
+    : [model.tokenEmbedding];
+  return !head.some((tensor) => trainable.has(tensor));
 }

@@ -33,6 +33,7 @@ export class EvidenceCollector {
   private readonly newLogProbs: Float32Array;
   private readonly perTokenKl: Float32Array;
   private readonly perTokenTotalVariation: Float32Array;
+  private readonly fusedLogProbs: Float32Array;
   private readonly rankShift: RankShiftAccumulator | null;
 
   constructor(
@@ -43,11 +44,13 @@ export class EvidenceCollector {
     this.newLogProbs = new Float32Array(tokens.totalTokens);
     this.perTokenKl = new Float32Array(tokens.totalTokens);
     this.perTokenTotalVariation = new Float32Array(tokens.totalTokens);
+    this.fusedLogProbs = new Float32Array(tokens.totalTokens);
     this.rankShift = options.rankShift ? new RankShiftAccumulator(vocab, rankBuckets) : null;
   }
 
-  add({ chunk, old, current }: DistributionPair): void {
+  add({ chunk, old, current, currentLogProbs }: DistributionPair): void {
     const { vocab } = this;
+    this.fusedLogProbs.set(currentLogProbs, chunk.start);
     const rows = { oldLogProbsFull: old, newLogProbsFull: current };
     const shape = { positions: chunk.positions, vocab };
     this.perTokenKl.set(tokenKl({ ...rows, ...shape }), chunk.start);
@@ -74,6 +77,14 @@ export class EvidenceCollector {
       perTokenKl: toGrid(tokens, this.perTokenKl),
       perTokenTotalVariation: toGrid(tokens, this.perTokenTotalVariation),
     };
+  }
+
+  /**
+   * log π_new of each token in scoring order from the fused gather (what scoreToArrays gives on
+   * the same items), beside `newLogProbs` read from the log-softmax.
+   */
+  scoredLogProbs(): Float32Array {
+    return this.fusedLogProbs;
   }
 
   /** The probability shift by rank (empty without positions or without `rankShift`). */

@@ -35,15 +35,23 @@ export class OccupancyTracker {
     return logRatio.map((value) => Math.min(high, Math.max(low, Math.exp(value))));
   }
 
-  /** After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch. */
-  advance(unit: LocalUnit): void {
+  /**
+   * After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch. `known`:
+   * log π_new of the update's own tokens in scoring order (the update measured them); when those
+   * are the first batch's tokens of the unit — the first update of a stage, or a later one whose
+   * turns suffix resampling kept — they are used instead of scoring the batch again.
+   */
+  advance(
+    unit: LocalUnit,
+    known: { items: ScoringItem[]; logProbs: Float32Array } | null = null,
+  ): void {
     const scored = this.pending(unit);
-    if (scored)
-      this.add(
-        unit,
-        scored,
-        scoreToArrays(unit.model, scored.items).map((score) => score.logProbs),
-      );
+    if (!scored) return;
+    const logProbs =
+      known && sameItems(known.items, scored.items)
+        ? splitByItem(known.items, known.logProbs)
+        : scoreToArrays(unit.model, scored.items).map((score) => score.logProbs);
+    this.add(unit, scored, logProbs);
   }
 
   /** `advance` for a unit whose log-probs come from elsewhere (a service), item by item. */
@@ -82,4 +90,27 @@ export class OccupancyTracker {
       }
     }
   }
+}
+
+function sameItems(left: readonly ScoringItem[], right: readonly ScoringItem[]): boolean {
+  const same = (a: readonly number[], b: readonly number[]) =>
+    a.length === b.length && a.every((value, index) => value === b[index]);
+  return (
+    left.length === right.length &&
+    left.every(
+      (item, index) =>
+        same(item.context, right[index]!.context) &&
+        same(item.completion, right[index]!.completion),
+    )
+  );
+}
+
+/** Flat per-token values in item order, one array per item. */
+function splitByItem(items: readonly ScoringItem[], flat: Float32Array): Float32Array[] {
+  let offset = 0;
+  return items.map((item) => {
+    const part = flat.subarray(offset, offset + item.completion.length);
+    offset += item.completion.length;
+    return part;
+  });
 }

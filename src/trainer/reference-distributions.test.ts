@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { completionLogDistributions, type ScoringItem } from '../nn/score.js';
+import { applyLora } from '../nn/lora.js';
+import {
+  completionLogDistributions,
+  lmHeadIsFrozen,
+  scoreToArrays,
+  type ScoringItem,
+} from '../nn/score.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { RandomGenerator } from '../util/random.js';
 import { positionChunks, ReferenceDistributions } from './reference-distributions.js';
@@ -86,5 +92,55 @@ describe('ReferenceDistributions', () => {
     assert.equal(pairs.length, 1);
     assert.deepEqual(pairs[0]!.old, before);
     assert.deepEqual(pairs[0]!.current, completionLogDistributions(model, items));
+  });
+
+  test('with a frozen LM head (LoRA), π_old comes back from the kept hidden states', () => {
+    for (const tieEmbeddings of [true, false]) {
+      const model = new TransformerLM({ ...config, tieEmbeddings }, new RandomGenerator(3));
+      applyLora(model, {
+        rank: 2,
+        alpha: 4,
+        targetModules: ['queryProjection', 'valueProjection'],
+        random: new RandomGenerator(4),
+      });
+      assert.ok(lmHeadIsFrozen(model));
+      const before = completionLogDistributions(model, items);
+      const startScores = scoreToArrays(model, items).flatMap((score) => [...score.logProbs]);
+      const reference = new ReferenceDistributions(model, items, 4 * 17 * 5);
+      moveParameters(model);
+      // log π_old of the sampled tokens, from the head on the kept hidden states.
+      const starting = reference.startingLogProbs()!;
+      assert.equal(starting.length, startScores.length);
+      starting.forEach((value, index) =>
+        assert.ok(Math.abs(value - startScores[index]!) <= 1e-5, `starting[${index}]`),
+      );
+      const after = completionLogDistributions(model, items);
+      assert.ok(after.some((value, index) => Math.abs(value - before[index]!) > 1e-3));
+      const scored = scoreToArrays(model, items);
+      for (const pair of reference.pairs()) {
+        const width = pair.chunk.positions * 17;
+        const offset = pair.chunk.start * 17;
+        // The head alone on fewer rows may round the last bit differently.
+        pair.old.forEach((value, index) =>
+          assert.ok(Math.abs(value - before[offset + index]!) <= 1e-5, `old[${index}]`),
+        );
+        assert.equal(pair.old.length, width);
+        // The gathered log-probs are scoreToArrays' on the chunk's own items, bit for bit.
+        const chunkScores = scoreToArrays(model, pair.chunk.items).flatMap((score) => [
+          ...score.logProbs,
+        ]);
+        assert.deepEqual([...pair.currentLogProbs], chunkScores);
+        const whole = scored.flatMap((score) => [...score.logProbs]);
+        pair.currentLogProbs.forEach((value, index) =>
+          assert.ok(Math.abs(value - whole[pair.chunk.start + index]!) <= 1e-5),
+        );
+      }
+    }
+  });
+
+  test('a trainable LM head is not frozen (π_old then comes from copied parameters)', () => {
+    const model = new TransformerLM(config, new RandomGenerator(5));
+    assert.equal(lmHeadIsFrozen(model), false);
+    assert.equal(new ReferenceDistributions(model, items, 4 * 17 * 5).startingLogProbs(), null);
   });
 });

@@ -1,4 +1,11 @@
-import { completionLogDistributions, type ScoringItem } from '../nn/score.js';
+import {
+  completionDistributionsAndLogProbs,
+  completionHiddenStates,
+  completionLogDistributions,
+  lmHeadIsFrozen,
+  logDistributionsFromHidden,
+  type ScoringItem,
+} from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { captureSnapshot, restoreSnapshot, type ParameterSnapshot } from './parameter-state.js';
 
@@ -47,20 +54,24 @@ export interface DistributionPair {
   old: Float32Array;
   /** [chunk.positions, vocab] log π_current. */
   current: Float32Array;
+  /** [chunk.positions] log π_current of each completion token, gathered from the same logits. */
+  currentLogProbs: Float32Array;
 }
 
 /**
  * π_old — the model's policy when this was constructed — at a fixed set of tokens, for exact
  * comparisons with the policy the model has later. When all its log-distributions fit the
  * budget they are computed now and kept, in one forward pass over every item (what the trust
- * region always did). Otherwise only the trainable parameters are copied (a LoRA adapter: a few
- * MB), and each chunk's distributions are recomputed from them when compared, so memory stays
- * at a chunk's worth while the parameters move on: one more forward pass per chunk and
- * comparison, in exchange for never holding positions × vocabulary floats.
+ * region always did). Otherwise they are produced chunk by chunk when compared, so memory stays
+ * at a chunk's worth: when the LM head is frozen (LoRA adapters on the layers), from the final
+ * hidden states kept now (hidden-size floats per token instead of vocabulary-size ones), which
+ * the head alone turns back into π_old; else from a copy of the trainable parameters, with one
+ * more forward pass per chunk and comparison.
  */
 export class ReferenceDistributions {
   readonly chunks: readonly PositionChunk[];
   private readonly stored: Float32Array | null;
+  private readonly hidden: Float32Array[] | null;
   private readonly snapshot: ParameterSnapshot | null;
 
   constructor(
@@ -72,20 +83,52 @@ export class ReferenceDistributions {
     const maxPositions = Math.max(1, Math.floor(budgetBytes / perPosition));
     this.chunks = positionChunks(items, maxPositions);
     const single = this.chunks.length <= 1;
+    const fromHidden = !single && lmHeadIsFrozen(model);
     this.stored = single ? completionLogDistributions(model, items) : null;
-    this.snapshot = single ? null : captureSnapshot(model.trainableParameters());
+    this.hidden = fromHidden
+      ? this.chunks.map((chunk) => completionHiddenStates(model, chunk.items))
+      : null;
+    this.snapshot = single || fromHidden ? null : captureSnapshot(model.trainableParameters());
   }
 
   /** Every chunk's old and current log-distributions, one chunk in memory at a time. */
   *pairs(): Generator<DistributionPair> {
-    for (const chunk of this.chunks) {
-      const current = completionLogDistributions(this.model, chunk.items);
-      yield { chunk, old: this.stored ?? this.recompute(chunk), current };
+    for (const [index, chunk] of this.chunks.entries()) {
+      const current = completionDistributionsAndLogProbs(this.model, chunk.items);
+      yield {
+        chunk,
+        old: this.stored ?? this.recompute(index),
+        current: current.distributions,
+        currentLogProbs: current.logProbs,
+      };
     }
   }
 
-  /** log π_old of one chunk, from the parameters copied at construction. */
-  private recompute(chunk: PositionChunk): Float32Array {
+  /**
+   * log π_old of every completion token in flat order, read from the LM head on the kept hidden
+   * states (a head's worth of work, no forward pass); null when no hidden states are kept.
+   */
+  startingLogProbs(): Float32Array | null {
+    if (!this.hidden) return null;
+    const vocab = this.model.config.vocabSize;
+    const total = this.chunks.reduce((sum, chunk) => sum + chunk.positions, 0);
+    const result = new Float32Array(total);
+    this.chunks.forEach((chunk, index) => {
+      const distributions = logDistributionsFromHidden(this.model, this.hidden![index]!);
+      let cursor = 0;
+      for (const item of chunk.items)
+        for (const token of item.completion) {
+          result[chunk.start + cursor] = distributions[cursor * vocab + token]!;
+          cursor++;
+        }
+    });
+    return result;
+  }
+
+  /** log π_old of one chunk: from its kept hidden states, or from the copied parameters. */
+  private recompute(index: number): Float32Array {
+    if (this.hidden) return logDistributionsFromHidden(this.model, this.hidden[index]!);
+    const chunk = this.chunks[index]!;
     const parameters = this.model.trainableParameters();
     const now = captureSnapshot(parameters);
     restoreSnapshot(parameters, this.snapshot!);

@@ -195,7 +195,13 @@ export class Stage {
     return this.measured(
       { unit, batch, result, certificate, droppedGroups: inputs.droppedGroups },
       heldOutBefore,
-      () => this.occupancy.advance(unit),
+      () =>
+        this.occupancy.advance(
+          unit,
+          result.scoredLogProbs
+            ? { items: result.tokens.items, logProbs: result.scoredLogProbs }
+            : null,
+        ),
     );
   }
 

@@ -1,22 +1,19 @@
 import {
-  broadcastToTokens,
   inRegionTolerance,
   meanTokenKl,
-  tokenKl,
   type PolicyLoss,
   type RankBucketShift,
 } from '../rl/index.js';
-import { scoreCompletions } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { clipGradientNorm } from '../optim/clip.js';
-import { tidy } from '../tensor/index.js';
 import type { RandomGenerator } from '../util/random.js';
 import type { TeamBatch } from '../team/types.js';
 import { captureSnapshot, interpolateParameters, restoreSnapshot } from './parameter-state.js';
-import { collectUnitTokens, fromGrid, rowValues, toGrid, type UnitTokens } from './token-grid.js';
+import { collectUnitTokens, rowValues, toGrid, type UnitTokens } from './token-grid.js';
 import type { LocalUnit } from './units.js';
 import { EvidenceCollector, type CertificateEvidence } from './certificate-evidence.js';
-import { ReferenceDistributions, type DistributionPair } from './reference-distributions.js';
+import { ReferenceDistributions } from './reference-distributions.js';
+import { gradientStep } from './gradient-step.js';
 import type { TrustRegionOutcome } from './records.js';
 
 /** How an update runs; the radius δ and the learning rate are the unit's own. */
@@ -36,6 +33,12 @@ export interface TrustRegionResult extends CertificateEvidence, TrustRegionOutco
   gradientNorm: number;
   /** How the update moved probability between the tokens π_old ranked 1st, 2nd, … */
   probabilityShiftByRank: RankBucketShift[];
+  /**
+   * log π_new of the unit's tokens in scoring order (tokens.items), as scoreToArrays computes
+   * them (the fused gather), from the same pass as the evidence. Absent for a unit on a
+   * service.
+   */
+  scoredLogProbs?: Float32Array;
 }
 
 const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
@@ -45,22 +48,25 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
  * of the unit's own tokens; after every optimizer step the exact token-level KL against the
  * pre-update policy is measured over the whole batch, and a step that leaves the region is
  * backtracked along its direction (line search) or undone, which ends the update. The
- * accepted parameters are therefore always in region.
+ * accepted parameters are therefore always in region. Each measurement also gathers the
+ * certificate's evidence, so the accepted parameters' evidence is the one of their own
+ * measurement; only parameters restored to the start of the update are measured again.
  */
 export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
   const { unit, batch } = options;
   const tokens = collectUnitTokens(batch, unit.agentIndices);
   const meter = new KlMeter(unit.model, tokens, options.distributionBudgetBytes);
   const steps = takeSteps(options, tokens, meter);
-  const evidence = new EvidenceCollector(tokens, unit.model.config.vocabSize, { rankShift: true });
-  const final = meter.measure((pair) => evidence.add(pair));
+  const final = steps.kept ?? meter.measure();
+  const { evidence } = final;
   return {
     ...evidence.evidence(),
     kl: final.kl,
     maxTokenKl: final.max,
     inRegion: final.kl <= unit.delta + inRegionTolerance,
-    ...steps,
+    ...steps.summary,
     probabilityShiftByRank: evidence.probabilityShiftByRank(),
+    scoredLogProbs: evidence.scoredLogProbs(),
   };
 }
 
@@ -79,6 +85,11 @@ export interface TrustRegionUpdateOptions {
    * @default distributionBudgetBytes (64 MiB)
    */
   distributionBudgetBytes?: number;
+  /**
+   * Bytes of activations a gradient step keeps for its backward pass; a larger minibatch runs
+   * in micro-batches (gradient-step.ts). @default activationBudgetBytes (512 MiB)
+   */
+  activationBudgetBytes?: number;
 }
 
 type StepSummary = Pick<
@@ -88,16 +99,19 @@ type StepSummary = Pick<
 
 /**
  * Optimizer steps over minibatches of the unit's tokens, each followed by the exact KL of the
- * whole batch; the first step out of region is backed off and ends the update.
+ * whole batch; the first step out of region is backed off and ends the update. `kept` is the
+ * measurement of the parameters the update ends with (null when they are the starting ones,
+ * which were never measured).
  */
 function takeSteps(
   options: TrustRegionUpdateOptions,
   tokens: UnitTokens,
   meter: KlMeter,
-): StepSummary {
+): { summary: StepSummary; kept: Measurement | null } {
   const { unit, settings } = options;
   const parameters = unit.model.trainableParameters();
   let snapshot = captureSnapshot(parameters);
+  let kept: Measurement | null = null;
   const summary = { stepsTaken: 0, stepsUndone: 0, lastStepScale: 1, gradientNorm: 0 };
   const losses: number[] = [];
   const clipFractions: number[] = [];
@@ -106,7 +120,14 @@ function takeSteps(
       unit.model,
       minibatch,
       rowValues(minibatch, options.advantages),
-      settings,
+      settings.policyLoss,
+      {
+        currentLogProbs: () => {
+          const grid = kept ? kept.logProbsGrid : meter.startingLogProbsGrid();
+          return grid ? minibatchGrid(tokens, grid, minibatch) : null;
+        },
+        budgetBytes: options.activationBudgetBytes,
+      },
     );
     losses.push(step.loss);
     clipFractions.push(step.clipFraction);
@@ -115,21 +136,45 @@ function takeSteps(
     unit.optimizer.update({ learningRate: unit.learningRate, gradientScale: clipping.scale });
     unit.optimizer.zeroGrad();
     summary.stepsTaken++;
-    if (meter.measure().kl <= unit.delta) {
+    const measured = meter.measure();
+    if (measured.kl <= unit.delta) {
       snapshot = captureSnapshot(parameters);
+      kept = measured;
       continue;
     }
     // Out of region: back off and end the update.
-    summary.lastStepScale = backOff(
-      parameters,
-      snapshot,
-      settings.backoff,
-      () => meter.measure().kl <= unit.delta,
-    );
+    let accepted: Measurement | null = null;
+    summary.lastStepScale = backOff(parameters, snapshot, settings.backoff, () => {
+      const candidate = meter.measure();
+      accepted = candidate.kl <= unit.delta ? candidate : null;
+      return accepted !== null;
+    });
     if (summary.lastStepScale === 0) summary.stepsUndone++;
+    else kept = accepted;
     break;
   }
-  return { ...summary, lossMean: meanOrZero(losses), clipFraction: meanOrZero(clipFractions) };
+  return {
+    summary: { ...summary, lossMean: meanOrZero(losses), clipFraction: meanOrZero(clipFractions) },
+    kept,
+  };
+}
+
+/**
+ * The minibatch's [rows·length] grid of values from the whole batch's grid (a minibatch row is
+ * its trajectory's row of the batch, its positions the same tokens in the same order).
+ */
+function minibatchGrid(
+  tokens: UnitTokens,
+  grid: Float32Array,
+  minibatch: UnitTokens,
+): Float32Array {
+  const result = new Float32Array(minibatch.rows * minibatch.length);
+  minibatch.rowTrajectories.forEach((trajectory, row) => {
+    const source = tokens.rowTrajectories.indexOf(trajectory) * tokens.length;
+    const width = Math.min(minibatch.length, tokens.length);
+    result.set(grid.subarray(source, source + width), row * minibatch.length);
+  });
+  return result;
 }
 
 /**
@@ -162,6 +207,15 @@ export function* minibatches(
   }
 }
 
+/** One exact-KL measurement of the current parameters, with the evidence gathered on the way. */
+interface Measurement {
+  kl: number;
+  max: number;
+  evidence: EvidenceCollector;
+  /** [rows·length] log π_current of the sampled tokens (the fused gather), for the next step. */
+  logProbsGrid: Float32Array;
+}
+
 /**
  * Exact token-level KL(π_old ‖ π_current) of a unit's tokens against its pre-update policy,
  * chunk by chunk within the memory budget of ReferenceDistributions.
@@ -177,56 +231,35 @@ class KlMeter {
     this.reference = new ReferenceDistributions(model, tokens.items, budgetBytes);
   }
 
-  /** The mean and maximum token KL; `visit` sees every chunk's pair of distributions. */
-  measure(visit?: (pair: DistributionPair) => void): { kl: number; max: number } {
+  /** log π_old of the unit's tokens as a [rows·length] grid, when it is cheap (see reference). */
+  startingLogProbsGrid(): Float32Array | null {
+    const flat = this.reference.startingLogProbs();
+    return flat ? toGrid(this.tokens, flat) : null;
+  }
+
+  /** The mean and maximum token KL, and the certificate's evidence, of the current parameters. */
+  measure(): Measurement {
     const { tokens } = this;
-    const flat = new Float32Array(tokens.totalTokens);
-    for (const pair of this.reference.pairs()) {
-      const perPosition = tokenKl({
-        oldLogProbsFull: pair.old,
-        newLogProbsFull: pair.current,
-        positions: pair.chunk.positions,
-        vocab: this.model.config.vocabSize,
-      });
-      flat.set(perPosition, pair.chunk.start);
-      visit?.(pair);
-    }
-    const perToken = toGrid(tokens, flat);
-    const summary = meanTokenKl({ perTokenKl: perToken, mask: tokens.mask, rows: tokens.rows });
+    const evidence = new EvidenceCollector(tokens, this.model.config.vocabSize, {
+      rankShift: true,
+    });
+    for (const pair of this.reference.pairs()) evidence.add(pair);
+    const summary = meanTokenKl({
+      perTokenKl: evidence.evidence().perTokenKl,
+      mask: tokens.mask,
+      rows: tokens.rows,
+    });
     return {
       kl: tokens.totalTokens > 0 ? summary.mean : 0,
       max: tokens.totalTokens > 0 ? summary.max : 0,
+      evidence,
+      logProbsGrid: toGrid(tokens, evidence.scoredLogProbs()),
     };
   }
 }
 
 function meanOrZero(values: readonly number[]): number {
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
-}
-
-/** Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph. */
-function gradientStep(
-  model: TransformerLM,
-  tokens: UnitTokens,
-  rowAdvantages: Float64Array,
-  settings: TrustRegionSettings,
-): { loss: number; clipFraction: number } {
-  return tidy(() => {
-    const scores = scoreCompletions(model, tokens.items);
-    const surrogate = settings.policyLoss({
-      logProbs: toGrid(tokens, scores.logProbs.data),
-      oldLogProbs: tokens.oldLogProbs,
-      advantages: broadcastToTokens({
-        perTrajectory: rowAdvantages,
-        mask: tokens.mask,
-        rows: tokens.rows,
-      }),
-      mask: tokens.mask,
-      rows: tokens.rows,
-    });
-    scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
-    return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
-  });
 }
 
 /**

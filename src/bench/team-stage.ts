@@ -1,0 +1,190 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Problem } from '../tasks/index.js';
+import type { TaskDefinition } from '../tasks/index.js';
+import type { TrainConfigInput } from '../trainer/config.js';
+import { prepareRun } from '../trainer/run-context.js';
+import { schedules } from '../trainer/schedules.js';
+import { Stage, type AgentUpdate } from '../trainer/stage.js';
+import type { TeamBatch } from '../team/types.js';
+import type { TrainableUnit } from '../trainer/units.js';
+import { writeSmolLM2ShapeCheckpoint } from './team-stage-fixture.js';
+import type { BenchmarkResult } from './workloads.js';
+
+/**
+ * One TeamTR stage of a three-agent team at SmolLM2-135M's shape (random weights, real
+ * vocabulary, rank-8 LoRA agents), run through the trainer's own stage and schedule: what a
+ * stage of `teamtr train` on that model costs in time and memory on this machine.
+ */
+
+export interface TeamStageOptions {
+  /** Prompts in the stage's batches. @default 4 */
+  problemsPerBatch?: number;
+  /** Trajectories per prompt. @default 4 */
+  groupSize?: number;
+  /** Longest turn, in tokens (a random model rarely stops early, so turns take all of it). @default 64 */
+  maxTurnTokens?: number;
+  /** Passes over each update's batch. @default 2 (the trainer's default) */
+  epochs?: number;
+  /** Minibatches per pass. @default 2 (the trainer's default) */
+  minibatches?: number;
+  /**
+   * A directory holding the random SmolLM2-shape checkpoint from an earlier run (written there
+   * when absent); without it one is written to a temporary directory and removed afterwards.
+   */
+  checkpointDirectory?: string;
+}
+
+/**
+ * The team's task: the answer turn's share of ASCII letters. A random model's turns are mostly
+ * two-byte merges of every kind, so this share differs from trajectory to trajectory and the
+ * group advantages are not zero.
+ */
+export function letterShareTask(problemCount: number): TaskDefinition {
+  const problems = (split: string, count: number) =>
+    Array.from({ length: count }, (_unused, index) => ({
+      id: `${split}-${index}`,
+      prompt: `Write problem ${index} of the ${split} split in plain words.`,
+      answer: '',
+    }));
+  return {
+    name: 'letter-share',
+    problems: { train: problems('train', problemCount), eval: problems('eval', 2) },
+    reward: ({ answer }: { problem: Problem; answer: string }) =>
+      answer.length === 0 ? 0 : (answer.match(/[A-Za-z]/g)?.length ?? 0) / answer.length,
+    roles: ['planner', 'writer', 'checker'].map((name) => ({
+      name,
+      prompt: `You are the ${name}.`,
+    })),
+  };
+}
+
+/** The trainer config of the benchmark's team on the checkpoint in `modelDirectory`. */
+export function teamStageConfig(
+  modelDirectory: string,
+  options: Required<Omit<TeamStageOptions, 'checkpointDirectory'>>,
+): TrainConfigInput {
+  return {
+    seed: 0,
+    agents: [0, 1, 2].map((index) => ({
+      name: `agent${index}`,
+      model: modelDirectory,
+      lora: { rank: 8 },
+    })),
+    protocol: { maxTurnTokens: options.maxTurnTokens },
+    rollout: { problemsPerBatch: options.problemsPerBatch, groupSize: options.groupSize },
+    trustRegion: { epochs: options.epochs, minibatches: options.minibatches },
+    budget: { maxStages: 1 },
+    evaluation: { problems: 1 },
+  };
+}
+
+/** The trainer's Stage, timing its two phases: sampling batches and updating agents. */
+class TimedStage extends Stage {
+  samplingSeconds = 0;
+  updateSeconds = 0;
+
+  override async sample(reuseAfter?: {
+    previous: TeamBatch;
+    changed: TrainableUnit;
+  }): Promise<TeamBatch> {
+    const started = process.hrtime.bigint();
+    try {
+      return await super.sample(reuseAfter);
+    } finally {
+      this.samplingSeconds += secondsSince(started);
+    }
+  }
+
+  override async update(
+    unit: TrainableUnit,
+    batch: TeamBatch,
+    options?: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array },
+  ): Promise<AgentUpdate> {
+    const started = process.hrtime.bigint();
+    try {
+      return await super.update(unit, batch, options);
+    } finally {
+      this.updateSeconds += secondsSince(started);
+    }
+  }
+}
+
+function secondsSince(started: bigint): number {
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+/**
+ * Builds the team (writing the checkpoint first unless `checkpointDirectory` has it), runs
+ * exactly one TeamTR stage of it, and reports the stage's seconds, its sampling and update
+ * seconds, and the process's peak resident memory (which includes loading the three models).
+ */
+export async function benchmarkTeamStage(
+  options: TeamStageOptions = {},
+): Promise<BenchmarkResult[]> {
+  const settings = {
+    problemsPerBatch: options.problemsPerBatch ?? 4,
+    groupSize: options.groupSize ?? 4,
+    maxTurnTokens: options.maxTurnTokens ?? 64,
+    epochs: options.epochs ?? 2,
+    minibatches: options.minibatches ?? 2,
+  };
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'teamtr-team-stage-'));
+  const modelDirectory = options.checkpointDirectory ?? path.join(scratch, 'smollm2-shape');
+  try {
+    if (!existsSync(path.join(modelDirectory, 'config.json')))
+      await writeSmolLM2ShapeCheckpoint(modelDirectory, 'team-stage/smollm2-135m-shape');
+    const loadStarted = process.hrtime.bigint();
+    const context = await prepareRun({
+      config: teamStageConfig(modelDirectory, settings),
+      task: letterShareTask(4 * settings.problemsPerBatch),
+      runDirectory: path.join(scratch, 'run'),
+    });
+    const loadSeconds = secondsSince(loadStarted);
+    const seed = `${context.config.seed}/stage/1`;
+    const plan = {
+      stage: 1,
+      seed,
+      problems: context.task.split('train', { seed: 1, count: settings.problemsPerBatch }),
+      heldOutProblems: [],
+      tokensBefore: 0,
+      updatesBefore: 0,
+    };
+    const stage = new TimedStage(
+      plan,
+      context.built.team,
+      context.task,
+      context.built.units,
+      context.settings,
+    );
+    const started = process.hrtime.bigint();
+    const cpuBefore = process.cpuUsage();
+    const outcome = await schedules.teamtr.runStage(stage);
+    const seconds = secondsSince(started);
+    const cpu = process.cpuUsage(cpuBefore);
+    const name = `smollm2-135m-shape-team-stage-${settings.problemsPerBatch}x${settings.groupSize}`;
+    for (const loaded of context.built.models) loaded.model.destroy();
+    return [
+      { name: `${name}-seconds`, value: seconds, unit: 's' },
+      // CPU time of every thread: on a shared machine it moves less than wall time.
+      { name: `${name}-cpu-seconds`, value: (cpu.user + cpu.system) / 1e6, unit: 's' },
+      { name: `${name}-sampling-seconds`, value: stage.samplingSeconds, unit: 's' },
+      { name: `${name}-update-seconds`, value: stage.updateSeconds, unit: 's' },
+      { name: `${name}-load-seconds`, value: loadSeconds, unit: 's' },
+      { name: `${name}-generated-tokens`, value: stage.generatedTokens, unit: 'tokens' },
+      { name: `${name}-updates-in-region`, value: inRegion(outcome.records), unit: 'updates' },
+      {
+        name: `${name}-peak-rss`,
+        value: process.resourceUsage().maxRSS / 1024 ** 2,
+        unit: 'GB',
+      },
+    ];
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function inRegion(records: ReadonlyArray<{ inRegion: boolean }>): number {
+  return records.filter((record) => record.inRegion).length;
+}
