@@ -1,5 +1,11 @@
 import { timeKernel } from '../backend/benchmark.js';
-import type { BenchmarkResult } from './workloads.js';
+
+/** One benchmark figure: `teamtr bench --json` prints one of these per line. */
+export interface BenchmarkResult {
+  name: string;
+  value: number;
+  unit: string;
+}
 
 /** What every registered workload is told by the run that starts it. */
 export interface WorkloadContext {

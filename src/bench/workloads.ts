@@ -5,7 +5,7 @@ import type { ModelConfigInput } from '../nn/config.js';
 import { AdamW } from '../optim/adamw.js';
 import { crossEntropy, noGrad, tidy } from '../tensor/index.js';
 import { RandomGenerator } from '../util/random.js';
-import { timeKernel } from '../backend/benchmark.js';
+import { medianSeconds, type BenchmarkResult } from './context.js';
 
 /**
  * The reference workloads of `teamtr bench` (issue: the engine). bench/torch_reference.py
@@ -25,21 +25,7 @@ export const llama3mConfig: ModelConfigInput = {
   tieEmbeddings: false,
 };
 
-export interface BenchmarkResult {
-  name: string;
-  value: number;
-  unit: string;
-}
-
-/** Median seconds of timed runs after warm-up (the kernel benchmarks' timer). */
-function timeMedian(run: () => void, warmup: number, repeats: number): number {
-  return timeKernel(run, {
-    warmupRuns: warmup,
-    minimumRuns: repeats,
-    maximumRuns: repeats,
-    minimumSeconds: 0,
-  }).medianSeconds;
-}
+export type { BenchmarkResult } from './context.js';
 
 function randomIds(random: RandomGenerator, count: number, vocab: number): Int32Array {
   return Int32Array.from({ length: count }, () => random.nextInt(vocab));
@@ -59,7 +45,7 @@ export function benchmarkTrainStep(options: { repeats: number; warmup: number })
   const [batch, length] = [16, 128];
   const ids = randomIds(random, batch * length, 128);
   const targets = randomIds(random, batch * length, 128);
-  const seconds = timeMedian(
+  const seconds = medianSeconds(
     () => {
       tidy(() => {
         const loss = crossEntropy(model.forward({ ids, batch, length }), targets);
@@ -80,7 +66,7 @@ export function benchmarkGenerate(options: { repeats: number; warmup: number }):
   const random = new RandomGenerator(1);
   const model = new TransformerLM(llama3mConfig, random);
   const prompts = Array.from({ length: 16 }, () => Array.from(randomIds(random, 16, 128)));
-  const seconds = timeMedian(
+  const seconds = medianSeconds(
     () => {
       generate(model, { prompts, maxNewTokens: 64, random, temperature: 1 });
     },
@@ -99,7 +85,7 @@ export function benchmarkScore(options: { repeats: number; warmup: number }): Be
     context: [0],
     completion: Array.from(randomIds(random, 127, 128)),
   }));
-  const seconds = timeMedian(
+  const seconds = medianSeconds(
     () => {
       noGrad(() => tidy(() => scoreCompletions(model, items).logProbs.data[0]));
     },
