@@ -28,6 +28,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The tiny-model reference's timer (median of timed runs after warm-ups); this script's folder
+# is on sys.path when it runs as a script.
+from torch_reference import timed
+
 VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, INTERMEDIATE = 49152, 576, 30, 9, 3, 1536
 HEAD_DIM = HIDDEN // HEADS
 GROUP = HEADS // KV_HEADS
@@ -171,17 +175,6 @@ class Model(nn.Module):
         for block in self.blocks:
             block.attach_lora()
         return [p for block in self.blocks for p in (*block.lora_query.parameters(), *block.lora_value.parameters())]
-
-
-def timed(run, warmup, repeats):
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def sample(logits):
