@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
+import { RandomGenerator } from '../util/random.js';
 import { byteLevelTokenizerFiles } from './team-stage-fixture.js';
 
 describe('the team-stage benchmark tokenizer', () => {
@@ -15,5 +16,23 @@ describe('the team-stage benchmark tokenizer', () => {
     assert.equal(tokenizer.decode(ids), text);
     // Any id decodes (a random model samples all of them).
     assert.equal(typeof tokenizer.decode([300, 700, 998]), 'string');
+  });
+
+  test('a turn of random tokens re-encodes to about as many tokens, as a real model’s turn does', () => {
+    // A random model samples ids nearly uniformly; the next agent's context holds the turn's
+    // text encoded again. Over the full vocabulary that must not inflate the turn (the earlier
+    // byte-pair merges tripled it: most ids decoded to invalid UTF-8).
+    const files = byteLevelTokenizerFiles(49_152);
+    const tokenizer = new HuggingFaceTokenizer(files.tokenizer, files.config);
+    const random = new RandomGenerator('team-stage-fixture-turns');
+    let sampled = 0;
+    let encoded = 0;
+    for (let turn = 0; turn < 20; turn++) {
+      const ids = Array.from({ length: 64 }, () => random.nextInt(49_152 - 3));
+      sampled += ids.length;
+      encoded += tokenizer.encode(tokenizer.decode(ids)).length;
+    }
+    const ratio = encoded / sampled;
+    assert.ok(ratio > 0.9 && ratio < 1.1, `re-encoded/sampled tokens = ${ratio.toFixed(2)}`);
   });
 });

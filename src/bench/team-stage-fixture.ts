@@ -31,30 +31,48 @@ function byteSymbols(): string[] {
 }
 
 /**
+ * The merges of the fixture's BPE, best first: lowercase words after a space, grown a letter at
+ * a time (" a", " ab", " abc", …, until the vocabulary is full: at 49,152 ids, every word of up to
+ * three letters and 30,615 of four), as
+ * a real English vocabulary's tokens are mostly a space and a word. A random model's turn is
+ * then a run of such words, which the pre-tokenizer splits at the spaces and BPE encodes back
+ * word by word: about as many tokens as were sampled, as a real model's turn does. (Merges of
+ * arbitrary byte pairs made most sampled tokens invalid UTF-8: each decoded to replacement
+ * characters that re-encoded to two or three tokens, so every turn grew about 2.7-fold in the
+ * next agent's context and a stage processed about twice the positions of a real team with the
+ * same turn lengths.)
+ */
+function spacedWordMerges(symbols: readonly string[], count: number): Array<[string, string]> {
+  const letters = Array.from({ length: 26 }, (_unused, index) => String.fromCharCode(97 + index));
+  const merges: Array<[string, string]> = [];
+  let words = [symbols[32]!];
+  while (merges.length < count) {
+    const grown: string[] = [];
+    for (const word of words)
+      for (const letter of letters) {
+        if (merges.length === count) return merges;
+        merges.push([word, letter]);
+        grown.push(word + letter);
+      }
+    words = grown;
+  }
+  return merges;
+}
+
+/**
  * tokenizer.json and tokenizer_config.json of a byte-level BPE with `vocabSize` ids: the 256
- * byte symbols, then two-byte merges (printable ASCII pairs first, as real merges favour them)
- * up to the size less the three ChatML specials, which take the last ids.
+ * byte symbols, then the merges of spaced words (spacedWordMerges) up to the size less the three ChatML
+ * specials, which take the last ids.
  */
 export function byteLevelTokenizerFiles(vocabSize: number): {
   tokenizer: Record<string, unknown>;
   config: Record<string, unknown>;
 } {
   const symbols = byteSymbols();
-  const ascii = Array.from({ length: 95 }, (_unused, index) => 32 + index);
-  const rest = Array.from({ length: 256 }, (_unused, byte) => byte).filter(
-    (byte) => byte < 32 || byte > 126,
-  );
-  const order = [...ascii, ...rest].map((byte) => symbols[byte]!);
   const vocabulary = new Map<string, number>(symbols.map((symbol, byte) => [symbol, byte]));
-  const merges: Array<[string, string]> = [];
   const mergeCount = vocabSize - 256 - specialTokens.length;
-  outer: for (const left of order) {
-    for (const right of order) {
-      if (merges.length === mergeCount) break outer;
-      merges.push([left, right]);
-      vocabulary.set(left + right, vocabulary.size);
-    }
-  }
+  const merges = spacedWordMerges(symbols, Math.max(0, mergeCount));
+  for (const [left, right] of merges) vocabulary.set(left + right, vocabulary.size);
   const added = specialTokens.map((content, index) => ({
     id: vocabulary.size + index,
     content,
