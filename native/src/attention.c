@@ -1,11 +1,19 @@
 /*
  * Fused causal grouped-query attention, forward. One task per (batch, head, block of 32
- * queries), so even a single sequence spreads over all threads. A task computes the score
- * block scale·Q·Kᵀ against the keys its queries can see (causal: later blocks see more,
- * nothing past the diagonal is computed), masks padding and future keys to −∞, takes a row
- * softmax, optionally saves the probabilities for backward, and multiplies by V.
- * Kᵀ is prepared once per (batch, kv head) in a first parallel pass and shared by the query
- * blocks and the heads of the group; decode steps (one or two queries) use dot products instead.
+ * queries), so even a single sequence spreads over all threads. For each query row a task
+ * computes the scores scale·q·k_j against the keys it can see (causal: nothing past the
+ * diagonal), masks padding to −∞, takes the softmax, optionally saves the probabilities for
+ * backward, and multiplies by V.
+ *
+ * One summation order for a query whatever else is computed with it: a decode step (one query
+ * against the cache) and a scoring pass (the whole sequence at once) give the same bits, so a
+ * token's log-prob recorded while sampling equals the one scoring computes. Every loop over keys
+ * therefore starts at the sequence's first real key (left padding of a generated batch is
+ * skipped, not masked, so key j of a sequence lands in the same lane as in an unpadded pass) and
+ * ends at the row's own last visible key; the scores are dot products along the head dimension
+ * (decode_scores) and the values a sum over keys (decode_values) for every row. A block of
+ * queries used to take Q·Kᵀ and P·V as small GEMMs over a transposed copy of K, which sums in
+ * another order.
  *
  * Why fused: the op-by-op version materializes scores and probabilities as
  * [batch, heads, queries, keys] tensors, writes and re-reads them several times (scale, mask,
@@ -16,7 +24,6 @@
 #include <stdlib.h>
 
 #include "attention.h"
-#include "gemm.h"
 #include "parallel.h"
 #include "reduce.h"
 #include "vecmath.h"
@@ -24,19 +31,7 @@
 typedef struct {
   const attention_arguments *a;
   int64_t query_blocks;
-  int64_t keys, stride; /* keys any query sees; padded to whole vectors */
-  float *transposed_keys; /* [batch][kv_heads][dim][stride], or NULL for dot products */
 } forward_context;
-
-static void transpose_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const forward_context *t = context;
-  const attention_arguments *a = t->a;
-  int64_t kv_head = (int64_t)index % a->kv_heads, b = (int64_t)index / a->kv_heads;
-  transpose_rows(a->key + key_offset(a, b, 0, kv_head), a->kv_heads * a->head_dim, t->keys,
-                 a->head_dim, t->transposed_keys + (int64_t)index * a->head_dim * t->stride,
-                 t->stride);
-}
 
 /* Sets row[j] = −∞ where j ≥ limit or valid[j] = 0 and returns the largest remaining entry.
    Written with explicit vectors: the compiler's own max-reduction of this loop stalls. */
@@ -161,27 +156,12 @@ static void decode_values(const float *probabilities, const float *value, int64_
   }
 }
 
-/* scores[r][j] = scale·q_r·k_j for a block of query rows. */
-static void block_scores(const forward_context *t, int64_t b, int64_t h, int64_t i0,
-                         int64_t rows, int64_t keys, float *scores, int64_t stride) {
-  const attention_arguments *a = t->a;
-  int64_t kv_head = h / (a->heads / a->kv_heads), dim = a->head_dim;
-  const float *query = a->query + query_offset(a, b, i0, h);
-  if (t->transposed_keys) {
-    const float *transposed =
-        t->transposed_keys + (b * a->kv_heads + kv_head) * dim * t->stride;
-    small_gemm product = {.rows = rows, .columns = stride, .depth = dim, .a = query,
-                          .a_row_stride = a->heads * dim, .a_depth_stride = 1, .b = transposed,
-                          .b_stride = t->stride, .c = scores, .c_stride = stride,
-                          .alpha = a->scale, .accumulate = false};
-    gemm_small(&product);
-    return;
-  }
-  const float *key = a->key + key_offset(a, b, 0, kv_head);
-  for (int64_t r = 0; r < rows; r++) {
-    decode_scores(query + r * a->heads * dim, key, a->kv_heads * dim, keys, dim, a->scale,
-                  scores + r * stride);
-    for (int64_t j = keys; j < stride; j++) scores[r * stride + j] = 0.0f;
+/* Zeroes query row r's output and, when saved, its probabilities. */
+static void zero_row(const attention_arguments *a, int64_t b, int64_t h, int64_t i, float *output) {
+  for (int64_t d = 0; d < a->head_dim; d++) output[d] = 0.0f;
+  if (a->probabilities) {
+    float *saved = a->probabilities + probability_offset(a, b, h, i);
+    for (int64_t j = 0; j < a->key_length; j++) saved[j] = 0.0f;
   }
 }
 
@@ -195,62 +175,45 @@ static void forward_task(void *context, size_t index, int thread) {
   int64_t rows = a->query_length - i0 < QUERY_BLOCK ? a->query_length - i0 : QUERY_BLOCK;
   int64_t keys = visible_keys(a, i0 + rows - 1), stride = round_up_to_vector(keys);
   int64_t dim = a->head_dim, kv_head = h / (a->heads / a->kv_heads);
+  int64_t key_stride = a->kv_heads * dim;
   float *output = a->output + query_offset(a, b, i0, h);
-  if (keys <= 0) {
-    for (int64_t r = 0; r < rows; r++) {
-      for (int64_t d = 0; d < dim; d++) output[r * a->heads * dim + d] = 0.0f;
-      if (a->probabilities) {
-        float *saved = a->probabilities + probability_offset(a, b, h, i0 + r);
-        for (int64_t j = 0; j < a->key_length; j++) saved[j] = 0.0f;
-      }
-    }
-    return;
-  }
-  float *scores = pool_scratch(thread, 0, (size_t)((QUERY_BLOCK + 1) * stride) * sizeof(float));
-  if (!scores) abort();
-  float *valid = scores + QUERY_BLOCK * stride;
+  float *row = pool_scratch(thread, 0, (size_t)(2 * stride + VECTOR_WIDTH) * sizeof(float));
+  if (!row) abort();
+  float *valid = row + stride + VECTOR_WIDTH;
   key_validity(a, b, keys, valid);
-  block_scores(t, b, h, i0, rows, keys, scores, stride);
+  /* The sequence's first real key: left padding is skipped (see the header). */
+  int64_t first = 0;
+  while (first < keys && valid[first] == 0.0f) first++;
+  const float *query = a->query + query_offset(a, b, i0, h);
+  const float *key = a->key + key_offset(a, b, first, kv_head);
+  const float *value = a->value + key_offset(a, b, first, kv_head);
   for (int64_t r = 0; r < rows; r++) {
-    float *row = scores + r * stride;
-    softmax_scores(row, keys, visible_keys(a, i0 + r), valid);
+    float *row_output = output + r * a->heads * dim;
+    int64_t count = visible_keys(a, i0 + r) - first;
+    if (count <= 0) {
+      zero_row(a, b, h, i0 + r, row_output);
+      continue;
+    }
+    decode_scores(query + r * a->heads * dim, key, key_stride, count, dim, a->scale, row);
+    if (!softmax_scores(row, count, count, valid + first)) {
+      zero_row(a, b, h, i0 + r, row_output);
+      continue;
+    }
     if (a->probabilities) {
       float *saved = a->probabilities + probability_offset(a, b, h, i0 + r);
-      for (int64_t j = 0; j < keys; j++) saved[j] = row[j];
-      for (int64_t j = keys; j < a->key_length; j++) saved[j] = 0.0f;
+      for (int64_t j = 0; j < first; j++) saved[j] = 0.0f;
+      for (int64_t j = 0; j < count; j++) saved[first + j] = row[j];
+      for (int64_t j = first + count; j < a->key_length; j++) saved[j] = 0.0f;
     }
+    decode_values(row, value, key_stride, count, dim, row_output);
   }
-  /* Rows without a visible key are all zero, so their output comes out 0 here too. */
-  const float *value = a->value + key_offset(a, b, 0, kv_head);
-  if (!t->transposed_keys) {
-    for (int64_t r = 0; r < rows; r++) {
-      decode_values(scores + r * stride, value, a->kv_heads * dim, keys, dim,
-                    output + r * a->heads * dim);
-    }
-    return;
-  }
-  small_gemm product = {.rows = rows, .columns = dim, .depth = keys, .a = scores,
-                        .a_row_stride = stride, .a_depth_stride = 1,
-                        .b = value,
-                        .b_stride = a->kv_heads * dim, .c = output, .c_stride = a->heads * dim,
-                        .alpha = 1.0f, .accumulate = false};
-  gemm_small(&product);
 }
 
 void kernel_attention(const attention_arguments *a) {
   if (a->batch == 0 || a->heads == 0 || a->query_length == 0) return;
-  forward_context context = {a, chunk_count(a->query_length, QUERY_BLOCK),
-                             visible_keys(a, a->query_length - 1), 0, NULL};
+  forward_context context = {a, chunk_count(a->query_length, QUERY_BLOCK)};
   double work = (double)a->batch * a->heads * a->query_length * a->key_length * a->head_dim;
   int parallel = work >= 100000.0;
-  if (a->query_length > 2 && context.keys > 0) {
-    context.stride = round_up_to_vector(context.keys);
-    size_t floats = (size_t)(a->batch * a->kv_heads * a->head_dim * context.stride);
-    /* The caller's scratch: worker threads read it, and it is reused by the next call. */
-    context.transposed_keys = pool_scratch(0, 3, floats * sizeof(float));
-    if (!context.transposed_keys) abort();
-    run_maybe_parallel((size_t)(a->batch * a->kv_heads), transpose_task, &context, parallel);
-  }
   size_t tasks = (size_t)(a->batch * a->heads * context.query_blocks);
   run_maybe_parallel(tasks, forward_task, &context, parallel);
 }

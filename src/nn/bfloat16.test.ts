@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { roundToBfloat16, widenBfloat16 } from '../backend/bfloat16.js';
-import { setBackend } from '../backend/index.js';
 import { crossEntropy, noGrad, tidy } from '../tensor/index.js';
 import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { TeamtrError } from '../util/errors.js';
@@ -102,14 +101,22 @@ describe('bfloat16 frozen weights', () => {
       single.destroy();
     });
 
-    test(`${name}: log-probs recorded while sampling equal scoring within 1e-5`, () => {
-      // The float32 property (transformer.test.ts), on the bfloat16 path.
+    test(`${name}: log-probs recorded while sampling equal scoring exactly`, () => {
+      // One engine, one order: the bfloat16 product sums an entry the same way for any row
+      // count, attention sums a query the same way in a decode step as in a block (left padding
+      // skipped), and sampling reads the log-prob with scoring's own kernel. Prompts of several
+      // lengths (left padding) and over 16 keys (whole vectors of keys).
       forEachBackend((backendName) => {
         const model = bfloat16Model(config, 11);
-        const prompts = [[1, 2, 3], [4], [5, 6, 7, 8, 9]];
+        // Left padding of 13 and 11 slots: not a multiple of the 4 keys attention sums together.
+        const prompts = [
+          [1, 2],
+          [3, 4, 5, 6],
+          [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+        ];
         const generated = generate(model, {
           prompts,
-          maxNewTokens: 8,
+          maxNewTokens: 20,
           random: new RandomGenerator(3),
           stopTokens: [5],
         });
@@ -124,7 +131,7 @@ describe('bfloat16 frozen weights', () => {
           assert.equal(scores[index]!.logProbs.length, sequence.tokens.length);
           sequence.logProbs.forEach((logProb, position) => {
             const scored = scores[index]!.logProbs[position]!;
-            assert.ok(Math.abs(logProb - scored) < 1e-5, `${backendName} ${index} ${position}`);
+            assert.equal(logProb, scored, `${backendName} sequence ${index} token ${position}`);
           });
         });
         model.destroy();
@@ -133,12 +140,9 @@ describe('bfloat16 frozen weights', () => {
 
     test(`${name}: decoding token by token gives the scoring pass's logits bit for bit`, () => {
       // The bfloat16 product sums each entry in one order whatever the row count (tested per
-      // kernel in the backend suite), so a decode step (1 row) and the scoring pass (all rows)
-      // agree exactly wherever the rest of the engine does: on the TypeScript backend, every
-      // kernel. (The native attention kernel takes another code path for one or two queries
-      // than for a block of them, so there the logits agree to rounding, as in float32.)
-      setBackend('typescript');
-      try {
+      // kernel in the backend suite) and attention one order per query, so a decode step (1 row)
+      // and the scoring pass (all rows) agree exactly on every backend.
+      forEachBackend(() => {
         const model = bfloat16Model(config, 12);
         const vocab = model.config.vocabSize;
         const full = logits(model, sequence);
@@ -175,9 +179,7 @@ describe('bfloat16 frozen weights', () => {
         assert.deepEqual(Array.from(joined), Array.from(full));
         cache.destroy();
         model.destroy();
-      } finally {
-        setBackend('auto');
-      }
+      });
     });
   }
 

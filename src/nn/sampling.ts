@@ -24,8 +24,11 @@ export interface SampledToken {
  * drawing row (none when greedy).
  *
  * The row statistics (maximum, Σ exp) and plain sampling run in the `sampleRows` kernel, which
- * computes exactly what a JavaScript loop would, so the tokens and log-probs for a seed are the
- * same on every backend; only truncated sampling walks the row here.
+ * computes exactly what a JavaScript loop would, so the tokens for a seed are the same on every
+ * backend; only truncated sampling walks the row here. The log-probability is read by the
+ * `gatherLogProbs` kernel, the one scoring uses (score.ts), so that a token's recorded log-prob
+ * has the bits scoring gives it from the same logits: the importance ratio of an unchanged
+ * policy is exactly 1.
  */
 export function sampleTokens(
   logits: Float32Array,
@@ -47,20 +50,32 @@ export function sampleTokens(
       if (random) uniforms[row] = random.nextDouble();
     }
   const tokens = new Int32Array(rows);
-  const maximum = new Float32Array(rows);
-  const total = new Float64Array(rows);
-  getBackend().sampleRows({ logits, rows, columns: vocab, uniforms, tokens, maximum, total });
-  return Array.from({ length: rows }, (_, row) => {
+  if (untruncated) {
+    const maximum = new Float32Array(rows);
+    const total = new Float64Array(rows);
+    getBackend().sampleRows({ logits, rows, columns: vocab, uniforms, tokens, maximum, total });
+  }
+  for (let row = 0; row < rows; row++) {
     const random = randoms[row];
-    if (!random) return null;
+    if (!random) continue;
     const offset = row * vocab;
-    let token: number;
-    if (settings.temperature === 0) token = argmax(logits, offset, drawableVocab);
-    else if (untruncated) token = tokens[row]!;
-    else token = drawTruncated(logits, offset, drawableVocab, settings, random);
-    const logNormalizer = maximum[row]! + Math.log(total[row]!);
-    return { token, logProb: logits[offset + token]! - logNormalizer };
+    if (settings.temperature === 0) tokens[row] = argmax(logits, offset, drawableVocab);
+    else if (!untruncated)
+      tokens[row] = drawTruncated(logits, offset, drawableVocab, settings, random);
+  }
+  const logProbs = new Float32Array(rows);
+  getBackend().gatherLogProbs({
+    logits,
+    targets: tokens,
+    rows,
+    columns: vocab,
+    logProbs,
+    entropy: null,
+    logSumExp: null,
   });
+  return Array.from({ length: rows }, (_, row) =>
+    randoms[row] ? { token: tokens[row]!, logProb: logProbs[row]! } : null,
+  );
 }
 
 /** `sampleTokens` for one row of logits starting at `offset`. */

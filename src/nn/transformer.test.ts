@@ -120,8 +120,12 @@ describe('transformer language models', () => {
       });
     });
 
-    test(`${name}: log-probs recorded while sampling equal scoring within 1e-5`, () => {
+    test(`${name}: log-probs recorded while sampling equal scoring (exactly on the TypeScript backend)`, () => {
       forEachBackend((backendName) => {
+        // Natively, float32 products pick their kernel by row count (a decode step has a row per
+        // sequence, scoring a row per position) and those sum in different orders; bfloat16
+        // weights have one order (bfloat16.test.ts: exact there on every backend).
+        const tolerance = backendName === 'typescript' ? 0 : 1e-5;
         const model = new TransformerLM(config, new RandomGenerator(11));
         const prompts = [[1, 2, 3], [4], [5, 6, 7, 8, 9]];
         const generated = generate(model, {
@@ -141,7 +145,7 @@ describe('transformer language models', () => {
           assert.equal(scores[index]!.logProbs.length, sequence.tokens.length);
           sequence.logProbs.forEach((logProb, position) => {
             assert.ok(
-              Math.abs(logProb - scores[index]!.logProbs[position]!) < 1e-5,
+              Math.abs(logProb - scores[index]!.logProbs[position]!) <= tolerance,
               `${backendName} sequence ${index} token ${position}`,
             );
           });
