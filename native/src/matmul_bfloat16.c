@@ -21,6 +21,11 @@
  * Blocking, threads and m only change which entries are computed together, never an entry's
  * order (tested in src/backend/testing/suite-matmul-bfloat16.ts).
  *
+ * matmulFixedOrder is the same product with a float32 B (a LoRA adapter's factors: their
+ * products must keep one order too for sampled = scored); it reads B in place on every path.
+ * A transposed B shallower than a vector takes the B [k×n] path on a transposed copy, which
+ * sums each entry in the same order (matmul_shallow_transposed).
+ *
  * Work is split over blocks of columns of C, each computed by one task: B is read once. With
  * few rows B is widened in registers as it streams; with more (prefill, scoring, backward)
  * each task widens its block of B (by depth slices for B [k×n]) into float32 scratch and
@@ -58,13 +63,20 @@ static inline float widen(uint16_t bits) {
   return value;
 }
 
+/* B is either bfloat16 (b) or float32 (b_single, matmulFixedOrder); the other pointer is NULL. */
 typedef struct {
   const float *a;
   const uint16_t *b;
+  const float *b_single;
   float *c;
   int64_t m, n, k;
   float alpha, beta;
 } bfloat16_problem;
+
+/* B's entry at flat index `index`, as float32. */
+static inline float b_entry(const bfloat16_problem *g, int64_t index) {
+  return g->b ? widen(g->b[index]) : g->b_single[index];
+}
 
 /* Same trick as matmul_skinny.c: keeps a loaded vector in a register instead of re-loading it. */
 static inline vfloat in_register(vfloat value) {
@@ -184,7 +196,7 @@ static void dots_columns(const bfloat16_problem *g, const column_rows *block, in
       column_rows b = *block;
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
-      const uint16_t *next = prefetch && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
+      const uint16_t *next = prefetch && g->b && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
       int64_t r = first;
       for (; r + 4 <= last; r += 4) dot_block(g, &b, r, 4, j, r == first ? next : NULL);
       switch (last - r) {
@@ -209,6 +221,11 @@ static void dots_task(void *context, size_t index, int thread) {
   int64_t j0, j1;
   chunk_range((int64_t)index, COLUMN_BLOCK, g->n, &j0, &j1);
   prepare_c(g, j0, j1);
+  if (g->b_single) {
+    column_rows single = {NULL, g->b_single + j0 * g->k, g->k};
+    dots_columns(g, &single, j0, j1, false);
+    return;
+  }
   column_rows block = {g->b + j0 * g->k, NULL, g->k};
   if (g->m <= IN_PLACE_ROWS) {
     dots_columns(g, &block, j0, j1, true);
@@ -288,7 +305,7 @@ __attribute__((noinline, optimize("no-tree-vectorize"))) static void
 axpy_single(const bfloat16_problem *g, int64_t r, int64_t j) {
   float total = 0;
   for (int64_t p = 0; p < g->k; p++)
-    total = __builtin_fmaf(g->a[r * g->k + p], widen(g->b[p * g->n + j]), total);
+    total = __builtin_fmaf(g->a[r * g->k + p], b_entry(g, p * g->n + j), total);
   store(g, r, j, total);
 }
 
@@ -313,11 +330,13 @@ static void rows_task(void *context, size_t index, int thread) {
   if (width > 0) {
     float *partial = calloc((size_t)(g->m * width), sizeof(float));
     /* Many rows: widen each depth slice once instead of once per 4 rows. */
-    float *scratch = g->m > IN_PLACE_ROWS ? malloc((size_t)(DEPTH_BLOCK * width) * sizeof(float)) : NULL;
-    if (!partial || (g->m > IN_PLACE_ROWS && !scratch)) abort();
+    bool widened = g->b && g->m > IN_PLACE_ROWS;
+    float *scratch = widened ? malloc((size_t)(DEPTH_BLOCK * width) * sizeof(float)) : NULL;
+    if (!partial || (widened && !scratch)) abort();
     for (int64_t p0 = 0; p0 < g->k; p0 += DEPTH_BLOCK) {
       int64_t depth = g->k - p0 < DEPTH_BLOCK ? g->k - p0 : DEPTH_BLOCK;
-      row_panel panel = {g->b + p0 * g->n + j0, NULL, g->n};
+      row_panel panel = g->b ? (row_panel){g->b + p0 * g->n + j0, NULL, g->n}
+                             : (row_panel){NULL, g->b_single + p0 * g->n + j0, g->n};
       if (scratch) {
         for (int64_t q = 0; q < depth; q++) {
           for (int64_t column = 0; column < width; column++)
@@ -343,12 +362,36 @@ static void rows_task(void *context, size_t index, int thread) {
   }
 }
 
+/*
+ * A transposed B shallower than a vector (a LoRA adapter's up-projection: k = rank) has no lane
+ * sums: each entry is the tail alone, one FMA per p in order from 0, which is exactly how the
+ * B [k×n] path sums it. So B is transposed into a float32 [k×n] copy and that path runs,
+ * vectorized along columns, instead of one scalar chain per entry. Same bits, either way.
+ */
+static void matmul_shallow_transposed(const bfloat16_problem *g) {
+  float *copy = malloc((size_t)(g->k * g->n) * sizeof(float));
+  if (!copy) abort();
+  for (int64_t j = 0; j < g->n; j++) {
+    for (int64_t p = 0; p < g->k; p++) copy[p * g->n + j] = b_entry(g, j * g->k + p);
+  }
+  bfloat16_problem rows = *g;
+  rows.b = NULL;
+  rows.b_single = copy;
+  bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
+  run_maybe_parallel((size_t)chunk_count(g->n, rows_column_block(&rows)), rows_task, &rows, share);
+  free(copy);
+}
+
 static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   if (g->m == 0 || g->n == 0) return;
   if (g->k == 0) {
     int64_t count = g->m * g->n;
     if (g->beta == 0.0f) memset(g->c, 0, (size_t)count * sizeof(float));
     else for (int64_t i = 0; i < count; i++) g->c[i] *= g->beta;
+    return;
+  }
+  if (transpose_b && g->k < VECTOR_WIDTH) {
+    matmul_shallow_transposed(g);
     return;
   }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
@@ -363,7 +406,18 @@ KERNEL_ENTRY(matmul_bfloat16) {
   arguments_require(&args, "b", b.length, (double)k * n);
   arguments_require(&args, "c", c.length, (double)m * n);
   if (args.failed) return NULL;
-  bfloat16_problem problem = {a.data, b.data, c.data, m, n, k, (float)alpha, (float)beta};
+  bfloat16_problem problem = {a.data, b.data, NULL, c.data, m, n, k, (float)alpha, (float)beta};
+  matmul_bfloat16(&problem, transpose_b);
+  return NULL;
+}
+
+KERNEL_ENTRY(matmul_fixed_order) {
+  READ_KERNEL_ARGUMENTS(MATMUL_FIXED_ORDER)
+  arguments_require(&args, "a", a.length, (double)m * k);
+  arguments_require(&args, "b", b.length, (double)k * n);
+  arguments_require(&args, "c", c.length, (double)m * n);
+  if (args.failed) return NULL;
+  bfloat16_problem problem = {a.data, NULL, b.data, c.data, m, n, k, (float)alpha, (float)beta};
   matmul_bfloat16(&problem, transpose_b);
   return NULL;
 }

@@ -120,6 +120,28 @@ export const kernelSignatures = {
     /** 0 overwrites C, 1 accumulates into it. @default 0 */
     beta: numberDefaultingTo(0),
   },
+  /**
+   * matmulBfloat16's product and summation order with a float32 B: every C entry is summed in
+   * one fixed order whatever m is. For weights whose products must give a row the same bits
+   * alone (a decode step) as among many (scoring) where the float32 kernels (matmul) choose
+   * their order by shape: a LoRA adapter's factors.
+   */
+  matmulFixedOrder: {
+    /** A: [m×k] row-major. */
+    a: floats,
+    /** B: [k×n], or [n×k] when transposeB. */
+    b: floats,
+    /** C: [m×n]. */
+    c: floats,
+    m: size,
+    n: size,
+    k: size,
+    transposeB: boolean,
+    /** @default 1 */
+    alpha: numberDefaultingTo(1),
+    /** 0 overwrites C, 1 accumulates into it. @default 0 */
+    beta: numberDefaultingTo(0),
+  },
   /** Row-wise softmax over `columns`; output may alias input. */
   softmax: { input: floats, output: floats, rows: size, columns: size },
   /** Row-wise log-softmax over `columns`; output may alias input. */
@@ -324,6 +346,7 @@ type KernelResult<Name extends KernelName> = Name extends 'sumOfSquares' ? numbe
 
 export type MatmulArguments = KernelArguments<'matmul'>;
 export type MatmulBfloat16Arguments = KernelArguments<'matmulBfloat16'>;
+export type MatmulFixedOrderArguments = KernelArguments<'matmulFixedOrder'>;
 /** The attention arguments that are not arrays of its projections or results. */
 export type AttentionShape = Omit<
   KernelArguments<'attention'>,

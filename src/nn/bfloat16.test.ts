@@ -221,6 +221,44 @@ describe('bfloat16 frozen weights', () => {
     });
   });
 
+  test('a LoRA agent on a bfloat16 base: sampled log-probs equal scored ones exactly', () => {
+    // The real team's path: adapters' products in one summation order too (fixedOrder).
+    forEachBackend((backendName) => {
+      const model = bfloat16Model(llamaConfig, 13);
+      applyLora(model, {
+        rank: 4,
+        alpha: 8,
+        targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
+        random: new RandomGenerator(14),
+      });
+      for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.05);
+      const prompts = [
+        [1, 2],
+        [3, 4, 5, 6],
+        [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+      ];
+      const generated = generate(model, {
+        prompts,
+        maxNewTokens: 20,
+        random: new RandomGenerator(15),
+      });
+      const scores = scoreToArrays(
+        model,
+        prompts.map((prompt, index) => ({ context: prompt, completion: generated[index]!.tokens })),
+      );
+      generated.forEach((sequence, index) =>
+        sequence.logProbs.forEach((logProb, position) =>
+          assert.equal(
+            logProb,
+            scores[index]!.logProbs[position]!,
+            `${backendName} ${index} ${position}`,
+          ),
+        ),
+      );
+      model.destroy();
+    });
+  });
+
   test('state dicts hold the bfloat16 values widened; loading rounds into bfloat16', () => {
     const half = bfloat16Model(llamaConfig, 8);
     const rounded = float32Model(llamaConfig, 8, true);

@@ -74,8 +74,10 @@ export class LoraLinear extends Module implements LinearLayer {
   forward(input: Tensor): Tensor {
     const base = this.base.forward(input);
     if (this.isMerged) return base;
-    const down = matmul(input, this.loraA, { transposeB: true }); // [..., rank]
-    const up = matmul(down, this.loraB, { transposeB: true }); // [..., out]
+    // In one summation order whatever the row count, as the base's bfloat16 product: a decode
+    // step's log-probs then equal scoring's bit for bit (tensor/ops/matmul-bfloat16.ts).
+    const down = matmul(input, this.loraA, { transposeB: true, fixedOrder: true }); // [..., rank]
+    const up = matmul(down, this.loraB, { transposeB: true, fixedOrder: true }); // [..., out]
     return add(base, scale(up, this.scaling));
   }
 

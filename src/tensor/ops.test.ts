@@ -201,4 +201,35 @@ describe('matmul on every backend', () => {
       );
     });
   });
+  test('fixedOrder: the same values, gradients to both operands, and rows independent of M', () => {
+    forEachBackend((backendName) => {
+      const random = new RandomGenerator(6);
+      // Depths below and above a vector (a LoRA factor's rank, a hidden size).
+      for (const [k, n] of [
+        [3, 20],
+        [21, 5],
+      ] as const) {
+        for (const transposeB of [false, true]) {
+          const a = randomLeaf([2, 7, k], random);
+          const b = randomLeaf(transposeB ? [n, k] : [k, n], random);
+          const fixed = matmul(a, b, { transposeB, fixedOrder: true });
+          const ordinary = matmul(a, b, { transposeB });
+          assert.deepEqual(fixed.shape, ordinary.shape);
+          fixed.data.forEach((value, index) =>
+            assert.ok(Math.abs(value - ordinary.data[index]!) < 1e-5, `${backendName} ${index}`),
+          );
+          const row = matmul(tensor(Array.from(a.data.subarray(3 * k, 4 * k)), [1, k]), b, {
+            transposeB,
+            fixedOrder: true,
+          });
+          assert.deepEqual(Array.from(row.data), Array.from(fixed.data.subarray(3 * n, 4 * n)));
+          checkGradients({
+            inputs: [a, b],
+            fn: ([x, y]) => matmul(x!, y!, { transposeB, fixedOrder: true }),
+            random,
+          });
+        }
+      }
+    });
+  });
 });

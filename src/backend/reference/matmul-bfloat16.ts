@@ -1,4 +1,4 @@
-import type { MatmulBfloat16Arguments } from '../types.js';
+import type { MatmulBfloat16Arguments, MatmulFixedOrderArguments } from '../types.js';
 import { widenBfloat16 } from '../bfloat16.js';
 import { matmul } from './matmul.js';
 
@@ -11,6 +11,26 @@ export function matmulBfloat16(args: MatmulBfloat16Arguments): void {
   matmul({
     a,
     b: widenBfloat16(b.subarray(0, n * k)),
+    c,
+    batch: 1,
+    m,
+    n,
+    k,
+    transposeA: false,
+    transposeB,
+    strideA: 0,
+    strideB: 0,
+    alpha: args.alpha ?? 1,
+    beta: args.beta ?? 0,
+  });
+}
+
+/** C = alpha·A·op(B) + beta·C with B float32: the reference product (its order is the engine's). */
+export function matmulFixedOrder(args: MatmulFixedOrderArguments): void {
+  const { a, b, c, m, n, k, transposeB } = args;
+  matmul({
+    a,
+    b,
     c,
     batch: 1,
     m,

@@ -22,41 +22,81 @@ function randomBfloat16(random: RandomGenerator, length: number): Uint16Array {
   return view;
 }
 
-function runCase(backend: KernelBackend, testCase: Bfloat16Case, seed: number): void {
+/** The two kernels with one summation order: B in bfloat16, or B in float32. */
+type WeightKind = 'matmulBfloat16' | 'matmulFixedOrder';
+
+/** Random weights for `kind` (at a non-zero offset), and their float32 values. */
+function randomWeights(
+  random: RandomGenerator,
+  length: number,
+  kind: WeightKind,
+): { b: Uint16Array | Float32Array; values: Float32Array } {
+  if (kind === 'matmulFixedOrder') {
+    const b = randomArray(random, length);
+    return { b, values: b };
+  }
+  const b = randomBfloat16(random, length);
+  return { b, values: widenBfloat16(b) };
+}
+
+function multiply(
+  backend: KernelBackend,
+  kind: WeightKind,
+  b: Uint16Array | Float32Array,
+  args: Omit<Parameters<KernelBackend['matmulFixedOrder']>[0], 'b'>,
+): void {
+  if (kind === 'matmulFixedOrder') backend.matmulFixedOrder({ ...args, b: b as Float32Array });
+  else backend.matmulBfloat16({ ...args, b: b as Uint16Array });
+}
+
+function runCase(
+  backend: KernelBackend,
+  kind: WeightKind,
+  testCase: Bfloat16Case,
+  seed: number,
+): void {
   const random = createRandom(seed);
   const { m, n, k, transposeB } = testCase;
   const a = randomArray(random, m * k);
-  const b = randomBfloat16(random, k * n);
+  const { b, values } = randomWeights(random, k * n, kind);
   const c = randomArray(random, m * n);
   const alpha = testCase.alpha ?? 1;
   const beta = testCase.beta ?? 0;
   const shape = { batch: 1, m, n, k, transposeA: false, transposeB, strideA: 0, strideB: 0 };
-  const expected = matmul64(a, widenBfloat16(b), c, { ...shape, alpha, beta });
-  backend.matmulBfloat16({ a, b, c, m, n, k, transposeB, alpha, beta });
+  const expected = matmul64(a, values, c, { ...shape, alpha, beta });
+  multiply(backend, kind, b, { a, c, m, n, k, transposeB, alpha, beta });
   // The same float32 accumulation bound as matmul: B's widened values are exact.
-  const label = `matmulBfloat16 ${JSON.stringify(testCase)}`;
+  const label = `${kind} ${JSON.stringify(testCase)}`;
   assertClose(c, expected, { relative: 1e-5, relativeToScale: 2e-6 * Math.sqrt(k) }, label);
 }
 
 /**
- * The bfloat16-weight product: against a float64 product with the widened weights, on row
- * counts of decoding (1, 3), past the few-row kernel (17) and of prefill (64), with column and
- * depth counts off every block and vector size; and the property sampled = scored log-probs rest
- * on: a row's result does not depend on how many other rows are multiplied with it.
+ * The bfloat16-weight product and its float32-weight twin: against a float64 product with the
+ * widened weights, on row counts of decoding (1, 3), past the few-row kernel (17) and of prefill
+ * (64), with column and depth counts off every block and vector size (and depths below a vector,
+ * a LoRA up-projection's); and the property sampled = scored log-probs rest on: a row's result
+ * does not depend on how many other rows are multiplied with it.
  */
 export function matmulBfloat16Tests(backend: KernelBackend): void {
-  describe('matmulBfloat16', () => {
+  for (const kind of ['matmulBfloat16', 'matmulFixedOrder'] as const)
+    fixedOrderTests(backend, kind);
+}
+
+function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
+  describe(kind, () => {
     test('odd shapes and tails, both layouts of B', () => {
       let seed = 100;
       for (const m of [1, 3, 17, 64]) {
         for (const [n, k] of [
           [1, 1],
           [7, 5],
+          [70, 8],
           [70, 19],
           [67, 300],
           [129, 33],
         ] as const) {
-          for (const transposeB of [false, true]) runCase(backend, { m, n, k, transposeB }, seed++);
+          for (const transposeB of [false, true])
+            runCase(backend, kind, { m, n, k, transposeB }, seed++);
         }
       }
     });
@@ -64,18 +104,19 @@ export function matmulBfloat16Tests(backend: KernelBackend): void {
     test('alpha, beta and k = 0', () => {
       let seed = 200;
       for (const transposeB of [false, true]) {
-        runCase(backend, { m: 5, n: 70, k: 40, transposeB, alpha: 0.5, beta: 1 }, seed++);
-        runCase(backend, { m: 18, n: 9, k: 33, transposeB, alpha: 2, beta: -0.5 }, seed++);
-        runCase(backend, { m: 3, n: 4, k: 0, transposeB, beta: 0.25 }, seed++);
+        runCase(backend, kind, { m: 5, n: 70, k: 40, transposeB, alpha: 0.5, beta: 1 }, seed++);
+        runCase(backend, kind, { m: 18, n: 9, k: 33, transposeB, alpha: 2, beta: -0.5 }, seed++);
+        runCase(backend, kind, { m: 40, n: 67, k: 6, transposeB, alpha: 2, beta: 1 }, seed++);
+        runCase(backend, kind, { m: 3, n: 4, k: 0, transposeB, beta: 0.25 }, seed++);
       }
     });
 
     test('beta = 0 overwrites NaN in C', () => {
       const random = createRandom(7);
       const a = randomArray(random, 2 * 20);
-      const b = randomBfloat16(random, 20 * 6);
+      const { b } = randomWeights(random, 20 * 6, kind);
       const c = allocate(2 * 6).fill(Number.NaN);
-      backend.matmulBfloat16({ a, b, c, m: 2, n: 6, k: 20, transposeB: true });
+      multiply(backend, kind, b, { a, c, m: 2, n: 6, k: 20, transposeB: true });
       assert.ok(c.every(Number.isFinite));
     });
 
@@ -85,17 +126,18 @@ export function matmulBfloat16Tests(backend: KernelBackend): void {
         for (const [n, k] of [
           [70, 300],
           [129, 576],
+          [131, 8],
         ] as const) {
           const m = 64;
           const a = randomArray(random, m * k);
-          const b = randomBfloat16(random, k * n);
+          const { b } = randomWeights(random, k * n, kind);
           const together = allocate(m * n);
-          backend.matmulBfloat16({ a, b, c: together, m, n, k, transposeB });
+          multiply(backend, kind, b, { a, c: together, m, n, k, transposeB });
           for (const count of [1, 3, 17]) {
             for (let first = 0; first + count <= m; first += 13) {
               const part = allocate(count * n);
               const rows = a.subarray(first * k, (first + count) * k);
-              backend.matmulBfloat16({ a: rows, b, c: part, m: count, n, k, transposeB });
+              multiply(backend, kind, b, { a: rows, c: part, m: count, n, k, transposeB });
               assert.deepEqual(
                 Array.from(part),
                 Array.from(together.subarray(first * n, (first + count) * n)),

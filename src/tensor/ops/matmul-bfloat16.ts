@@ -11,26 +11,29 @@ import {
 } from '../tensor.js';
 
 /**
- * C = A·op(W) for a frozen weight W stored in bfloat16 (`Tensor.storeAsBfloat16`): a: [..., M, K];
- * w: [K, N], or [N, K] with transposeB (a Linear weight [out, in]). The leading dimensions of a
- * fold into M, so the whole product is one kernel call whose rows are summed in one fixed order
- * whatever M is (see `matmulBfloat16` in backend/types.ts): a token's logits come out with the
- * same bits when decoded alone as when scored with the rest of its sequence.
+ * C = A·op(W) summed in one fixed order whatever M is: a: [..., M, K]; w: [K, N], or [N, K] with
+ * transposeB (a Linear weight [out, in]). The leading dimensions of a fold into M, so the whole
+ * product is one kernel call (`matmulBfloat16` for a weight stored in bfloat16 by
+ * `Tensor.storeAsBfloat16`, `matmulFixedOrder` for a float32 one; see backend/types.ts): a
+ * token's row comes out with the same bits when decoded alone as when scored with the rest of
+ * its sequence.
  *
- * The gradient flows to A only (dA = dC·op(W)ᵀ, the same kernel on the other layout of W): W is
- * frozen, which is what lets a LoRA adapter on a bfloat16 base still train the layers below it.
+ * Gradients need no fixed order (no sampled token depends on them): dA comes from the bfloat16
+ * kernel on the other layout of a bfloat16 W, which is frozen (what lets a LoRA adapter on a
+ * bfloat16 base still train the layers below it), and from the ordinary float32 product for a
+ * float32 W, which may require grad (a LoRA factor) and then gets dW from it too.
  */
-export function matmulBfloat16Weight(a: Tensor, weight: Tensor, transposeB: boolean): Tensor {
-  const bits = weight.bfloat16!;
+export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: boolean): Tensor {
+  const bits = weight.bfloat16;
   if (a.bfloat16) {
     throw new ShapeError('matmul: only the second operand (a frozen weight) may be bfloat16');
   }
   if (a.rank < 2 || weight.rank !== 2) {
     throw new ShapeError(
-      `matmul with a bfloat16 weight needs a: [..., M, K] and a 2-D weight, got ${formatShape(a.shape)} and ${formatShape(weight.shape)}`,
+      `matmul in fixed order needs a: [..., M, K] and a 2-D weight, got ${formatShape(a.shape)} and ${formatShape(weight.shape)}`,
     );
   }
-  if (weight.requiresGrad && isGradientEnabled()) {
+  if (bits && weight.requiresGrad && isGradientEnabled()) {
     throw new Error(
       `a bfloat16 weight ${formatShape(weight.shape)} cannot receive a gradient: bfloat16 is for frozen weights only`,
     );
@@ -47,18 +50,87 @@ export function matmulBfloat16Weight(a: Tensor, weight: Tensor, transposeB: bool
   const leading = a.shape.slice(0, -2);
   const m = shapeSize(leading) * rows;
   const backend = getBackend();
+  const product = (args: { a: Float32Array; c: Float32Array } & Shape) =>
+    bits
+      ? backend.matmulBfloat16({ ...args, b: bits })
+      : backend.matmulFixedOrder({ ...args, b: weight.data });
   const output = allocate(m * n);
-  backend.matmulBfloat16({ a: a.data, b: bits, c: output, m, n, k, transposeB });
-  return createResult(output, [...leading, rows, n], 'matmulBfloat16', [a], (gradOutput) => {
-    backend.matmulBfloat16({
+  product({ a: a.data, c: output, m, n, k, transposeB });
+  const trainsWeight = !bits && weight.requiresGrad;
+  const parents = trainsWeight ? [a, weight] : [a];
+  const name = bits ? 'matmulBfloat16' : 'matmulFixedOrder';
+  return createResult(output, [...leading, rows, n], name, parents, (gradOutput) => {
+    if (a.requiresGrad) accumulateInputGradient(gradOutput, gradientOf(a), { m, n: k, k: n });
+    if (trainsWeight)
+      accumulateWeightGradient(a.data, gradOutput, gradientOf(weight), m, n, k, transposeB);
+  });
+
+  /**
+   * dA += dC·op(W)ᵀ: the bfloat16 kernel for a bfloat16 W, else the ordinary product (no
+   * sampled value depends on a gradient's summation order).
+   */
+  function accumulateInputGradient(
+    gradOutput: Float32Array,
+    gradInput: Float32Array,
+    shape: { m: number; n: number; k: number },
+  ): void {
+    if (bits) {
+      backend.matmulBfloat16({
+        a: gradOutput,
+        b: bits,
+        c: gradInput,
+        ...shape,
+        transposeB: !transposeB,
+        beta: 1,
+      });
+      return;
+    }
+    backend.matmul({
       a: gradOutput,
-      b: bits,
-      c: gradientOf(a),
-      m,
-      n: k,
-      k: n,
+      b: weight.data,
+      c: gradInput,
+      batch: 1,
+      ...shape,
+      transposeA: false,
       transposeB: !transposeB,
+      strideA: 0,
+      strideB: 0,
       beta: 1,
     });
+  }
+}
+
+interface Shape {
+  m: number;
+  n: number;
+  k: number;
+  transposeB: boolean;
+  beta?: number;
+}
+
+/** dW += A [M, K] with dC [M, N]: dW [N, K] = dCᵀ·A (transposeB), else dW [K, N] = Aᵀ·dC. */
+function accumulateWeightGradient(
+  a: Float32Array,
+  gradOutput: Float32Array,
+  gradWeight: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  transposeB: boolean,
+): void {
+  const [left, right, rows, columns] = transposeB ? [gradOutput, a, n, k] : [a, gradOutput, k, n];
+  getBackend().matmul({
+    a: left,
+    b: right,
+    c: gradWeight,
+    batch: 1,
+    m: rows,
+    n: columns,
+    k: m,
+    transposeA: true,
+    transposeB: false,
+    strideA: 0,
+    strideB: 0,
+    beta: 1,
   });
 }

@@ -2,27 +2,34 @@ import { getBackend } from '../../backend/index.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate } from '../memory.js';
 import { createResult, formatShape, gradientOf, shapeSize, Tensor } from '../tensor.js';
-import { matmulBfloat16Weight } from './matmul-bfloat16.js';
+import { matmulFixedOrderWeight } from './matmul-bfloat16.js';
 
 export interface MatmulOptions {
   /** Use Aᵀ: a is stored [..., K, M]. @default false */
   transposeA?: boolean;
   /** Use Bᵀ: b is stored [..., N, K] (a Linear weight [out, in]). @default false */
   transposeB?: boolean;
+  /**
+   * Sum every entry of C in one order whatever M is (b a 2-D weight, A untransposed): for
+   * weights whose rows must come out the same decoded alone as scored with their sequence
+   * (see matmul-bfloat16.ts). A bfloat16 b always does. @default false
+   */
+  fixedOrder?: boolean;
 }
 
 /**
  * C = op(A)·op(B). a: [..., M, K]; b: [K, N] (shared by every batch) or [..., K, N] with the
  * same leading dimensions as a. When b is shared and A is not transposed, the leading
  * dimensions fold into M and the whole product is one sgemm call. A b stored in bfloat16 (a
- * frozen weight) takes the bfloat16 kernel (see matmul-bfloat16.ts; A not transposed).
+ * frozen weight) takes the bfloat16 kernel, and `fixedOrder` its float32 twin (see
+ * matmul-bfloat16.ts; A not transposed).
  */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
   const transposeA = options.transposeA ?? false;
   const transposeB = options.transposeB ?? false;
-  if (b.bfloat16) {
-    if (transposeA) throw new ShapeError('matmul: a bfloat16 weight takes A untransposed');
-    return matmulBfloat16Weight(a, b, transposeB);
+  if (b.bfloat16 || options.fixedOrder) {
+    if (transposeA) throw new ShapeError('matmul: a fixed-order weight takes A untransposed');
+    return matmulFixedOrderWeight(a, b, transposeB);
   }
   if (a.bfloat16) throw new ShapeError('matmul: only the second operand may be bfloat16');
   if (a.rank < 2 || b.rank < 2) {
