@@ -8,22 +8,19 @@
  * One summation order for a query whatever else is computed with it: a decode step (one query
  * against the cache) and a scoring pass (the whole sequence at once) give the same bits, so a
  * token's log-prob recorded while sampling equals the one scoring computes. Every loop over keys
- * therefore starts at the sequence's first real key (left padding of a generated batch is
- * skipped, not masked, so key j of a sequence lands in the same lane as in an unpadded pass) and
- * ends at the row's own last visible key; the scores are dot products along the head dimension
- * (decode_scores) and the values a sum over keys (decode_values) for every row. A block of
- * queries used to take Q·Kᵀ and P·V as small GEMMs over a transposed copy of K, which sums in
- * another order.
- *
- * Why fused: the op-by-op version materializes scores and probabilities as
- * [batch, heads, queries, keys] tensors, writes and re-reads them several times (scale, mask,
- * softmax, matmul) and runs the small per-head products one at a time; here the score block
- * of a task lives in cache from QKᵀ to PV. In no-grad mode the probabilities are never written.
+ * starts at the sequence's first real key (left padding of a generated batch is skipped, not
+ * masked, so key j of a sequence lands in the same lane as in an unpadded pass); a score is a
+ * dot product along the head dimension in lanes reduced by one fixed tree (decode_scores for
+ * one query, block_scores four queries × four keys at a time, the same sums); the softmax runs
+ * over the row's own visible keys; and P·V is one multiply-add chain over the keys per output
+ * entry (gemm_small, for one row as for a block). Blocks used to take Q·Kᵀ as a GEMM over a
+ * transposed copy of K and decode steps dot products, two orders.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "attention.h"
+#include "gemm.h"
 #include "parallel.h"
 #include "reduce.h"
 #include "vecmath.h"
@@ -85,6 +82,17 @@ static bool softmax_scores(float *row, int64_t columns, int64_t limit, const flo
 }
 
 /*
+ * total + Σ q[d]·k[d] for d in [from, to), one FMA at a time in order: the head-dimension tail
+ * of a score, shared by decode_scores and block_scores so that both round it alike (kept out of
+ * the vectorizer, which would otherwise treat the inlined copies differently).
+ */
+__attribute__((noinline, optimize("no-tree-vectorize"))) static float
+dot_tail(float total, const float *q, const float *k, int64_t from, int64_t to) {
+  for (int64_t d = from; d < to; d++) total = __builtin_fmaf(q[d], k[d], total);
+  return total;
+}
+
+/*
  * scores[j] = scale·q·k_j for one query (decode steps), VECTOR_WIDTH keys at a time: one
  * accumulator vector per key along the head dimension, then all of their horizontal sums in
  * one reduction tree (vsum_rows). Keys are read in place from the cache; float accumulation,
@@ -108,60 +116,50 @@ static void decode_scores(const float *query, const float *key, int64_t key_stri
     vstore(totals, vsum_rows(sums));
     for (int i = 0; i < count; i++) {
       float total = totals[i];
-      for (int64_t d = full_dim; d < dim; d++) total += query[d] * key[(j0 + i) * key_stride + d];
+      if (full_dim < dim) total = dot_tail(total, query, key + (j0 + i) * key_stride, full_dim, dim);
       scores[j0 + i] = scale * total;
     }
   }
 }
 
 /*
- * output[d] = Σ_j probabilities[j]·v_j[d] for one query (decode steps). gemm_small's one-row
- * block would chain every key's multiply-add through the same accumulator (latency-bound);
- * here four keys go to four independent accumulator sets, summed at the end.
+ * The block version of decode_scores: scores[r][j] = scale·q_r·k_j for rows r < rows and keys
+ * j < keys, summed exactly as decode_scores sums them (lane sums along the head dimension, the
+ * vsum_rows tree, then the tail), four queries × four keys at a time so each loaded vector
+ * serves four products and one tree reduces sixteen of them. Entries past a row's own visible
+ * keys are computed too and never read.
  */
-#define VALUE_CHUNK (4 * VECTOR_WIDTH)
-static void decode_values(const float *probabilities, const float *value, int64_t value_stride,
-                          int64_t keys, int64_t dim, float *output) {
+static void block_scores(const float *query, int64_t query_stride, int64_t rows, const float *key,
+                         int64_t key_stride, int64_t keys, int64_t dim, float scale,
+                         float *scores, int64_t score_stride) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
-  for (int64_t d0 = 0; d0 < full_dim; d0 += VALUE_CHUNK) {
-    int vectors = full_dim - d0 < VALUE_CHUNK ? (int)((full_dim - d0) / VECTOR_WIDTH) : 4;
-    vfloat sums[4][4] = {{{0}}};
-    int64_t j = 0;
-    for (; j + 4 <= keys; j += 4) {
-#pragma GCC unroll 4
-      for (int u = 0; u < 4; u++) {
-        vfloat weight = vbroadcast(probabilities[j + u]);
-        const float *row = value + (j + u) * value_stride + d0;
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) {
-          if (v >= vectors) break;
-          sums[u][v] += weight * vload(row + v * VECTOR_WIDTH);
+  for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+    int row_count = rows - r0 < 4 ? (int)(rows - r0) : 4;
+    const float *q[4];
+    for (int r = 0; r < 4; r++) q[r] = query + (r0 + (r < row_count ? r : 0)) * query_stride;
+    for (int64_t j0 = 0; j0 < keys; j0 += 4) {
+      int key_count = keys - j0 < 4 ? (int)(keys - j0) : 4;
+      const float *k[4];
+      for (int i = 0; i < 4; i++) k[i] = key + (j0 + (i < key_count ? i : 0)) * key_stride;
+      vfloat sums[16] = {{0}};
+      for (int64_t d = 0; d < full_dim; d += VECTOR_WIDTH) {
+        vfloat qv[4], kv[4];
+        for (int r = 0; r < 4; r++) qv[r] = vload(q[r] + d);
+        for (int i = 0; i < 4; i++) kv[i] = vload(k[i] + d);
+        for (int r = 0; r < 4; r++) {
+          for (int i = 0; i < 4; i++) sums[r * 4 + i] += qv[r] * kv[i];
+        }
+      }
+      float totals[16];
+      for (int group = 0; group < 16; group += VECTOR_WIDTH) vstore(totals + group, vsum_rows(sums + group));
+      for (int r = 0; r < row_count; r++) {
+        for (int i = 0; i < key_count; i++) {
+          float total = totals[r * 4 + i];
+          if (full_dim < dim) total = dot_tail(total, q[r], k[i], full_dim, dim);
+          scores[(r0 + r) * score_stride + j0 + i] = scale * total;
         }
       }
     }
-    for (; j < keys; j++) {
-      vfloat weight = vbroadcast(probabilities[j]);
-      for (int v = 0; v < vectors; v++) {
-        sums[0][v] += weight * vload(value + j * value_stride + d0 + v * VECTOR_WIDTH);
-      }
-    }
-    for (int v = 0; v < vectors; v++) {
-      vstore(output + d0 + v * VECTOR_WIDTH, (sums[0][v] + sums[1][v]) + (sums[2][v] + sums[3][v]));
-    }
-  }
-  for (int64_t d = full_dim; d < dim; d++) {
-    float total = 0.0f;
-    for (int64_t j = 0; j < keys; j++) total += probabilities[j] * value[j * value_stride + d];
-    output[d] = total;
-  }
-}
-
-/* Zeroes query row r's output and, when saved, its probabilities. */
-static void zero_row(const attention_arguments *a, int64_t b, int64_t h, int64_t i, float *output) {
-  for (int64_t d = 0; d < a->head_dim; d++) output[d] = 0.0f;
-  if (a->probabilities) {
-    float *saved = a->probabilities + probability_offset(a, b, h, i);
-    for (int64_t j = 0; j < a->key_length; j++) saved[j] = 0.0f;
   }
 }
 
@@ -175,38 +173,48 @@ static void forward_task(void *context, size_t index, int thread) {
   int64_t rows = a->query_length - i0 < QUERY_BLOCK ? a->query_length - i0 : QUERY_BLOCK;
   int64_t keys = visible_keys(a, i0 + rows - 1), stride = round_up_to_vector(keys);
   int64_t dim = a->head_dim, kv_head = h / (a->heads / a->kv_heads);
-  int64_t key_stride = a->kv_heads * dim;
+  int64_t key_stride = a->kv_heads * dim, query_stride = a->heads * dim;
   float *output = a->output + query_offset(a, b, i0, h);
-  float *row = pool_scratch(thread, 0, (size_t)(2 * stride + VECTOR_WIDTH) * sizeof(float));
-  if (!row) abort();
-  float *valid = row + stride + VECTOR_WIDTH;
+  float *scores = pool_scratch(thread, 0, (size_t)((QUERY_BLOCK + 1) * stride) * sizeof(float));
+  if (!scores) abort();
+  float *valid = scores + QUERY_BLOCK * stride;
   key_validity(a, b, keys, valid);
   /* The sequence's first real key: left padding is skipped (see the header). */
   int64_t first = 0;
   while (first < keys && valid[first] == 0.0f) first++;
   const float *query = a->query + query_offset(a, b, i0, h);
   const float *key = a->key + key_offset(a, b, first, kv_head);
-  const float *value = a->value + key_offset(a, b, first, kv_head);
+  int64_t span = keys - first; /* keys from the first real one to the block's last visible */
+  if (span > 0) {
+    if (rows == 1) decode_scores(query, key, key_stride, span, dim, a->scale, scores);
+    else block_scores(query, query_stride, rows, key, key_stride, span, dim, a->scale, scores, stride);
+  }
   for (int64_t r = 0; r < rows; r++) {
-    float *row_output = output + r * a->heads * dim;
+    float *row = scores + r * stride;
     int64_t count = visible_keys(a, i0 + r) - first;
-    if (count <= 0) {
-      zero_row(a, b, h, i0 + r, row_output);
-      continue;
-    }
-    decode_scores(query + r * a->heads * dim, key, key_stride, count, dim, a->scale, row);
-    if (!softmax_scores(row, count, count, valid + first)) {
-      zero_row(a, b, h, i0 + r, row_output);
-      continue;
-    }
+    bool any = count > 0 && softmax_scores(row, count, count, valid + first);
+    if (!any) count = 0;
+    /* P·V runs over the block's span: a row's later entries are zero and add nothing. */
+    for (int64_t j = count; j < span; j++) row[j] = 0.0f;
     if (a->probabilities) {
       float *saved = a->probabilities + probability_offset(a, b, h, i0 + r);
-      for (int64_t j = 0; j < first; j++) saved[j] = 0.0f;
+      for (int64_t j = 0; j < a->key_length; j++) saved[j] = 0.0f;
       for (int64_t j = 0; j < count; j++) saved[first + j] = row[j];
-      for (int64_t j = first + count; j < a->key_length; j++) saved[j] = 0.0f;
     }
-    decode_values(row, value, key_stride, count, dim, row_output);
   }
+  if (span <= 0) {
+    for (int64_t r = 0; r < rows; r++) {
+      for (int64_t d = 0; d < dim; d++) output[r * query_stride + d] = 0.0f;
+    }
+    return;
+  }
+  /* Every output entry is one multiply-add chain over the keys in order, whatever the rows. */
+  small_gemm product = {.rows = rows, .columns = dim, .depth = span, .a = scores,
+                        .a_row_stride = stride, .a_depth_stride = 1,
+                        .b = a->value + key_offset(a, b, first, kv_head),
+                        .b_stride = key_stride, .c = output, .c_stride = query_stride,
+                        .alpha = 1.0f, .accumulate = false};
+  gemm_small(&product);
 }
 
 void kernel_attention(const attention_arguments *a) {

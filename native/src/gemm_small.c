@@ -41,13 +41,19 @@ static inline __attribute__((always_inline)) void block(const small_gemm *g, int
   }
 }
 
-/* The last columns (fewer than one vector), one dot product at a time. */
-static void scalar_columns(const small_gemm *g, int64_t j0) {
+/*
+ * The last columns (fewer than one vector), one dot product at a time: one FMA per p in order,
+ * as `block` sums each entry, kept out of the vectorizer so that every row count rounds alike
+ * (attention relies on a row's result not depending on the rows beside it).
+ */
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void
+scalar_columns(const small_gemm *g, int64_t j0) {
   for (int64_t r = 0; r < g->rows; r++) {
     const float *a = g->a + r * g->a_row_stride;
     for (int64_t j = j0; j < g->columns; j++) {
       float sum = 0;
-      for (int64_t p = 0; p < g->depth; p++) sum += a[p * g->a_depth_stride] * g->b[p * g->b_stride + j];
+      for (int64_t p = 0; p < g->depth; p++)
+        sum = __builtin_fmaf(a[p * g->a_depth_stride], g->b[p * g->b_stride + j], sum);
       float *c = g->c + r * g->c_stride + j;
       *c = g->accumulate ? *c + g->alpha * sum : g->alpha * sum;
     }
