@@ -13,8 +13,9 @@
  * dot product along the head dimension in lanes reduced by one fixed tree (decode_scores for
  * one query, block_scores four queries × four keys at a time, the same sums); the softmax runs
  * over the row's own visible keys; and P·V is one multiply-add chain over the keys per output
- * entry (gemm_small, for one row as for a block). Blocks used to take Q·Kᵀ as a GEMM over a
- * transposed copy of K and decode steps dot products, two orders.
+ * entry (gemm_small for a block, decode_values for one query, the same chains). Blocks used to
+ * take Q·Kᵀ as a GEMM over a transposed copy of K and decode steps dot products, two orders;
+ * the tiled dot products cost blocks more than that GEMM did (see the README's Engine section).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -163,6 +164,40 @@ static void block_scores(const float *query, int64_t query_stride, int64_t rows,
   }
 }
 
+/*
+ * output[d] = Σ_j probabilities[j]·v_j[d] for one query (decode steps): gemm_small's order (one
+ * multiply-add chain over the keys per entry, the last columns by gemm_small itself), but all
+ * of a head's vectors at once, four independent chains where gemm_small's one-row block keeps
+ * two: one row's chains are latency-bound.
+ */
+#define VALUE_VECTORS 4
+static void decode_values(const float *probabilities, const float *value, int64_t value_stride,
+                          int64_t keys, int64_t dim, float *output) {
+  int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
+  for (int64_t d0 = 0; d0 < full_dim; d0 += VALUE_VECTORS * VECTOR_WIDTH) {
+    int64_t remaining = (full_dim - d0) / VECTOR_WIDTH;
+    int vectors = remaining < VALUE_VECTORS ? (int)remaining : VALUE_VECTORS;
+    vfloat sums[VALUE_VECTORS] = {{0}};
+    for (int64_t j = 0; j < keys; j++) {
+      vfloat weight = vbroadcast(probabilities[j]);
+      const float *row = value + j * value_stride + d0;
+#pragma GCC unroll 4
+      for (int v = 0; v < VALUE_VECTORS; v++) {
+        if (v >= vectors) break;
+        sums[v] += weight * vload(row + v * VECTOR_WIDTH);
+      }
+    }
+    for (int v = 0; v < vectors; v++) vstore(output + d0 + v * VECTOR_WIDTH, sums[v]);
+  }
+  if (full_dim < dim) {
+    small_gemm tail = {.rows = 1, .columns = dim - full_dim, .depth = keys, .a = probabilities,
+                       .a_row_stride = keys, .a_depth_stride = 1, .b = value + full_dim,
+                       .b_stride = value_stride, .c = output + full_dim, .c_stride = dim,
+                       .alpha = 1.0f, .accumulate = false};
+    gemm_small(&tail);
+  }
+}
+
 static void forward_task(void *context, size_t index, int thread) {
   const forward_context *t = context;
   const attention_arguments *a = t->a;
@@ -209,10 +244,14 @@ static void forward_task(void *context, size_t index, int thread) {
     return;
   }
   /* Every output entry is one multiply-add chain over the keys in order, whatever the rows. */
+  const float *value = a->value + key_offset(a, b, first, kv_head);
+  if (rows == 1) {
+    decode_values(scores, value, key_stride, span, dim, output);
+    return;
+  }
   small_gemm product = {.rows = rows, .columns = dim, .depth = span, .a = scores,
                         .a_row_stride = stride, .a_depth_stride = 1,
-                        .b = a->value + key_offset(a, b, first, kv_head),
-                        .b_stride = key_stride, .c = output, .c_stride = query_stride,
+                        .b = value, .b_stride = key_stride, .c = output, .c_stride = query_stride,
                         .alpha = 1.0f, .accumulate = false};
   gemm_small(&product);
 }
