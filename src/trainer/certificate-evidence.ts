@@ -52,6 +52,9 @@ export class EvidenceCollector {
    * come from one kernel pass over both arrays (compareLogDistributions, the formulas of
    * src/rl's tokenKl and tokenTotalVariation), not from exp'ed copies of them: at a real
    * vocabulary that JavaScript path was the largest cost of an update after the forward passes.
+   * Ranks are by log π_old, the order of π_old itself; RankShiftAccumulator.add ranks
+   * float32-rounded probabilities, which may tie (and so order by id) two log-probabilities
+   * above −1 that differ in their last bits: the one place the two paths can rank differently.
    */
   add({ chunk, old, current, currentLogProbs }: DistributionPair): void {
     const { vocab, rankShift } = this;
