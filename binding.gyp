@@ -19,6 +19,7 @@
         "native/src/arguments.c",
         "native/src/attention.c",
         "native/src/attention_backward.c",
+        "native/src/distribution_comparison.c",
         "native/src/elementwise.c",
         "native/src/gemm_packed.c",
         "native/src/gemm_panels.c",

@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "108392c2d5b7f80e"
+#define KERNEL_SIGNATURES_FINGERPRINT "d81bfec352ef6548"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -38,6 +38,10 @@
 #define GATHER_LOG_PROBS_BACKWARD_NAME "gatherLogProbsBackward"
 #define GATHER_LOG_PROBS_BACKWARD_ARGUMENT_COUNT 8
 #define GATHER_LOG_PROBS_BACKWARD_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, targets, "targets", INTS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, log_sum_exp, "logSumExp", FLOATS) X(5, grad_log_probs, "gradLogProbs", FLOATS) X(6, grad_entropy, "gradEntropy", OPTIONAL_FLOATS) X(7, grad_logits, "gradLogits", FLOATS)
+
+#define COMPARE_LOG_DISTRIBUTIONS_NAME "compareLogDistributions"
+#define COMPARE_LOG_DISTRIBUTIONS_ARGUMENT_COUNT 10
+#define COMPARE_LOG_DISTRIBUTIONS_ARGUMENTS(X) X(0, old_log_probs, "oldLogProbs", FLOATS) X(1, new_log_probs, "newLogProbs", FLOATS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, kl, "kl", FLOATS) X(5, total_variation, "totalVariation", FLOATS) X(6, top_count, "topCount", SIZE) X(7, top_tokens, "topTokens", INTS) X(8, old_total, "oldTotal", DOUBLES) X(9, new_total, "newTotal", DOUBLES)
 
 #define RMS_NORM_NAME "rmsNorm"
 #define RMS_NORM_ARGUMENT_COUNT 7
@@ -95,6 +99,6 @@
 #define AXPY_ARGUMENT_COUNT 3
 #define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
 
-#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
+#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(compare_log_distributions, "compareLogDistributions") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
 
 #endif

@@ -2,10 +2,12 @@
  * The one test suite every kernel backend must pass: each kernel against a float64 reference
  * written from its definition, each backward kernel against central finite differences of
  * that reference, on awkward sizes, subarray views, and extreme values (±1e4 logits, −∞
- * masks, NaN, rows with nothing to attend to). `typescript.test.ts` and `native.test.ts` run it.
+ * masks, NaN, rows with nothing to attend to, one-hot distributions). `typescript.test.ts` and
+ * `native.test.ts` run it.
  */
 import type { KernelBackend } from './types.js';
 import { attentionTests } from './testing/suite-attention.js';
+import { distributionComparisonTests } from './testing/suite-distribution-comparison.js';
 import { elementwiseTests } from './testing/suite-elementwise.js';
 import { matmulTests } from './testing/suite-matmul.js';
 import { matmulBfloat16Tests } from './testing/suite-matmul-bfloat16.js';
@@ -18,6 +20,7 @@ export function runBackendSuite(backend: KernelBackend): void {
   matmulBfloat16Tests(backend);
   softmaxTests(backend);
   samplingTests(backend);
+  distributionComparisonTests(backend);
   normTests(backend);
   attentionTests(backend);
   elementwiseTests(backend);

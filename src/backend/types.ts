@@ -195,6 +195,41 @@ export const kernelSignatures = {
     gradEntropy: optionalFloats,
     gradLogits: floats,
   },
+  /**
+   * Two log-distributions compared row by row in one pass: the trust region's exact KL and TV
+   * and what the probability-shift-by-rank diagnostic needs (src/rl/kl.ts, total-variation.ts,
+   * rank-shift.ts state the definitions; these are their formulas). With p = exp(oldLogProbs[r])
+   * and q = exp(newLogProbs[r]), d_v = log p_v − log q_v, and every sum in float64:
+   * kl[r] = Σ_v p_v·(d_v + expm1(−d_v)) where d_v ≥ −1, p_v·(d_v − 1) + q_v where d_v < −1,
+   * and q_v where log p_v = −∞; totalVariation[r] = ½ Σ_v −max(p_v, q_v)·expm1(−|d_v|) (entries
+   * with p_v = q_v = 0 left out), clamped to [0, 1]; oldTotal[r] = Σ p_v, newTotal[r] = Σ q_v.
+   * A NaN entry makes its row's kl, totalVariation and totals NaN.
+   */
+  compareLogDistributions: {
+    /** [rows, columns] log p (π_old), log-softmax'ed rows. */
+    oldLogProbs: floats,
+    /** [rows, columns] log q (π_new). */
+    newLogProbs: floats,
+    rows: size,
+    /** The vocabulary; below 2³¹ (token ids are int32). */
+    columns: size,
+    /** [rows] KL(p ‖ q). */
+    kl: floats,
+    /** [rows] TV(p, q) = ½ Σ |p − q|. */
+    totalVariation: floats,
+    /** Ranks kept per row in `topTokens` (0: none). */
+    topCount: size,
+    /**
+     * [rows, topCount] the ids of each row's `topCount` largest log p, best first, ties to the
+     * lower id; NaN entries are never ranked, and −1 fills the places a row cannot (fewer
+     * ranked entries than topCount).
+     */
+    topTokens: ints,
+    /** [rows] Σ_v p_v. */
+    oldTotal: doubles,
+    /** [rows] Σ_v q_v. */
+    newTotal: doubles,
+  },
   /** out = x / rms(x) · weight, per row; saves 1/rms per row into inverseRms. */
   rmsNorm: {
     input: floats,

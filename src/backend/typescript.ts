@@ -1,4 +1,5 @@
 import { attention, attentionBackward } from './reference/attention.js';
+import { compareLogDistributions } from './reference/distribution-comparison.js';
 import {
   adamw,
   axpy,
@@ -38,6 +39,7 @@ export function createTypeScriptBackend(): KernelBackend {
     logSoftmax: ({ input, output, rows, columns }) => logSoftmax(input, output, rows, columns),
     gatherLogProbs,
     gatherLogProbsBackward,
+    compareLogDistributions,
     sampleRows,
     rmsNorm,
     rmsNormBackward,

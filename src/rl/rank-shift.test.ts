@@ -178,4 +178,51 @@ describe('RankShiftAccumulator', () => {
       ),
     );
   });
+  it("addRanked, given each position's top tokens and totals, gives the numbers of add", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 3, max: 14 }),
+        fc.integer({ min: 0, max: 1000 }),
+        (positions, vocab, seed) => {
+          let state = seed;
+          const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+          // Probabilities from a few levels, so that ties (broken by the lower id) occur.
+          const row = () => Array.from({ length: vocab }, () => Math.floor(next() * 4) / 8);
+          const old = Array.from({ length: positions }, row).flat();
+          const updated = Array.from({ length: positions }, row).flat();
+          const rankBuckets = [1, 2, 5, Infinity];
+          const whole = new RankShiftAccumulator(vocab, rankBuckets);
+          whole.add({ oldProbsFull: old, newProbsFull: updated, positions });
+          const ranked = new RankShiftAccumulator(vocab, rankBuckets);
+          const count = ranked.rankedCount;
+          const topOld: number[] = [];
+          const topNew: number[] = [];
+          const oldTotals: number[] = [];
+          const newTotals: number[] = [];
+          for (let position = 0; position < positions; position++) {
+            const offset = position * vocab;
+            const ids = Array.from({ length: vocab }, (_, token) => token).sort(
+              (a, b) => old[offset + b]! - old[offset + a]! || a - b,
+            );
+            for (const token of ids.slice(0, count)) {
+              topOld.push(old[offset + token]!);
+              topNew.push(updated[offset + token]!);
+            }
+            oldTotals.push(old.slice(offset, offset + vocab).reduce((a, b) => a + b, 0));
+            newTotals.push(updated.slice(offset, offset + vocab).reduce((a, b) => a + b, 0));
+          }
+          ranked.addRanked({
+            topOldProbabilities: topOld,
+            topNewProbabilities: topNew,
+            oldTotals,
+            newTotals,
+            positions,
+          });
+          assert.equal(count, vocab > 5 ? 5 : 2, 'the largest bound below vocab');
+          assert.deepEqual(ranked.result(), whole.result());
+        },
+      ),
+    );
+  });
 });

@@ -81,6 +81,11 @@ export class RankShiftAccumulator {
     this.sums = bounds.map(() => ({ old: 0, new: 0, count: 0 }));
   }
 
+  /** How many top ranks are told apart per position: the largest rank bound below vocab. */
+  get rankedCount(): number {
+    return this.topCount;
+  }
+
   /** Adds `positions` more rows [positions, vocab] of π_old and π_new. */
   add({
     oldProbsFull,
@@ -91,7 +96,7 @@ export class RankShiftAccumulator {
     newProbsFull: NumberArray;
     positions: number;
   }): void {
-    const { vocab, topCount, bucketOfRank, tailBucket, sums } = this;
+    const { vocab, topCount, tailBucket } = this;
     if (oldProbsFull.length !== positions * vocab || newProbsFull.length !== positions * vocab) {
       throw new ShapeError(
         `probabilityShiftByRank: expected [positions, vocab] = ${positions} × ${vocab} values, got ` +
@@ -105,10 +110,7 @@ export class RankShiftAccumulator {
       let topNew = 0;
       for (let rank = 1; rank <= top.length; rank++) {
         const token = offset + top[rank - 1];
-        const entry = sums[bucketOfRank[rank]];
-        entry.old += oldProbsFull[token];
-        entry.new += newProbsFull[token];
-        entry.count++;
+        this.addRank(rank, oldProbsFull[token], newProbsFull[token]);
         topOld += oldProbsFull[token];
         topNew += newProbsFull[token];
       }
@@ -119,12 +121,76 @@ export class RankShiftAccumulator {
           totalOld += oldProbsFull[token];
           totalNew += newProbsFull[token];
         }
-        sums[tailBucket].old += totalOld - topOld;
-        sums[tailBucket].new += totalNew - topNew;
-        sums[tailBucket].count += vocab - top.length;
+        this.addTail(totalOld - topOld, totalNew - topNew, vocab - top.length);
       }
     }
     this.positions += positions;
+  }
+
+  /**
+   * Adds `positions` more rows ranked elsewhere (a kernel that reads each row once): per
+   * position, π_old and π_new of its `rankedCount` most likely tokens under π_old, best first
+   * (ties to the lower id), and both distributions' totals over the whole vocabulary. The
+   * buckets get exactly what `add` gives them from the full rows.
+   */
+  addRanked({
+    topOldProbabilities,
+    topNewProbabilities,
+    oldTotals,
+    newTotals,
+    positions,
+  }: {
+    /** [positions, rankedCount] π_old of each position's top tokens, best first. */
+    topOldProbabilities: NumberArray;
+    /** [positions, rankedCount] π_new of the same tokens. */
+    topNewProbabilities: NumberArray;
+    /** [positions] Σ_v π_old(v). */
+    oldTotals: NumberArray;
+    /** [positions] Σ_v π_new(v). */
+    newTotals: NumberArray;
+    positions: number;
+  }): void {
+    const { vocab, topCount } = this;
+    if (
+      topOldProbabilities.length !== positions * topCount ||
+      topNewProbabilities.length !== positions * topCount ||
+      oldTotals.length !== positions ||
+      newTotals.length !== positions
+    ) {
+      throw new ShapeError(
+        `probabilityShiftByRank: expected [positions, rankedCount] = ${positions} × ${topCount} ` +
+          `top probabilities and ${positions} totals, got ${topOldProbabilities.length} (old), ` +
+          `${topNewProbabilities.length} (new), ${oldTotals.length} and ${newTotals.length} totals`,
+      );
+    }
+    for (let position = 0; position < positions; position++) {
+      let topOld = 0;
+      let topNew = 0;
+      for (let rank = 1; rank <= topCount; rank++) {
+        const index = position * topCount + rank - 1;
+        this.addRank(rank, topOldProbabilities[index], topNewProbabilities[index]);
+        topOld += topOldProbabilities[index];
+        topNew += topNewProbabilities[index];
+      }
+      this.addTail(oldTotals[position] - topOld, newTotals[position] - topNew, vocab - topCount);
+    }
+    this.positions += positions;
+  }
+
+  private addRank(rank: number, oldProbability: number, newProbability: number): void {
+    const entry = this.sums[this.bucketOfRank[rank]];
+    entry.old += oldProbability;
+    entry.new += newProbability;
+    entry.count++;
+  }
+
+  /** The tokens ranked below `rankedCount`, when a bucket counts them. */
+  private addTail(oldMass: number, newMass: number, count: number): void {
+    if (this.tailBucket < 0) return;
+    const entry = this.sums[this.tailBucket];
+    entry.old += oldMass;
+    entry.new += newMass;
+    entry.count += count;
   }
 
   /** The buckets over every position added so far. */

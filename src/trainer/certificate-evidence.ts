@@ -1,10 +1,9 @@
-import {
-  RankShiftAccumulator,
-  tokenKl,
-  tokenTotalVariation,
-  type RankBucketShift,
-} from '../rl/index.js';
+import { RankShiftAccumulator, type RankBucketShift } from '../rl/index.js';
 import type { TransformerLM } from '../nn/transformer.js';
+import {
+  compareLogDistributions,
+  type LogDistributionComparison,
+} from '../tensor/distribution-comparison.js';
 import type { TeamBatch } from '../team/types.js';
 import { ReferenceDistributions, type DistributionPair } from './reference-distributions.js';
 import { collectUnitTokens, toGrid, type UnitTokens } from './token-grid.js';
@@ -48,13 +47,27 @@ export class EvidenceCollector {
     this.rankShift = options.rankShift ? new RankShiftAccumulator(vocab, rankBuckets) : null;
   }
 
+  /**
+   * One chunk's pair of full log-distributions. KL, TV and the rank shift's ranks and totals
+   * come from one kernel pass over both arrays (compareLogDistributions, the formulas of
+   * src/rl's tokenKl and tokenTotalVariation), not from exp'ed copies of them: at a real
+   * vocabulary that JavaScript path was the largest cost of an update after the forward passes.
+   * Ranks are by log π_old, the order of π_old itself; RankShiftAccumulator.add ranks
+   * float32-rounded probabilities, which may tie (and so order by id) two log-probabilities
+   * above −1 that differ in their last bits: the one place the two paths can rank differently.
+   */
   add({ chunk, old, current, currentLogProbs }: DistributionPair): void {
-    const { vocab } = this;
+    const { vocab, rankShift } = this;
     this.fusedLogProbs.set(currentLogProbs, chunk.start);
-    const rows = { oldLogProbsFull: old, newLogProbsFull: current };
-    const shape = { positions: chunk.positions, vocab };
-    this.perTokenKl.set(tokenKl({ ...rows, ...shape }), chunk.start);
-    this.perTokenTotalVariation.set(tokenTotalVariation({ ...rows, ...shape }), chunk.start);
+    const comparison = compareLogDistributions({
+      oldLogProbs: old,
+      newLogProbs: current,
+      positions: chunk.positions,
+      vocab,
+      topCount: rankShift ? rankShift.rankedCount : 0,
+    });
+    this.perTokenKl.set(comparison.kl, chunk.start);
+    this.perTokenTotalVariation.set(comparison.totalVariation, chunk.start);
     let cursor = 0;
     for (const item of chunk.items) {
       for (const token of item.completion) {
@@ -62,11 +75,7 @@ export class EvidenceCollector {
         cursor++;
       }
     }
-    this.rankShift?.add({
-      oldProbsFull: probabilities(old),
-      newProbsFull: probabilities(current),
-      positions: chunk.positions,
-    });
+    if (rankShift) rankShift.addRanked(rankedProbabilities(comparison, old, current, vocab));
   }
 
   evidence(): CertificateEvidence {
@@ -94,13 +103,26 @@ export class EvidenceCollector {
 }
 
 /**
- * exp of every entry. A plain loop: Float32Array.from with a mapping callback costs several
- * times more per entry, and these are full distributions.
+ * π_old and π_new of each position's top tokens (a token id of −1, a row with fewer ranked
+ * entries, reads NaN) and the totals, as RankShiftAccumulator.addRanked takes them.
  */
-function probabilities(logs: Float32Array): Float32Array {
-  const result = new Float32Array(logs.length);
-  for (let index = 0; index < logs.length; index++) result[index] = Math.exp(logs[index]!);
-  return result;
+function rankedProbabilities(
+  { topTokens, oldTotals, newTotals }: LogDistributionComparison,
+  old: Float32Array,
+  current: Float32Array,
+  vocab: number,
+): Parameters<RankShiftAccumulator['addRanked']>[0] {
+  const positions = oldTotals.length;
+  const topCount = positions > 0 ? topTokens.length / positions : 0;
+  const topOldProbabilities = new Float64Array(topTokens.length);
+  const topNewProbabilities = new Float64Array(topTokens.length);
+  for (let index = 0; index < topTokens.length; index++) {
+    const token = topTokens[index]!;
+    const entry = Math.floor(index / topCount) * vocab + token;
+    topOldProbabilities[index] = token < 0 ? Number.NaN : Math.exp(old[entry]!);
+    topNewProbabilities[index] = token < 0 ? Number.NaN : Math.exp(current[entry]!);
+  }
+  return { topOldProbabilities, topNewProbabilities, oldTotals, newTotals, positions };
 }
 
 /**
