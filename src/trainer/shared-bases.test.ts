@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { loadCheckpoint, saveCheckpoint } from '../io/checkpoint.js';
+import { loadModel } from '../models/load.js';
+import { applyWeightsDtype } from '../models/weights-dtype.js';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { SharedBases } from '../models/shared-bases.js';
@@ -170,6 +173,34 @@ describe('agents on one checkpoint share its frozen base', () => {
     full.tokenEmbedding.data.fill(0.5);
     assert.deepEqual(logitsOf(frozen), before);
     for (const model of [lora, full, frozen]) model.destroy();
+  });
+});
+
+describe('weightsDtype auto on a shared base', () => {
+  test('a LoRA agent gets bfloat16 exactly when its checkpoint holds bfloat16 values', async () => {
+    // The decision is made on the base alone: fresh adapters (float32, trainable) do not count.
+    const rounded = path.join(fixture.directory, 'bfloat16-values');
+    const loaded = await loadModel(base());
+    applyWeightsDtype(loaded.model, 'bfloat16', { trainsFully: false, where: 'test' });
+    await saveCheckpoint(rounded, {
+      ...(await loadCheckpoint(base())),
+      parameters: loaded.model.stateDict(),
+    });
+    loaded.model.destroy();
+    const sharedBases = new SharedBases();
+    const settings = { weightsDtype: 'auto' };
+    const fromRounded = (await loadAgentModel(
+      agentConfig('solver', { ...settings, model: rounded }),
+      7,
+      sharedBases,
+    ))!.model;
+    const fromFloat32 = (await loadAgentModel(agentConfig('critic', settings), 7, sharedBases))!
+      .model;
+    assert.equal(fromRounded.tokenEmbedding.dtype, 'bfloat16');
+    assert.equal(fromFloat32.tokenEmbedding.dtype, 'float32');
+    assert.equal(sharedBases.size, 2);
+    fromRounded.destroy();
+    fromFloat32.destroy();
   });
 });
 
