@@ -110,13 +110,13 @@ export type MatricesDtype = 'float32' | 'bfloat16' | 'auto';
  * Fills `model` from the directory's weights. Every missing, unexpected or misshapen tensor is
  * named in one error before anything is read. With `matrices` resolving to bfloat16 the model
  * is frozen and each matrix is rounded to bfloat16 (exact for a BF16 file) right after it is
- * read, so only one tensor exists in float32 at a time; returns the dtype the matrices got.
+ * read, so only one tensor exists in float32 at a time.
  */
 export async function loadHuggingFaceWeights(
   model: TransformerLM,
   directory: string,
   matrices: MatricesDtype = 'float32',
-): Promise<'float32' | 'bfloat16'> {
+): Promise<void> {
   const catalog = await readWeightCatalog(directory);
   const layout = weightLayout(model.config, new Set(catalog.tensors.keys()));
   const expected = new Map(layout.rules.map((rule) => [rule.source, rule.sourceShape]));
@@ -156,7 +156,6 @@ export async function loadHuggingFaceWeights(
       if (tensor.rank === 2) tensor.storeAsBfloat16();
     }
   }
-  return toBfloat16 ? 'bfloat16' : 'float32';
 }
 
 /**
