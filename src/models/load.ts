@@ -9,11 +9,11 @@ import { RandomGenerator } from '../util/random.js';
 import { tokenizerFromJSON } from '../tokenizer/load.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { huggingFaceFormat } from './huggingface/format.js';
-import type { LoadedModel, ModelFormat } from './model-format.js';
+import type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.js';
 import { checkModelFits, parameterCount } from './memory-estimate.js';
 
 /** A model ready to run: the network, its tokenizer and where it came from. */
-export type { LoadedModel, ModelFormat } from './model-format.js';
+export type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.js';
 
 /** teamtr's own checkpoint layout (config.json in our schema + tokenizer.json). */
 export const teamtrCheckpointFormat: ModelFormat = {
@@ -99,7 +99,10 @@ export function resolveModelSpec(spec: string): string {
 }
 
 /** Loads a model directory in any known format, with an error listing them when none fits. */
-export async function loadModel(spec: string): Promise<LoadedModel> {
+export async function loadModel(
+  spec: string,
+  options: ModelLoadOptions = {},
+): Promise<LoadedModel> {
   const directory = resolveModelSpec(spec);
   if (!existsSync(directory)) {
     const hint = spec.startsWith('builtin:')
@@ -114,7 +117,7 @@ export async function loadModel(spec: string): Promise<LoadedModel> {
       `not a model directory of a known format (known: ${modelFormats.map((entry) => entry.name).join(', ')})`,
     );
   }
-  const loaded = await format.load(directory);
+  const loaded = await format.load(directory, options);
   assertFiniteWeights(loaded, directory);
   return loaded;
 }

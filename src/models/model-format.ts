@@ -26,5 +26,16 @@ export interface LoadedModel {
 export interface ModelFormat {
   readonly name: string;
   recognizes(directory: string): boolean;
-  load(directory: string): Promise<LoadedModel>;
+  load(directory: string, options?: ModelLoadOptions): Promise<LoadedModel>;
+}
+
+export interface ModelLoadOptions {
+  /**
+   * For a model that will stay frozen: load its matrices straight into bfloat16 (`bfloat16`;
+   * `auto` when the checkpoint stores them so), one tensor at a time, so the model never exists
+   * in float32 as a whole. The model then comes back frozen. A format that cannot convert while
+   * it loads ignores this (the caller's weights-dtype.ts `applyWeightsDtype` converts after).
+   * @default 'float32' (every parameter as loaded, trainable)
+   */
+  frozenMatrices?: 'float32' | 'bfloat16' | 'auto';
 }

@@ -9,14 +9,22 @@ export interface LinearLayer extends Module {
   forward(input: Tensor): Tensor;
 }
 
-/** Normal(0, std) initial values from a seeded generator. */
+/**
+ * Normal(0, std) initial values from a seeded generator. Zeros are not written (the array
+ * starts zeroed): a loader that skips initialization (its generator yields 0) then leaves a
+ * large array's pages untouched, so they cost no memory until the checkpoint's values arrive,
+ * and none at all for a matrix that goes straight into bfloat16.
+ */
 export function normalValues(
   size: number,
   standardDeviation: number,
   random: RandomGenerator,
 ): Float32Array {
   const values = new Float32Array(size);
-  for (let index = 0; index < size; index++) values[index] = random.normal() * standardDeviation;
+  for (let index = 0; index < size; index++) {
+    const value = random.normal() * standardDeviation;
+    if (value !== 0) values[index] = value;
+  }
   return values;
 }
 

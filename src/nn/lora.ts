@@ -3,6 +3,7 @@ import { TeamtrError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
 import { Linear, type LinearLayer } from './linear.js';
 import { Module } from './module.js';
+import { holderNames, weightHolders } from './weight-holders.js';
 
 /**
  * Low-rank adapters (LoRA; Hu et al., 2021): y = x·Wᵀ + b + s·(x·Aᵀ)·Bᵀ with A [rank, in],
@@ -104,9 +105,18 @@ export class LoraLinear extends Module implements LinearLayer {
    * W ← W + s·B·A; the forward pass then skips the adapter. Refused for a base stored in
    * bfloat16: W + s·B·A rounded to bfloat16 would lose most of a small update (an adapter's
    * delta is often below bfloat16's 2⁻⁸ relative step), and unmerging could not restore W.
+   * Refused too for a base shared by several agents (models/shared-bases.ts): W is theirs as
+   * well, so folding this agent's update into it would change their outputs. Exports do not
+   * need a merge (they add s·B·A to a copy of W).
    */
   merge(): void {
     if (this.isMerged) return;
+    const holders = weightHolders(this.base.weight);
+    if (holders) {
+      throw new TeamtrError(
+        `cannot merge a LoRA adapter into a base weight shared by the agents ${holderNames(holders).join(', ')} (they load the same checkpoint and keep one frozen copy of it): merging would change all of their weights; keep the adapter unmerged (it runs as is, and exports merge into a copy), or give the agent a checkpoint directory of its own`,
+      );
+    }
     if (this.base.weight.bfloat16) {
       throw new TeamtrError(
         'cannot merge a LoRA adapter into a base weight stored in bfloat16: the merged weight would be rounded to bfloat16 and lose the update; keep the adapter unmerged (it runs as is), or load the base in float32 to merge',

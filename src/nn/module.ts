@@ -9,6 +9,7 @@ export interface NamedParameter {
 /** A parameter's value outside the graph: what state dicts and checkpoints hold. */
 export type { NamedArray } from '../util/named-array.js';
 import type { NamedArray } from '../util/named-array.js';
+import { addWeightHolder, holderNames, weightHolders } from './weight-holders.js';
 
 /**
  * Base of every layer: named parameters and named children, so a model's parameters have
@@ -73,6 +74,13 @@ export abstract class Module {
         `cannot train weights stored in bfloat16 (${bfloat16[0]!.name} and ${bfloat16.length - 1} more): bfloat16 is for frozen weights — load the model in float32 to train it fully`,
       );
     }
+    // A shared tensor has one `grad` and one `requiresGrad` for all of its holders.
+    const shared = trainable ? this.sharedParameters() : [];
+    if (shared.length > 0) {
+      throw new TeamtrError(
+        `cannot train ${shared[0]!.name} (and ${shared.length - 1} more): these frozen weights are shared by ${shared[0]!.holders.join(', ')}, which load the same checkpoint; an agent that trains its full model loads its own copy (no "lora", "trainable": true)`,
+      );
+    }
     for (const { tensor } of this.namedParameters()) {
       tensor.requiresGrad = trainable;
       if (!trainable) tensor.zeroGrad();
@@ -97,6 +105,9 @@ export abstract class Module {
    * listed together in one error so a user sees everything wrong at once.
    */
   loadStateDict(entries: readonly NamedArray[], options: { strict?: boolean } = {}): void {
+    const sharedNames = new Map(
+      this.sharedParameters().map((entry) => [entry.name, entry.holders] as const),
+    );
     const strict = options.strict ?? true;
     const parameters = new Map(this.namedParameters().map((entry) => [entry.name, entry.tensor]));
     const problems: string[] = [];
@@ -115,6 +126,15 @@ export abstract class Module {
         problems.push(
           `tensor "${entry.name}" has shape ${formatShape(entry.shape)}, the model expects ${formatShape(target.shape)}`,
         );
+        continue;
+      }
+      const holders = sharedNames.get(entry.name);
+      if (holders !== undefined) {
+        // A shared base takes only the values it holds (a checkpoint saved with its base weights).
+        if (!sameValues(target, entry.data))
+          problems.push(
+            `tensor "${entry.name}" is a frozen weight shared by ${holders.join(', ')} and these values differ from it; loading them would change every one of those agents (load this agent's model on its own, e.g. a different checkpoint directory, to give it other base weights)`,
+          );
         continue;
       }
       // Rounded to nearest bfloat16 for a weight stored in bfloat16.
@@ -144,8 +164,91 @@ export abstract class Module {
     return converted;
   }
 
-  /** Frees every parameter's memory; the module is unusable afterwards. */
+  /**
+   * Frees every parameter's memory; the module is unusable afterwards. Weights shared with other
+   * module trees (see `cloneSharingWeights`) are only let go: the last holder frees them.
+   */
   destroy(): void {
-    for (const { tensor } of this.namedParameters()) tensor.destroy();
+    for (const { tensor } of this.namedParameters()) {
+      const holders = weightHolders(tensor);
+      if (holders) {
+        holders.delete(this);
+        if (holders.size > 0) continue;
+      }
+      tensor.destroy();
+    }
   }
+
+  /**
+   * A second module tree over the same parameter tensors, held under `holderName` (an agent's
+   * name, which errors about the shared weights quote). The clone has module objects of its
+   * own, so adapters attached to it (nn/lora.ts) or layers replaced in it leave this tree
+   * alone, while the weights themselves are one copy in memory. Only frozen weights can be
+   * shared: a tensor has one gradient, so a tree with trainable parameters is refused. This
+   * tree itself does not become a holder: it is the template the clones were made from
+   * (models/shared-bases.ts), and the weights are freed when the last clone is destroyed.
+   */
+  cloneSharingWeights(holderName: string): this {
+    const trainable = this.trainableParameters();
+    if (trainable.length > 0)
+      throw new TeamtrError(
+        `cannot share the weights of a model that trains (${trainable[0]!.name} requires grad): only frozen weights can be shared`,
+      );
+    const clone = cloneModuleTree(this, new Map());
+    addWeightHolder(
+      this.namedParameters().map(({ tensor }) => tensor),
+      clone,
+      holderName,
+    );
+    return clone;
+  }
+
+  /**
+   * Parameters that belong to a shared group of weights, with the names of their holders. A
+   * group stays shared even while one holder is left: its template (models/shared-bases.ts)
+   * hands the same tensors to the next agent that loads the checkpoint, e.g. in a swap.
+   */
+  sharedParameters(): Array<{ name: string; tensor: Tensor; holders: string[] }> {
+    return this.namedParameters().flatMap(({ name, tensor }) => {
+      const holders = weightHolders(tensor);
+      return holders ? [{ name, tensor, holders: holderNames(holders) }] : [];
+    });
+  }
+}
+
+function sameValues(tensor: Tensor, values: Float32Array): boolean {
+  const data = tensor.data;
+  for (let index = 0; index < data.length; index++)
+    if (!Object.is(data[index], values[index])) return false;
+  return true;
+}
+
+/**
+ * Copies a module tree object by object: every Module reachable from its fields, its parameter
+ * and child maps and arrays of modules (a model's `blocks`) becomes a new object of the same
+ * class with the same own fields, while everything else (tensors, configs, numbers) is the same
+ * value. Modules hold no other mutable state (caches live outside them, nn/kv-cache.ts), which
+ * is what makes this copy complete. `clones` maps each original to its copy, so a module
+ * reached twice (a field and the child map) is copied once.
+ */
+function cloneModuleTree<T extends Module>(module: T, clones: Map<Module, Module>): T {
+  const existing = clones.get(module);
+  if (existing) return existing as T;
+  const clone = Object.create(Object.getPrototypeOf(module) as object) as T;
+  clones.set(module, clone);
+  for (const key of Reflect.ownKeys(module)) {
+    const descriptor = Object.getOwnPropertyDescriptor(module, key)!;
+    if ('value' in descriptor) descriptor.value = cloneFieldValue(descriptor.value, clones);
+    Object.defineProperty(clone, key, descriptor);
+  }
+  return clone;
+}
+
+function cloneFieldValue(value: unknown, clones: Map<Module, Module>): unknown {
+  if (value instanceof Module) return cloneModuleTree(value, clones);
+  if (value instanceof Map)
+    return new Map([...value].map(([key, entry]) => [key, cloneFieldValue(entry, clones)]));
+  if (Array.isArray(value) && value.some((entry) => entry instanceof Module))
+    return value.map((entry) => cloneFieldValue(entry, clones));
+  return value;
 }

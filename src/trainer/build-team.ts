@@ -4,6 +4,7 @@ import { LocalPolicy, type AgentPolicy } from '../team/policy.js';
 import { RemotePolicy } from '../team/remote-policy.js';
 import { attachLora } from '../models/lora-config.js';
 import { applyWeightsDtype } from '../models/weights-dtype.js';
+import { SharedBases } from '../models/shared-bases.js';
 import { RandomGenerator } from '../util/random.js';
 import { speakerTagFor } from '../team/render.js';
 import type { Agent, Team } from '../team/team.js';
@@ -20,6 +21,11 @@ export interface BuiltTeam {
   /** Agent configs after defaults (what the run directory records). */
   agentConfigs: AgentConfig[];
   models: LoadedModel[];
+  /**
+   * The frozen bases the team's agents share (one per checkpoint and weights dtype); a swap
+   * loads its newcomer through it, so it shares with the agents still there.
+   */
+  sharedBases: SharedBases;
 }
 
 /**
@@ -57,9 +63,10 @@ export async function buildTeam(
 ): Promise<BuiltTeam> {
   const agentConfigs = config.agents ?? defaultAgents(task, schedule.sharedModel);
   validateAgents(agentConfigs, config, task, schedule.sharedModel);
+  const sharedBases = new SharedBases();
   const loaded = schedule.sharedModel
-    ? [await loadAgentModel(agentConfigs[0]!, config.seed)]
-    : await loadAll(agentConfigs, config.seed);
+    ? [await loadAgentModel(agentConfigs[0]!, config.seed, sharedBases)]
+    : await loadAll(agentConfigs, config.seed, sharedBases);
   const models = loaded.filter((entry): entry is LoadedModel => entry !== null);
   const tinker = await connectTinkerAgents(agentConfigs, config);
   const agents: Agent[] = agentConfigs.map((agentConfig, index) =>
@@ -100,7 +107,7 @@ export async function buildTeam(
             ? [buildUnit({ agentConfig, loaded: loaded[index]!, agentIndices: [index], config })]
             : [],
       );
-  return { team, units, agentConfigs, models };
+  return { team, units, agentConfigs, models, sharedBases };
 }
 
 /**
@@ -136,33 +143,48 @@ export function agentFromConfig(options: {
 
 /**
  * A local agent's model, with LoRA adapters attached right after loading (before its optimizer
- * is created and before a checkpoint is restored onto it); null for a remote agent.
+ * is created and before a checkpoint is restored onto it); null for a remote agent. An agent
+ * whose base stays frozen (LoRA, or not trainable) gets it from `sharedBases`, shared with the
+ * other such agents on the same checkpoint and weights dtype; one that trains its full model
+ * loads a copy of its own.
  */
 export async function loadAgentModel(
   agentConfig: AgentConfig,
   seed: number,
+  sharedBases: SharedBases,
 ): Promise<LoadedModel | null> {
   if (agentConfig.endpoint || agentConfig.engine) return null;
+  const where = `agents[name=${agentConfig.name}].weightsDtype`;
+  const trainsFully = agentConfig.trainable && !agentConfig.lora;
+  if (!trainsFully) {
+    // The shared base is frozen and in its dtype already; adapters go on this agent's own tree.
+    const loaded = await sharedBases.load(agentConfig.model!, {
+      agentName: agentConfig.name,
+      weightsDtype: agentConfig.weightsDtype,
+      where,
+    });
+    if (agentConfig.lora)
+      await attachLora(
+        loaded.model,
+        agentConfig.lora,
+        new RandomGenerator(`${seed}/lora/${agentConfig.name}`),
+      );
+    return loaded;
+  }
   const loaded = await loadModel(agentConfig.model!);
-  if (agentConfig.lora)
-    await attachLora(
-      loaded.model,
-      agentConfig.lora,
-      new RandomGenerator(`${seed}/lora/${agentConfig.name}`),
-    );
-  applyWeightsDtype(loaded.model, agentConfig.weightsDtype, {
-    trainsFully: agentConfig.trainable && !agentConfig.lora,
-    where: `agents[name=${agentConfig.name}].weightsDtype`,
-  });
+  // Refuses bfloat16 (it holds frozen weights only), naming the setting.
+  applyWeightsDtype(loaded.model, agentConfig.weightsDtype, { trainsFully, where });
   return loaded;
 }
 
 async function loadAll(
   agentConfigs: readonly AgentConfig[],
   seed: number,
+  sharedBases: SharedBases,
 ): Promise<Array<LoadedModel | null>> {
   const result: Array<LoadedModel | null> = [];
-  for (const agentConfig of agentConfigs) result.push(await loadAgentModel(agentConfig, seed));
+  for (const agentConfig of agentConfigs)
+    result.push(await loadAgentModel(agentConfig, seed, sharedBases));
   return result;
 }
 

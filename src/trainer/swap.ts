@@ -98,7 +98,7 @@ export async function applySwap(
   const outgoingConfig = agentConfigsAtStage(config, task, swap.stage - 1)[agentIndex]!;
   const incomingConfig = swappedAgentConfig(outgoingConfig, swap);
   // Loaded as buildTeam loads it (adapters included), so a team rebuilt on resume is the same.
-  const incoming = (await loadAgentModel(incomingConfig, config.seed))!;
+  const incoming = (await loadAgentModel(incomingConfig, config.seed, built.sharedBases))!;
   const newcomer = agentFromConfig({
     agentConfig: incomingConfig,
     index: agentIndex,

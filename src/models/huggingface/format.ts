@@ -5,7 +5,7 @@ import { TransformerLM } from '../../nn/transformer.js';
 import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface-files.js';
 import { FileFormatError } from '../../util/errors.js';
 import { RandomGenerator } from '../../util/random.js';
-import type { LoadedModel, ModelFormat } from '../model-format.js';
+import type { LoadedModel, ModelFormat, ModelLoadOptions } from '../model-format.js';
 import { architectureOf } from './config.js';
 import { checkModelFits } from '../memory-estimate.js';
 import { loadGenerationConfig } from './generation-config.js';
@@ -30,7 +30,9 @@ function readModelType(directory: string): unknown {
 
 /**
  * Loading overwrites every parameter (the loader checks that each one is covered), so drawing
- * random initial values first would only cost time: seconds for a 135M-parameter model.
+ * random initial values first would only cost time: seconds for a 135M-parameter model. The
+ * zeros it yields are never written (linear.ts `normalValues`), so a matrix loaded straight into
+ * bfloat16 never touches the pages of its float32 array.
  */
 class SkippedInitialization extends RandomGenerator {
   override normal(): number {
@@ -38,7 +40,10 @@ class SkippedInitialization extends RandomGenerator {
   }
 }
 
-export async function loadHuggingFaceModel(directory: string): Promise<LoadedModel> {
+export async function loadHuggingFaceModel(
+  directory: string,
+  options: ModelLoadOptions = {},
+): Promise<LoadedModel> {
   const configPath = path.join(directory, 'config.json');
   const raw = await readJsonObjectFile(configPath);
   const architecture = architectureOf(raw, configPath);
@@ -53,7 +58,7 @@ export async function loadHuggingFaceModel(directory: string): Promise<LoadedMod
   checkModelFits(config, configPath);
   const model = new TransformerLM(config, new SkippedInitialization(0));
   try {
-    await loadHuggingFaceWeights(model, directory);
+    await loadHuggingFaceWeights(model, directory, options.frozenMatrices);
   } catch (error) {
     model.destroy();
     throw error;

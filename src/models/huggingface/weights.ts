@@ -6,6 +6,7 @@ import { compareShapes, TensorSetMismatchError } from '../../io/expect-shapes.js
 import { readJsonFile } from '../../io/json-file.js';
 import type { NamedArray } from '../../util/named-array.js';
 import { readSafetensors, readSafetensorsHeader, writeSafetensors } from '../../io/safetensors.js';
+import type { SafetensorsDtype } from '../../io/safetensors-header.js';
 import { loraLayers } from '../../nn/lora.js';
 import type { TransformerLM } from '../../nn/transformer.js';
 import { FileFormatError } from '../../util/errors.js';
@@ -16,7 +17,8 @@ import { gatherRule, scatterRule, weightLayout, type WeightRule } from './weight
  * Reading and writing the weights of a Hugging Face model directory: `model.safetensors`, or
  * shards listed by `model.safetensors.index.json`. Loading reads one tensor at a time (a
  * partial read of its shard) straight into the model's parameters, so it never holds more
- * than the model plus one tensor in memory.
+ * than the model plus one tensor in memory. A frozen model whose matrices are kept in bfloat16
+ * is converted tensor by tensor as it loads, so it never exists in float32 as a whole.
  */
 
 export const weightFiles = {
@@ -32,7 +34,14 @@ const indexSchema = z.looseObject({
 /** Every tensor of a checkpoint: its file and shape (from the headers only). */
 export interface WeightCatalog {
   files: string[];
-  tensors: Map<string, { file: string; shape: number[] }>;
+  tensors: Map<string, CatalogEntry>;
+}
+
+export interface CatalogEntry {
+  file: string;
+  shape: number[];
+  /** How the file stores it (reads convert to float32). */
+  dtype: SafetensorsDtype;
 }
 
 export async function readWeightCatalog(directory: string): Promise<WeightCatalog> {
@@ -42,7 +51,10 @@ export async function readWeightCatalog(directory: string): Promise<WeightCatalo
   if (existsSync(single)) {
     const header = await readSafetensorsHeader(single);
     const tensors = new Map(
-      [...header.tensors].map(([name, entry]) => [name, { file: single, shape: entry.shape }]),
+      [...header.tensors].map(([name, entry]) => [
+        name,
+        { file: single, shape: entry.shape, dtype: entry.dtype },
+      ]),
     );
     return { files: [single], tensors };
   }
@@ -55,7 +67,7 @@ export async function readWeightCatalog(directory: string): Promise<WeightCatalo
 async function readShardedCatalog(directory: string, indexPath: string): Promise<WeightCatalog> {
   const index = parseWithSchema(indexSchema, await readJsonFile(indexPath), indexPath);
   const shardNames = [...new Set(Object.values(index.weight_map))].sort();
-  const tensors = new Map<string, { file: string; shape: number[] }>();
+  const tensors = new Map<string, CatalogEntry>();
   const files: string[] = [];
   for (const shardName of shardNames) {
     const file = path.join(directory, shardName);
@@ -70,7 +82,8 @@ async function readShardedCatalog(directory: string, indexPath: string): Promise
     files.push(file);
     const header = await readSafetensorsHeader(file);
     for (const [name, entry] of header.tensors) {
-      if (index.weight_map[name] === shardName) tensors.set(name, { file, shape: entry.shape });
+      if (index.weight_map[name] === shardName)
+        tensors.set(name, { file, shape: entry.shape, dtype: entry.dtype });
     }
   }
   const absent = Object.entries(index.weight_map).filter(([name]) => !tensors.has(name));
@@ -88,12 +101,21 @@ async function readShardedCatalog(directory: string, indexPath: string): Promise
 }
 
 /**
+ * Whether a load keeps the frozen matrices in bfloat16: `bfloat16` always, `auto` when the file
+ * stores every matrix in BF16 (so keeping them loses nothing), `float32` never.
+ */
+export type MatricesDtype = 'float32' | 'bfloat16' | 'auto';
+
+/**
  * Fills `model` from the directory's weights. Every missing, unexpected or misshapen tensor is
- * named in one error before anything is read.
+ * named in one error before anything is read. With `matrices` resolving to bfloat16 the model
+ * is frozen and each matrix is rounded to bfloat16 (exact for a BF16 file) right after it is
+ * read, so only one tensor exists in float32 at a time.
  */
 export async function loadHuggingFaceWeights(
   model: TransformerLM,
   directory: string,
+  matrices: MatricesDtype = 'float32',
 ): Promise<void> {
   const catalog = await readWeightCatalog(directory);
   const layout = weightLayout(model.config, new Set(catalog.tensors.keys()));
@@ -103,23 +125,36 @@ export async function loadHuggingFaceWeights(
   if (comparison.missing.length + comparison.unexpected.length + comparison.misshapen.length > 0) {
     throw new TensorSetMismatchError(directory, comparison);
   }
-  const parameters = new Map(
-    model.namedParameters().map(({ name, tensor }) => [name, tensor.data]),
-  );
+  // Tensors, not their arrays: a matrix converted to bfloat16 must leave its float32 array
+  // unreferenced, or every one of them would stay resident until the load ends.
+  const parameters = new Map(model.namedParameters().map(({ name, tensor }) => [name, tensor]));
   // Every parameter must come from the file: the model's initial values are not meaningful.
   const covered = new Set(layout.rules.flatMap((rule) => rule.targets));
   const uncovered = [...parameters.keys()].filter((name) => !covered.has(name));
   if (uncovered.length > 0)
     throw new Error(`the weight rules leave parameters unset: ${uncovered.join(', ')}`);
-  const targetOf = (name: string): Float32Array => {
-    const data = parameters.get(name);
-    if (!data) throw new Error(`weight rule names unknown parameter ${name}`);
-    return data;
+  const tensorOf = (name: string) => {
+    const tensor = parameters.get(name);
+    if (!tensor) throw new Error(`weight rule names unknown parameter ${name}`);
+    return tensor;
   };
+  const toBfloat16 =
+    matrices === 'bfloat16' ||
+    (matrices === 'auto' &&
+      layout.rules.every(
+        (rule) =>
+          rule.sourceShape.length !== 2 || catalog.tensors.get(rule.source)!.dtype === 'BF16',
+      ));
+  if (toBfloat16) model.setTrainable(false);
   for (const rule of layout.rules) {
     const { file } = catalog.tensors.get(rule.source)!;
     const contents = await readSafetensors(file, { names: [rule.source] });
-    scatterRule(rule, contents.tensors.get(rule.source)!.data, targetOf);
+    scatterRule(rule, contents.tensors.get(rule.source)!.data, (name) => tensorOf(name).data);
+    if (!toBfloat16) continue;
+    for (const name of rule.targets) {
+      const tensor = tensorOf(name);
+      if (tensor.rank === 2) tensor.storeAsBfloat16();
+    }
   }
 }
 
