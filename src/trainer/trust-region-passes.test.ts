@@ -42,6 +42,8 @@ interface Setup {
   distributionPositions?: number;
   /** A share of the whole batch's activation bytes; undefined: the default budget. */
   activationShare?: number;
+  /** Trajectories that take part (dynamic sampling drops the rest); undefined: all. */
+  participating?: number;
 }
 
 /**
@@ -86,7 +88,9 @@ async function agentUpdate(setup: Setup) {
     },
     batch,
     advantages,
-    trajectories: batch.trajectories.map((_trajectory, index) => index),
+    trajectories: batch.trajectories
+      .map((_trajectory, index) => index)
+      .slice(0, setup.participating),
     settings: { ...settings, backoff: setup.backoff },
     random: new RandomGenerator('minibatch order'),
     distributionBudgetBytes:
@@ -164,7 +168,9 @@ function assertSameUpdate(
 
 describe('trust-region update sharing forward passes', () => {
   /** Updates that end in every way: all four steps in region, line searches, restores. */
-  const endings: Array<Pick<Setup, 'lora' | 'learningRate' | 'delta' | 'backoff'>> = [
+  const endings: Array<
+    Pick<Setup, 'lora' | 'learningRate' | 'delta' | 'backoff' | 'participating'>
+  > = [
     // four steps, then a line search on the last (a measurement of its own)
     { lora: false, learningRate: 1e-4, delta: 0.02, backoff: 'line-search' },
     // two steps: the measurement shared with the third step's forward pass is out of region,
@@ -177,6 +183,8 @@ describe('trust-region update sharing forward passes', () => {
     // three steps and a line search inside the fourth step's forward pass
     { lora: true, learningRate: 3e-3, delta: 0.02, backoff: 'line-search' },
     { lora: true, learningRate: 3e-2, delta: 0.02, backoff: 'restore' },
+    // dynamic sampling dropped a quarter of the trajectories: the measurements still cover them
+    { lora: true, learningRate: 3e-3, delta: 0.02, backoff: 'line-search', participating: 24 },
   ];
 
   test('gives the numbers of separate passes, bit for bit, however the update ends', async () => {
