@@ -83,8 +83,10 @@ export interface KnownHidden {
  * construction for π_old and in `pairs` for the current policy) spare the layers those tokens:
  * only the other items run through them, and the LM head turns the assembled hidden states into
  * the same distributions. An item's hidden states are the same bits whichever items share its
- * forward pass (every product sums each entry in one order, for products of more than 16 rows;
- * native/README.md), and the head runs on the same chunks as without them, so no number changes.
+ * forward pass: the native kernels sum each entry of a product in one order whatever its number
+ * of rows, above the 16 rows where the skinny kernels take over (native/src/matmul.c), and a
+ * pass over the layers has a row per position of every item in it. The head runs on the same
+ * chunks as without known hidden states, so no number changes (trust-region-passes.test.ts).
  */
 export class ReferenceDistributions {
   readonly chunks: readonly PositionChunk[];
