@@ -120,6 +120,30 @@ export function scoreCompletions(
   return { logProbs, entropy, offsets: packed.offsets };
 }
 
+/**
+ * scoreCompletions' log-probabilities from the very same operations (the model's forward with
+ * `rows`: final hidden states, their completion rows, the LM head, the fused gather), and a copy
+ * of those completion rows' final hidden states [totalTokens, hidden] taken on the way. The
+ * hidden states are what the LM head turns into full distributions: a caller that needs this
+ * pass's distributions too (a trust-region measurement at the same parameters) gets them from
+ * logDistributionsAndLogProbsFromHidden without a second pass through the layers.
+ */
+export function scoreCompletionsKeepingHidden(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+): { logProbs: Tensor; hidden: Float32Array; offsets: Int32Array } {
+  const packed = packScoringBatch(items, model.config.maxPositions);
+  const all = model.forwardHidden({
+    ids: packed.ids,
+    batch: packed.batch,
+    length: packed.length,
+    keyMask: packed.keyMask,
+  });
+  const hidden = selectRows(all, packed.rows); // [totalTokens, hidden]
+  const { logProbs } = gatherLogProbs(headLogits(model, hidden), packed.targets);
+  return { logProbs, hidden: hidden.data.slice(), offsets: packed.offsets };
+}
+
 /** Plain arrays of per-token log-probs and entropies, one per item (no gradients). */
 export function scoreToArrays(
   model: TransformerLM,
@@ -201,13 +225,38 @@ export function logDistributionsFromHidden(
   const rows = hidden.length / model.config.hiddenSize;
   return noGrad(() =>
     tidy(() => {
-      const input = tensor(hidden, [rows, model.config.hiddenSize]);
-      const logits = model.outputHead
-        ? model.outputHead.forward(input)
-        : matmul(input, model.tokenEmbedding, { transposeB: true });
+      const logits = headLogits(model, tensor(hidden, [rows, model.config.hiddenSize]));
       return logSoftmax(logits).data.slice();
     }),
   );
+}
+
+/**
+ * logDistributionsFromHidden, and from the same logits the fused gather's log-probability of
+ * each target (one per row): what completionDistributionsAndLogProbs gives on the items whose
+ * completion rows these hidden states are, bit for bit (the same head and row operations).
+ */
+export function logDistributionsAndLogProbsFromHidden(
+  model: TransformerLM,
+  hidden: Float32Array,
+  targets: Int32Array,
+): { distributions: Float32Array; logProbs: Float32Array } {
+  return noGrad(() =>
+    tidy(() => {
+      const logits = headLogits(model, tensor(hidden, [targets.length, model.config.hiddenSize]));
+      return {
+        distributions: logSoftmax(logits).data.slice(),
+        logProbs: gatherLogProbs(logits, targets).logProbs.data.slice(),
+      };
+    }),
+  );
+}
+
+/** The LM head on final hidden states [rows, hidden] → logits [rows, vocab], as model.forward. */
+function headLogits(model: TransformerLM, hidden: Tensor): Tensor {
+  return model.outputHead
+    ? model.outputHead.forward(hidden)
+    : matmul(hidden, model.tokenEmbedding, { transposeB: true });
 }
 
 /**

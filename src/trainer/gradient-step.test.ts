@@ -61,8 +61,8 @@ describe('gradient step in micro-batches', () => {
       budgetBytes: budget,
     });
     const splitGradients = gradients();
-    assert.ok(Math.abs(split.loss - whole.loss) <= 1e-6 * Math.max(1, Math.abs(whole.loss)));
-    assert.equal(split.clipFraction, whole.clipFraction);
+    assert.ok(Math.abs(split!.loss - whole!.loss) <= 1e-6 * Math.max(1, Math.abs(whole!.loss)));
+    assert.equal(split!.clipFraction, whole!.clipFraction);
     const largest = Math.max(...wholeGradients.flatMap((values) => [...values].map(Math.abs)));
     // Sums over micro-batches add in another order than one backward pass over all rows, and
     // this sharp tiny model amplifies last-bit differences of the forward: 1e-4 relative.

@@ -1,5 +1,10 @@
 import { broadcastToTokens, type PolicyLoss } from '../rl/index.js';
-import { scoreCompletions, scoreToArrays, type ScoringItem } from '../nn/score.js';
+import {
+  scoreCompletions,
+  scoreCompletionsKeepingHidden,
+  scoreToArrays,
+  type ScoringItem,
+} from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { tidy } from '../tensor/index.js';
 import { fromGrid, toGrid, type UnitTokens } from './token-grid.js';
@@ -10,6 +15,29 @@ import { fromGrid, toGrid, type UnitTokens } from './token-grid.js';
  */
 export const activationBudgetBytes = 512 * 1024 ** 2;
 
+/** What a gradient step's own forward pass computed at the parameters it starts from. */
+export interface StepForward {
+  /** [positions, hidden] final hidden states of the minibatch's tokens, in its scoring order. */
+  hidden: Float32Array;
+}
+
+export interface GradientStepOptions {
+  /**
+   * The minibatch's [rows·length] log-probs at the current parameters when the caller has them
+   * at hand (read only by a step in micro-batches); else a pass without gradients.
+   */
+  currentLogProbs?: () => Float32Array | null;
+  /** @default activationBudgetBytes */
+  budgetBytes?: number;
+  /**
+   * Called once before any gradient flows: with the step's forward pass when it ran whole (its
+   * graph is still held, so a caller that measures the same parameters can use its hidden
+   * states), with null when the step runs in micro-batches (nothing run yet). Returning false
+   * abandons the step: no gradient is accumulated and gradientStep returns null.
+   */
+  beforeBackward?: (forward: StepForward | null) => boolean;
+}
+
 /**
  * Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph.
  * A minibatch within the activation budget is one forward and backward pass (what the update
@@ -18,14 +46,15 @@ export const activationBudgetBytes = 512 * 1024 ** 2;
  * minibatch's [rows·length] grid when the caller has them at hand, else a pass without
  * gradients), then each micro-batch runs forward and backward with its slice of that gradient,
  * so the parameters' gradient is the same sum while only one micro-batch's activations live.
+ * Such a step cannot hold its graph for `beforeBackward`: all of it would exceed the budget.
  */
 export function gradientStep(
   model: TransformerLM,
   tokens: UnitTokens,
   rowAdvantages: Float64Array,
   policyLoss: PolicyLoss,
-  options: { currentLogProbs?: () => Float32Array | null; budgetBytes?: number } = {},
-): { loss: number; clipFraction: number } {
+  options: GradientStepOptions = {},
+): { loss: number; clipFraction: number } | null {
   const budget = options.budgetBytes ?? activationBudgetBytes;
   const lossOf = (logProbs: Float32Array) =>
     policyLoss({
@@ -41,12 +70,14 @@ export function gradientStep(
     });
   if (activationBytes(model, tokens.items) <= budget) {
     return tidy(() => {
-      const scores = scoreCompletions(model, tokens.items);
+      const scores = scoreCompletionsKeepingHidden(model, tokens.items);
+      if (options.beforeBackward?.({ hidden: scores.hidden }) === false) return null;
       const surrogate = lossOf(toGrid(tokens, scores.logProbs.data));
       scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
       return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
     });
   }
+  if (options.beforeBackward?.(null) === false) return null;
   const parts = microBatches(model, tokens.items, budget);
   const logProbs =
     options.currentLogProbs?.() ??

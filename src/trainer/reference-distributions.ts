@@ -3,6 +3,7 @@ import {
   completionHiddenStates,
   completionLogDistributions,
   lmHeadIsFrozen,
+  logDistributionsAndLogProbsFromHidden,
   logDistributionsFromHidden,
   type ScoringItem,
 } from '../nn/score.js';
@@ -59,47 +60,93 @@ export interface DistributionPair {
 }
 
 /**
+ * Final hidden states of some of the tokens at the parameters in question, from a forward pass
+ * that ran anyway (a gradient step's): row r of `hidden` [rows, hiddenSize] is the token at flat
+ * index `positions[r]` of the items' scoring order. The tokens of an item come all or none.
+ */
+export interface KnownHidden {
+  positions: Int32Array;
+  hidden: Float32Array;
+}
+
+/**
  * π_old — the model's policy when this was constructed — at a fixed set of tokens, for exact
  * comparisons with the policy the model has later. When all its log-distributions fit the
- * budget they are computed now and kept, in one forward pass over every item (what the trust
- * region always did). Otherwise they are produced chunk by chunk when compared, so memory stays
- * at a chunk's worth: when the LM head is frozen (LoRA adapters on the layers), from the final
- * hidden states kept now (hidden-size floats per token instead of vocabulary-size ones), which
- * the head alone turns back into π_old; else from a copy of the trainable parameters, with one
- * more forward pass per chunk and comparison.
+ * budget they are computed now and kept (what the trust region always did). Otherwise they are
+ * produced chunk by chunk when compared, so memory stays at a chunk's worth: when the LM head is
+ * frozen (LoRA adapters on the layers), from the final hidden states kept now (hidden-size
+ * floats per token instead of vocabulary-size ones), which the head alone turns back into
+ * π_old; else from a copy of the trainable parameters, with one more forward pass per chunk and
+ * comparison.
+ *
+ * Hidden states a forward pass at the same parameters already produced (`KnownHidden`, at
+ * construction for π_old and in `pairs` for the current policy) spare the layers those tokens:
+ * only the other items run through them, and the LM head turns the assembled hidden states into
+ * the same distributions. An item's hidden states are the same bits whichever items share its
+ * forward pass: the native kernels sum each entry of a product in one order whatever its number
+ * of rows, above the 16 rows where the skinny kernels take over (native/src/matmul.c), and a
+ * pass over the layers has a row per position of every item in it. The head runs on the same
+ * chunks as without known hidden states, so no number changes (trust-region-passes.test.ts).
  */
 export class ReferenceDistributions {
   readonly chunks: readonly PositionChunk[];
+  private readonly maxPositions: number;
+  /** Flat index of each item's first completion token; the last entry is the total. */
+  private readonly itemStarts: number[];
   private readonly stored: Float32Array | null;
   private readonly hidden: Float32Array[] | null;
   private readonly snapshot: ParameterSnapshot | null;
 
   constructor(
     private readonly model: TransformerLM,
-    items: readonly ScoringItem[],
+    private readonly items: readonly ScoringItem[],
     budgetBytes = distributionBudgetBytes,
+    startingHidden?: KnownHidden,
   ) {
     const perPosition = 4 * model.config.vocabSize;
-    const maxPositions = Math.max(1, Math.floor(budgetBytes / perPosition));
-    this.chunks = positionChunks(items, maxPositions);
+    this.maxPositions = Math.max(1, Math.floor(budgetBytes / perPosition));
+    this.chunks = positionChunks(items, this.maxPositions);
+    this.itemStarts = [0];
+    for (const item of items)
+      this.itemStarts.push(this.itemStarts.at(-1)! + item.completion.length);
     const single = this.chunks.length <= 1;
     const fromHidden = !single && lmHeadIsFrozen(model);
-    this.stored = single ? completionLogDistributions(model, items) : null;
+    const known =
+      startingHidden && (single || fromHidden) ? this.hiddenStates(startingHidden) : null;
+    if (single) {
+      this.stored = known
+        ? logDistributionsFromHidden(model, known)
+        : completionLogDistributions(model, items);
+    } else this.stored = null;
     this.hidden = fromHidden
-      ? this.chunks.map((chunk) => completionHiddenStates(model, chunk.items))
+      ? this.chunks.map((chunk) =>
+          known ? this.chunkRows(known, chunk) : completionHiddenStates(model, chunk.items),
+        )
       : null;
     this.snapshot = single || fromHidden ? null : captureSnapshot(model.trainableParameters());
   }
 
-  /** Every chunk's old and current log-distributions, one chunk in memory at a time. */
-  *pairs(): Generator<DistributionPair> {
+  /**
+   * Every chunk's old and current log-distributions, one chunk in memory at a time; `current`:
+   * hidden states the caller has at the current parameters, so only the other items need the
+   * layers.
+   */
+  *pairs(current?: KnownHidden): Generator<DistributionPair> {
+    const hidden = current ? this.hiddenStates(current) : null;
     for (const [index, chunk] of this.chunks.entries()) {
-      const current = completionDistributionsAndLogProbs(this.model, chunk.items);
+      const now =
+        hidden && chunk.positions > 0
+          ? logDistributionsAndLogProbsFromHidden(
+              this.model,
+              this.chunkRows(hidden, chunk),
+              Int32Array.from(chunk.items.flatMap((item) => item.completion)),
+            )
+          : completionDistributionsAndLogProbs(this.model, chunk.items);
       yield {
         chunk,
         old: this.stored ?? this.recompute(index),
-        current: current.distributions,
-        currentLogProbs: current.logProbs,
+        current: now.distributions,
+        currentLogProbs: now.logProbs,
       };
     }
   }
@@ -123,6 +170,49 @@ export class ReferenceDistributions {
         }
     });
     return result;
+  }
+
+  /**
+   * Final hidden states [positions, hidden] of every token at the current parameters: the rows
+   * `known` has, and the other items' from forward passes over them, at most a chunk's worth of
+   * positions at a time.
+   */
+  private hiddenStates(known: KnownHidden): Float32Array {
+    const width = this.model.config.hiddenSize;
+    const result = new Float32Array(this.itemStarts.at(-1)! * width);
+    const covered = new Uint8Array(this.itemStarts.at(-1)!);
+    known.positions.forEach((position, row) => {
+      result.set(known.hidden.subarray(row * width, (row + 1) * width), position * width);
+      covered[position] = 1;
+    });
+    const missing = this.items
+      .map((_item, index) => index)
+      .filter((index) =>
+        covered.subarray(this.itemStarts[index], this.itemStarts[index + 1]).includes(0),
+      );
+    let cursor = 0;
+    for (const group of positionChunks(
+      missing.map((index) => this.items[index]!),
+      this.maxPositions,
+    )) {
+      const rows = completionHiddenStates(this.model, group.items);
+      for (let row = 0; row < group.positions;) {
+        const index = missing[cursor++]!;
+        const length = this.items[index]!.completion.length;
+        result.set(
+          rows.subarray(row * width, (row + length) * width),
+          this.itemStarts[index]! * width,
+        );
+        row += length;
+      }
+    }
+    return result;
+  }
+
+  /** The rows of a chunk's tokens in hidden states of every token. */
+  private chunkRows(hidden: Float32Array, chunk: PositionChunk): Float32Array {
+    const width = this.model.config.hiddenSize;
+    return hidden.slice(chunk.start * width, (chunk.start + chunk.positions) * width);
   }
 
   /** log π_old of one chunk: from its kept hidden states, or from the copied parameters. */

@@ -90,3 +90,18 @@ export function rowValues(tokens: UnitTokens, perTrajectory: ArrayLike<number>):
     (trajectoryIndex) => perTrajectory[trajectoryIndex]!,
   );
 }
+
+/**
+ * Where each scored token of `part` sits in `whole`'s flat scoring order, `part` being some of
+ * `whole`'s rows (a minibatch of the unit's tokens: its rows are whole trajectories, their
+ * positions the same tokens in the same order).
+ */
+export function flatPositionsIn(whole: UnitTokens, part: UnitTokens): Int32Array {
+  const flatOfGrid = new Int32Array(whole.rows * whole.length).fill(-1);
+  whole.gridIndex.forEach((grid, flat) => (flatOfGrid[grid] = flat));
+  const wholeRow = new Map(whole.rowTrajectories.map((trajectory, row) => [trajectory, row]));
+  return part.gridIndex.map((grid) => {
+    const row = wholeRow.get(part.rowTrajectories[Math.floor(grid / part.length)]!)!;
+    return flatOfGrid[row * whole.length + (grid % part.length)]!;
+  });
+}

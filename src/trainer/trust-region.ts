@@ -1,20 +1,18 @@
-import {
-  inRegionTolerance,
-  meanTokenKl,
-  type PolicyLoss,
-  type RankBucketShift,
-} from '../rl/index.js';
+import { inRegionTolerance, type PolicyLoss, type RankBucketShift } from '../rl/index.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { clipGradientNorm } from '../optim/clip.js';
 import type { RandomGenerator } from '../util/random.js';
 import type { TeamBatch } from '../team/types.js';
 import { captureSnapshot, interpolateParameters, restoreSnapshot } from './parameter-state.js';
-import { collectUnitTokens, rowValues, toGrid, type UnitTokens } from './token-grid.js';
+import { collectUnitTokens, rowValues, type UnitTokens } from './token-grid.js';
 import type { LocalUnit } from './units.js';
-import { EvidenceCollector, type CertificateEvidence } from './certificate-evidence.js';
-import { ReferenceDistributions } from './reference-distributions.js';
+import type { CertificateEvidence } from './certificate-evidence.js';
 import { gradientStep } from './gradient-step.js';
+import { KlMeter, type Measurement } from './kl-meter.js';
+import { MinibatchDraws } from './minibatches.js';
 import type { TrustRegionOutcome } from './records.js';
+
+export { minibatches } from './minibatches.js';
 
 /** How an update runs; the radius δ and the learning rate are the unit's own. */
 export interface TrustRegionSettings {
@@ -51,6 +49,13 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
  * accepted parameters are therefore always in region. Each measurement also gathers the
  * certificate's evidence, so the accepted parameters' evidence is the one of their own
  * measurement; only parameters restored to the start of the update are measured again.
+ *
+ * A measurement and the next step's forward pass see the same parameters, so they share it: the
+ * next minibatch is drawn first, its forward pass (with gradients) runs, the measurement takes
+ * that minibatch's hidden states from it and runs the layers only over the other tokens, and the
+ * step's backward pass follows only if the parameters are in region (else its graph is dropped).
+ * π_old takes the first step's forward pass the same way. A step too large for the activation
+ * budget runs in micro-batches and shares nothing (gradient-step.ts). No number changes.
  */
 export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
   const { unit, batch } = options;
@@ -101,7 +106,8 @@ type StepSummary = Pick<
  * Optimizer steps over minibatches of the unit's tokens, each followed by the exact KL of the
  * whole batch; the first step out of region is backed off and ends the update. `kept` is the
  * measurement of the parameters the update ends with (null when they are the starting ones,
- * which were never measured).
+ * which were never measured). Each measurement but the last runs inside the next step, between
+ * its forward and backward passes (`beforeBackward`), and decides whether that step goes on.
  */
 function takeSteps(
   options: TrustRegionUpdateOptions,
@@ -115,20 +121,42 @@ function takeSteps(
   const summary = { stepsTaken: 0, stepsUndone: 0, lastStepScale: 1, gradientNorm: 0 };
   const losses: number[] = [];
   const clipFractions: number[] = [];
-  for (const minibatch of minibatches(options, tokens)) {
+  /** In region, the measured parameters become the ones a later back-off returns to. */
+  const inRegion = (measured: Measurement) => {
+    if (measured.kl > unit.delta) return false;
+    snapshot = captureSnapshot(parameters);
+    kept = measured;
+    return true;
+  };
+  const draws = new MinibatchDraws(options, tokens);
+  let outOfRegion = false;
+  for (let minibatch = draws.next(); minibatch; minibatch = draws.next()) {
+    const current = minibatch;
     const step = gradientStep(
       unit.model,
-      minibatch,
-      rowValues(minibatch, options.advantages),
+      current,
+      rowValues(current, options.advantages),
       settings.policyLoss,
       {
         currentLogProbs: () => {
           const grid = kept ? kept.logProbsGrid : meter.startingLogProbsGrid();
-          return grid ? minibatchGrid(tokens, grid, minibatch) : null;
+          return grid ? minibatchGrid(tokens, grid, current) : null;
         },
         budgetBytes: options.activationBudgetBytes,
+        beforeBackward: (forward) => {
+          const shared = forward && { tokens: current, hidden: forward.hidden };
+          if (summary.stepsTaken > 0) return inRegion(meter.measure(shared));
+          meter.start(shared);
+          return true;
+        },
       },
     );
+    if (!step) {
+      // The parameters before this step are out of region; it never happens.
+      draws.putBack();
+      outOfRegion = true;
+      break;
+    }
     losses.push(step.loss);
     clipFractions.push(step.clipFraction);
     const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
@@ -136,13 +164,10 @@ function takeSteps(
     unit.optimizer.update({ learningRate: unit.learningRate, gradientScale: clipping.scale });
     unit.optimizer.zeroGrad();
     summary.stepsTaken++;
-    const measured = meter.measure();
-    if (measured.kl <= unit.delta) {
-      snapshot = captureSnapshot(parameters);
-      kept = measured;
-      continue;
-    }
-    // Out of region: back off and end the update.
+  }
+  if (!outOfRegion && summary.stepsTaken > 0) outOfRegion = !inRegion(meter.measure());
+  if (outOfRegion) {
+    // Back off and end the update.
     let accepted: Measurement | null = null;
     summary.lastStepScale = backOff(parameters, snapshot, settings.backoff, () => {
       const candidate = meter.measure();
@@ -151,7 +176,6 @@ function takeSteps(
     });
     if (summary.lastStepScale === 0) summary.stepsUndone++;
     else kept = accepted;
-    break;
   }
   return {
     summary: { ...summary, lossMean: meanOrZero(losses), clipFraction: meanOrZero(clipFractions) },
@@ -177,87 +201,6 @@ function minibatchGrid(
   return result;
 }
 
-/**
- * The minibatches of `settings.epochs` epochs over the participating trajectories, each epoch
- * shuffled when it begins (lazily: an update that stops early draws no further shuffles). A
- * unit on a Tinker service draws its minibatches here too, from the same random stream.
- */
-export function* minibatches(
-  options: Pick<TrustRegionUpdateOptions, 'batch' | 'trajectories' | 'settings' | 'random'> & {
-    unit: { agentIndices: readonly number[] };
-  },
-  tokens: UnitTokens,
-): Generator<UnitTokens> {
-  const { batch, unit, settings } = options;
-  const participating = options.trajectories.filter((index) =>
-    tokens.rowTrajectories.includes(index),
-  );
-  if (participating.length === 0 || tokens.totalTokens === 0) return;
-  for (let epoch = 0; epoch < settings.epochs; epoch++) {
-    const shuffled = options.random.shuffle([...participating]);
-    const size = Math.ceil(shuffled.length / settings.minibatches);
-    for (let start = 0; start < shuffled.length; start += size) {
-      const minibatch = collectUnitTokens(
-        batch,
-        unit.agentIndices,
-        shuffled.slice(start, start + size),
-      );
-      if (minibatch.totalTokens > 0) yield minibatch;
-    }
-  }
-}
-
-/** One exact-KL measurement of the current parameters, with the evidence gathered on the way. */
-interface Measurement {
-  kl: number;
-  max: number;
-  evidence: EvidenceCollector;
-  /** [rows·length] log π_current of the sampled tokens (the fused gather), for the next step. */
-  logProbsGrid: Float32Array;
-}
-
-/**
- * Exact token-level KL(π_old ‖ π_current) of a unit's tokens against its pre-update policy,
- * chunk by chunk within the memory budget of ReferenceDistributions.
- */
-class KlMeter {
-  private readonly reference: ReferenceDistributions;
-
-  constructor(
-    private readonly model: TransformerLM,
-    private readonly tokens: UnitTokens,
-    budgetBytes?: number,
-  ) {
-    this.reference = new ReferenceDistributions(model, tokens.items, budgetBytes);
-  }
-
-  /** log π_old of the unit's tokens as a [rows·length] grid, when it is cheap (see reference). */
-  startingLogProbsGrid(): Float32Array | null {
-    const flat = this.reference.startingLogProbs();
-    return flat ? toGrid(this.tokens, flat) : null;
-  }
-
-  /** The mean and maximum token KL, and the certificate's evidence, of the current parameters. */
-  measure(): Measurement {
-    const { tokens } = this;
-    const evidence = new EvidenceCollector(tokens, this.model.config.vocabSize, {
-      rankShift: true,
-    });
-    for (const pair of this.reference.pairs()) evidence.add(pair);
-    const summary = meanTokenKl({
-      perTokenKl: evidence.evidence().perTokenKl,
-      mask: tokens.mask,
-      rows: tokens.rows,
-    });
-    return {
-      kl: tokens.totalTokens > 0 ? summary.mean : 0,
-      max: tokens.totalTokens > 0 ? summary.max : 0,
-      evidence,
-      logProbsGrid: toGrid(tokens, evidence.scoredLogProbs()),
-    };
-  }
-}
-
 function meanOrZero(values: readonly number[]): number {
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
 }
@@ -266,7 +209,7 @@ function meanOrZero(values: readonly number[]): number {
  * Restores the last in-region parameters, or first tries fractions of the offending step.
  * Returns the scale kept (0 = fully undone).
  */
-function backOff(
+export function backOff(
   parameters: ReturnType<TransformerLM['trainableParameters']>,
   snapshot: ReturnType<typeof captureSnapshot>,
   backoff: TrustRegionSettings['backoff'],

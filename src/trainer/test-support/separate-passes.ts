@@ -1,0 +1,111 @@
+import { inRegionTolerance, meanTokenKl } from '../../rl/index.js';
+import { clipGradientNorm } from '../../optim/clip.js';
+import { EvidenceCollector } from '../certificate-evidence.js';
+import { gradientStep } from '../gradient-step.js';
+import { minibatches } from '../minibatches.js';
+import { captureSnapshot } from '../parameter-state.js';
+import { ReferenceDistributions } from '../reference-distributions.js';
+import { collectUnitTokens, rowValues, toGrid, type UnitTokens } from '../token-grid.js';
+import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '../trust-region.js';
+
+/**
+ * The trust-region update as it ran before measurements shared the gradient steps' forward
+ * passes: π_old from a pass of its own over every token, and after every step a measurement
+ * with a pass of its own over every token, the next minibatch drawn only once it is in region.
+ * The reference that trustRegionUpdate must reproduce bit for bit (trust-region-passes.test.ts).
+ */
+export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
+  const { unit, settings } = options;
+  const tokens = collectUnitTokens(options.batch, unit.agentIndices);
+  const reference = new ReferenceDistributions(
+    unit.model,
+    tokens.items,
+    options.distributionBudgetBytes,
+  );
+  const measure = () => measurement(unit.model.config.vocabSize, tokens, reference);
+  const parameters = unit.model.trainableParameters();
+  let snapshot = captureSnapshot(parameters);
+  let kept: ReturnType<typeof measure> | null = null;
+  const summary = { stepsTaken: 0, stepsUndone: 0, lastStepScale: 1, gradientNorm: 0 };
+  const losses: number[] = [];
+  const clipFractions: number[] = [];
+  for (const minibatch of minibatches(options, tokens)) {
+    const step = gradientStep(
+      unit.model,
+      minibatch,
+      rowValues(minibatch, options.advantages),
+      settings.policyLoss,
+      {
+        currentLogProbs: () => {
+          const flat = kept ? null : reference.startingLogProbs();
+          const grid = kept ? kept.logProbsGrid : flat && toGrid(tokens, flat);
+          return grid ? rowsOf(tokens, grid, minibatch) : null;
+        },
+        budgetBytes: options.activationBudgetBytes,
+      },
+    )!;
+    losses.push(step.loss);
+    clipFractions.push(step.clipFraction);
+    const clipping = clipGradientNorm(parameters, settings.maxGradNorm);
+    summary.gradientNorm = clipping.norm;
+    unit.optimizer.update({ learningRate: unit.learningRate, gradientScale: clipping.scale });
+    unit.optimizer.zeroGrad();
+    summary.stepsTaken++;
+    const measured = measure();
+    if (measured.kl <= unit.delta) {
+      snapshot = captureSnapshot(parameters);
+      kept = measured;
+      continue;
+    }
+    let accepted: ReturnType<typeof measure> | null = null;
+    summary.lastStepScale = backOff(parameters, snapshot, settings.backoff, () => {
+      const candidate = measure();
+      accepted = candidate.kl <= unit.delta ? candidate : null;
+      return accepted !== null;
+    });
+    if (summary.lastStepScale === 0) summary.stepsUndone++;
+    else kept = accepted;
+    break;
+  }
+  const final = kept ?? measure();
+  const mean = (values: number[]) =>
+    values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
+  return {
+    ...final.evidence.evidence(),
+    kl: final.kl,
+    maxTokenKl: final.max,
+    inRegion: final.kl <= unit.delta + inRegionTolerance,
+    ...summary,
+    lossMean: mean(losses),
+    clipFraction: mean(clipFractions),
+    probabilityShiftByRank: final.evidence.probabilityShiftByRank(),
+    scoredLogProbs: final.evidence.scoredLogProbs(),
+  };
+}
+
+function measurement(vocab: number, tokens: UnitTokens, reference: ReferenceDistributions) {
+  const evidence = new EvidenceCollector(tokens, vocab, { rankShift: true });
+  for (const pair of reference.pairs()) evidence.add(pair);
+  const summary = meanTokenKl({
+    perTokenKl: evidence.evidence().perTokenKl,
+    mask: tokens.mask,
+    rows: tokens.rows,
+  });
+  return {
+    kl: tokens.totalTokens > 0 ? summary.mean : 0,
+    max: tokens.totalTokens > 0 ? summary.max : 0,
+    evidence,
+    logProbsGrid: toGrid(tokens, evidence.scoredLogProbs()),
+  };
+}
+
+/** The minibatch's rows of a whole-batch grid. */
+function rowsOf(tokens: UnitTokens, grid: Float32Array, minibatch: UnitTokens): Float32Array {
+  const result = new Float32Array(minibatch.rows * minibatch.length);
+  minibatch.rowTrajectories.forEach((trajectory, row) => {
+    const source = tokens.rowTrajectories.indexOf(trajectory) * tokens.length;
+    const width = Math.min(minibatch.length, tokens.length);
+    result.set(grid.subarray(source, source + width), row * minibatch.length);
+  });
+  return result;
+}
