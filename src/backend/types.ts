@@ -75,6 +75,29 @@ const attentionShape = {
   scale: number,
 } as const;
 
+/**
+ * C = alpha·A·op(B) + beta·C summed in one fixed order whatever m is, with B of element type
+ * `b` (matmulBfloat16, matmulFixedOrder).
+ */
+function fixedOrderProduct<Element extends typeof floats | typeof bfloat16s>(b: Element) {
+  return {
+    /** A: [m×k] row-major. */
+    a: floats,
+    /** B: [k×n], or [n×k] when transposeB (a Linear weight [out, in]). */
+    b,
+    /** C: [m×n]. */
+    c: floats,
+    m: size,
+    n: size,
+    k: size,
+    transposeB: boolean,
+    /** @default 1 */
+    alpha: numberDefaultingTo(1),
+    /** 0 overwrites C, 1 accumulates into it. @default 0 */
+    beta: numberDefaultingTo(0),
+  } as const;
+}
+
 export const kernelSignatures = {
   /** C = alpha·op(A)·op(B) + beta·C, for each of `batch` products. */
   matmul: {
@@ -104,44 +127,14 @@ export const kernelSignatures = {
    * rows of A), so a row gives the same bits whether it is multiplied alone (decoding) or with
    * many others (scoring).
    */
-  matmulBfloat16: {
-    /** A: [m×k] row-major. */
-    a: floats,
-    /** B: [k×n], or [n×k] when transposeB (a Linear weight [out, in]). */
-    b: bfloat16s,
-    /** C: [m×n]. */
-    c: floats,
-    m: size,
-    n: size,
-    k: size,
-    transposeB: boolean,
-    /** @default 1 */
-    alpha: numberDefaultingTo(1),
-    /** 0 overwrites C, 1 accumulates into it. @default 0 */
-    beta: numberDefaultingTo(0),
-  },
+  matmulBfloat16: fixedOrderProduct(bfloat16s),
   /**
    * matmulBfloat16's product and summation order with a float32 B: every C entry is summed in
    * one fixed order whatever m is. For weights whose products must give a row the same bits
    * alone (a decode step) as among many (scoring) where the float32 kernels (matmul) choose
    * their order by shape: a LoRA adapter's factors.
    */
-  matmulFixedOrder: {
-    /** A: [m×k] row-major. */
-    a: floats,
-    /** B: [k×n], or [n×k] when transposeB. */
-    b: floats,
-    /** C: [m×n]. */
-    c: floats,
-    m: size,
-    n: size,
-    k: size,
-    transposeB: boolean,
-    /** @default 1 */
-    alpha: numberDefaultingTo(1),
-    /** 0 overwrites C, 1 accumulates into it. @default 0 */
-    beta: numberDefaultingTo(0),
-  },
+  matmulFixedOrder: fixedOrderProduct(floats),
   /** Row-wise softmax over `columns`; output may alias input. */
   softmax: { input: floats, output: floats, rows: size, columns: size },
   /** Row-wise log-softmax over `columns`; output may alias input. */

@@ -7,22 +7,8 @@ import { matmul } from './matmul.js';
  * values (exact), so this is correct by construction and the native kernel is tested against it.
  */
 export function matmulBfloat16(args: MatmulBfloat16Arguments): void {
-  const { a, b, c, m, n, k, transposeB } = args;
-  matmul({
-    a,
-    b: widenBfloat16(b.subarray(0, n * k)),
-    c,
-    batch: 1,
-    m,
-    n,
-    k,
-    transposeA: false,
-    transposeB,
-    strideA: 0,
-    strideB: 0,
-    alpha: args.alpha ?? 1,
-    beta: args.beta ?? 0,
-  });
+  const { b, n, k } = args;
+  matmulFixedOrder({ ...args, b: widenBfloat16(b.subarray(0, n * k)) });
 }
 
 /** C = alpha·A·op(B) + beta·C with B float32: the reference product (its order is the engine's). */
