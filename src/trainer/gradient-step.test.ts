@@ -1,26 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clippedPolicyLoss, grpoAdvantages } from '../rl/index.js';
+import { grpoAdvantages } from '../rl/index.js';
 import { rollout } from '../team/rollout.js';
 import { tinyTask, tinyTeam } from '../team/test-support/tiny-team.js';
 import { activationBytes, gradientStep, microBatches } from './gradient-step.js';
 import { collectUnitTokens, rowValues } from './token-grid.js';
-import type { TrustRegionSettings } from './trust-region.js';
+import { clippedSettings } from './test-support/trust-region-settings.js';
 
-const settings: TrustRegionSettings = {
-  epochs: 1,
-  minibatches: 1,
-  backoff: 'line-search',
-  maxGradNorm: 1,
-  policyLoss: clippedPolicyLoss({
-    clipLow: 0.2,
-    clipHigh: 0.2,
-    aggregation: 'sequence-mean',
-    leaveOneOut: false,
-    agentWiseNormalization: false,
-    dynamicSampling: false,
-  }),
-};
+const settings = clippedSettings(1, 1);
 
 /** A two-agent team's batch, the second agent's tokens and their advantages. */
 async function secondAgentTokens() {

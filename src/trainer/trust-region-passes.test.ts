@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clippedPolicyLoss, grpoAdvantages } from '../rl/index.js';
+import { grpoAdvantages } from '../rl/index.js';
 import { applyLora } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { AdamW } from '../optim/adamw.js';
@@ -17,21 +17,9 @@ import {
   type TrustRegionSettings,
   type TrustRegionUpdateOptions,
 } from './trust-region.js';
+import { clippedSettings } from './test-support/trust-region-settings.js';
 
-const settings: TrustRegionSettings = {
-  epochs: 2,
-  minibatches: 2,
-  backoff: 'line-search',
-  maxGradNorm: 1,
-  policyLoss: clippedPolicyLoss({
-    clipLow: 0.2,
-    clipHigh: 0.2,
-    aggregation: 'sequence-mean',
-    leaveOneOut: false,
-    agentWiseNormalization: false,
-    dynamicSampling: false,
-  }),
-};
+const settings = clippedSettings(2, 2);
 
 interface Setup {
   lora: boolean;

@@ -1,11 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  broadcastToTokens,
-  clippedPolicyLoss,
-  clippedSurrogate,
-  grpoAdvantages,
-} from '../rl/index.js';
+import { broadcastToTokens, clippedSurrogate, grpoAdvantages } from '../rl/index.js';
 import { scoreCompletions } from '../nn/score.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { AdamW } from '../optim/adamw.js';
@@ -15,22 +10,10 @@ import { rollout } from '../team/rollout.js';
 import { tinyTask, tinyTeam } from '../team/test-support/tiny-team.js';
 import { RandomGenerator } from '../util/random.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid } from './token-grid.js';
-import { trustRegionUpdate, type TrustRegionSettings } from './trust-region.js';
+import { trustRegionUpdate } from './trust-region.js';
+import { clippedSettings } from './test-support/trust-region-settings.js';
 
-const settings: TrustRegionSettings = {
-  epochs: 1,
-  minibatches: 1,
-  backoff: 'line-search',
-  maxGradNorm: 1,
-  policyLoss: clippedPolicyLoss({
-    clipLow: 0.2,
-    clipHigh: 0.2,
-    aggregation: 'sequence-mean',
-    leaveOneOut: false,
-    agentWiseNormalization: false,
-    dynamicSampling: false,
-  }),
-};
+const settings = clippedSettings(1, 1);
 
 async function oneAgentBatch() {
   const team = tinyTeam({ agents: 1, seed: 5, initStd: 6 });
