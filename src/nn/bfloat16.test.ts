@@ -6,11 +6,10 @@ import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { TeamtrError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
 import type { ModelConfigInput } from './config.js';
-import { generate } from './generate.js';
 import { KeyValueCache } from './kv-cache.js';
 import { applyLora, loraLayers, mergeLora } from './lora.js';
-import { scoreToArrays } from './score.js';
 import { TransformerLM } from './transformer.js';
+import { sampleThenScore } from './test-support/sampled-and-scored.js';
 
 // Widths off the kernels' 16-float vectors and 4-column blocks, so tails run too.
 const llamaConfig: ModelConfigInput = {
@@ -114,26 +113,14 @@ describe('bfloat16 frozen weights', () => {
           [3, 4, 5, 6],
           [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
         ];
-        const generated = generate(model, {
+        const { pairs } = sampleThenScore(model, {
           prompts,
           maxNewTokens: 20,
           random: new RandomGenerator(3),
           stopTokens: [5],
         });
-        const scores = scoreToArrays(
-          model,
-          prompts.map((prompt, index) => ({
-            context: prompt,
-            completion: generated[index]!.tokens,
-          })),
-        );
-        generated.forEach((sequence, index) => {
-          assert.equal(scores[index]!.logProbs.length, sequence.tokens.length);
-          sequence.logProbs.forEach((logProb, position) => {
-            const scored = scores[index]!.logProbs[position]!;
-            assert.equal(logProb, scored, `${backendName} sequence ${index} token ${position}`);
-          });
-        });
+        for (const { sampled, scored, sequence, position } of pairs)
+          assert.equal(sampled, scored, `${backendName} sequence ${sequence} token ${position}`);
         model.destroy();
       });
     });
@@ -237,24 +224,13 @@ describe('bfloat16 frozen weights', () => {
         [3, 4, 5, 6],
         [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
       ];
-      const generated = generate(model, {
+      const { pairs } = sampleThenScore(model, {
         prompts,
         maxNewTokens: 20,
         random: new RandomGenerator(15),
       });
-      const scores = scoreToArrays(
-        model,
-        prompts.map((prompt, index) => ({ context: prompt, completion: generated[index]!.tokens })),
-      );
-      generated.forEach((sequence, index) =>
-        sequence.logProbs.forEach((logProb, position) =>
-          assert.equal(
-            logProb,
-            scores[index]!.logProbs[position]!,
-            `${backendName} ${index} ${position}`,
-          ),
-        ),
-      );
+      for (const { sampled, scored, sequence, position } of pairs)
+        assert.equal(sampled, scored, `${backendName} ${sequence} ${position}`);
       model.destroy();
     });
   });

@@ -7,8 +7,8 @@ import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import type { ModelConfigInput } from './config.js';
 import { generate } from './generate.js';
 import { KeyValueCache } from './kv-cache.js';
-import { scoreToArrays } from './score.js';
 import { TransformerLM } from './transformer.js';
+import { sampleThenScore } from './test-support/sampled-and-scored.js';
 
 const llamaConfig: ModelConfigInput = {
   architecture: 'llama',
@@ -128,27 +128,18 @@ describe('transformer language models', () => {
         const tolerance = backendName === 'typescript' ? 0 : 1e-5;
         const model = new TransformerLM(config, new RandomGenerator(11));
         const prompts = [[1, 2, 3], [4], [5, 6, 7, 8, 9]];
-        const generated = generate(model, {
+        const { generated, pairs } = sampleThenScore(model, {
           prompts,
           maxNewTokens: 8,
           random: new RandomGenerator(3),
           stopTokens: [5],
         });
-        const scores = scoreToArrays(
-          model,
-          prompts.map((prompt, index) => ({
-            context: prompt,
-            completion: generated[index]!.tokens,
-          })),
-        );
-        generated.forEach((sequence, index) => {
-          assert.equal(scores[index]!.logProbs.length, sequence.tokens.length);
-          sequence.logProbs.forEach((logProb, position) => {
-            assert.ok(
-              Math.abs(logProb - scores[index]!.logProbs[position]!) <= tolerance,
-              `${backendName} sequence ${index} token ${position}`,
-            );
-          });
+        for (const { sampled, scored, sequence, position } of pairs)
+          assert.ok(
+            Math.abs(sampled - scored) <= tolerance,
+            `${backendName} sequence ${sequence} token ${position}`,
+          );
+        generated.forEach((sequence) => {
           if (sequence.finishReason === 'stop') assert.equal(sequence.tokens.at(-1), 5);
         });
         model.destroy();
