@@ -1,10 +1,5 @@
 import { broadcastToTokens, type PolicyLoss } from '../rl/index.js';
-import {
-  scoreCompletions,
-  scoreCompletionsKeepingHidden,
-  scoreToArrays,
-  type ScoringItem,
-} from '../nn/score.js';
+import { scoreCompletions, scoreCompletionsKeepingHidden, type ScoringItem } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { tidy } from '../tensor/index.js';
 import { fromGrid, toGrid, type UnitTokens } from './token-grid.js';
@@ -22,31 +17,25 @@ export interface StepForward {
 }
 
 export interface GradientStepOptions {
-  /**
-   * The minibatch's [rows·length] log-probs at the current parameters when the caller has them
-   * at hand (read only by a step in micro-batches); else a pass without gradients.
-   */
-  currentLogProbs?: () => Float32Array | null;
   /** @default activationBudgetBytes */
   budgetBytes?: number;
   /**
-   * Called once before any gradient flows: with the step's forward pass when it ran whole (its
-   * graph is still held, so a caller that measures the same parameters can use its hidden
-   * states), with null when the step runs in micro-batches (nothing run yet). Returning false
-   * abandons the step: no gradient is accumulated and gradientStep returns null.
+   * Sees the step's forward pass at the parameters it starts from before the step's gradient is
+   * kept, so a caller that measures the same parameters can use its hidden states; returning
+   * false abandons the step: gradientStep returns null and the parameters' gradients are as they
+   * were before it. A step within the activation budget asks between its forward and backward
+   * passes (a refused step never runs its backward). A step in micro-batches cannot hold its
+   * graph that long (all of it would exceed the budget): it runs each micro-batch's backward
+   * right after its forward and asks once all have run, undoing their gradients when refused.
    */
-  beforeBackward?: (forward: StepForward | null) => boolean;
+  afterForward?: (forward: StepForward) => boolean;
 }
 
 /**
  * Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph.
- * A minibatch within the activation budget is one forward and backward pass (what the update
- * always did). A larger one is split: the loss and its gradient with respect to the
- * log-probabilities come from the log-probs at the current parameters (`currentLogProbs`: the
- * minibatch's [rows·length] grid when the caller has them at hand, else a pass without
- * gradients), then each micro-batch runs forward and backward with its slice of that gradient,
- * so the parameters' gradient is the same sum while only one micro-batch's activations live.
- * Such a step cannot hold its graph for `beforeBackward`: all of it would exceed the budget.
+ * A minibatch within the activation budget is one forward and backward pass. A larger one runs
+ * in micro-batches (microBatchedStep), so that only one micro-batch's activations live at a
+ * time while the parameters' gradient is the same sum.
  */
 export function gradientStep(
   model: TransformerLM,
@@ -56,46 +45,101 @@ export function gradientStep(
   options: GradientStepOptions = {},
 ): { loss: number; clipFraction: number } | null {
   const budget = options.budgetBytes ?? activationBudgetBytes;
+  const advantages = broadcastToTokens({
+    perTrajectory: rowAdvantages,
+    mask: tokens.mask,
+    rows: tokens.rows,
+  });
   const lossOf = (logProbs: Float32Array) =>
     policyLoss({
       logProbs,
       oldLogProbs: tokens.oldLogProbs,
-      advantages: broadcastToTokens({
-        perTrajectory: rowAdvantages,
-        mask: tokens.mask,
-        rows: tokens.rows,
-      }),
+      advantages,
       mask: tokens.mask,
       rows: tokens.rows,
     });
-  if (activationBytes(model, tokens.items) <= budget) {
-    return tidy(() => {
-      const scores = scoreCompletionsKeepingHidden(model, tokens.items);
-      if (options.beforeBackward?.({ hidden: scores.hidden }) === false) return null;
-      const surrogate = lossOf(toGrid(tokens, scores.logProbs.data));
-      scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
-      return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
-    });
-  }
-  if (options.beforeBackward?.(null) === false) return null;
+  if (activationBytes(model, tokens.items) > budget)
+    return microBatchedStep(model, tokens, lossOf, budget, options.afterForward);
+  return tidy(() => {
+    const scores = scoreCompletionsKeepingHidden(model, tokens.items);
+    if (options.afterForward?.({ hidden: scores.hidden }) === false) return null;
+    const surrogate = lossOf(toGrid(tokens, scores.logProbs.data));
+    scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
+    return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
+  });
+}
+
+type LossOf = (logProbs: Float32Array) => ReturnType<PolicyLoss>;
+
+/**
+ * A gradient step in micro-batches, one forward pass each. The loss's gradient with respect to
+ * a micro-batch's log-probs is needed right after its forward pass, before the later
+ * micro-batches have run, so it is read from a grid holding the log-probs seen so far (the
+ * others still at their sampled values). For the objectives of src/rl, whose gradient at a token
+ * depends on that token's log-prob alone (the aggregation weights depend on the mask only), that
+ * is already the final gradient; it is checked bit for bit against the gradient of the complete
+ * grid, and a loss that couples micro-batches gets its micro-batches run again with the final
+ * gradient. The hidden states each forward pass produced are kept for `afterForward`.
+ */
+function microBatchedStep(
+  model: TransformerLM,
+  tokens: UnitTokens,
+  lossOf: LossOf,
+  budget: number,
+  afterForward: GradientStepOptions['afterForward'],
+): { loss: number; clipFraction: number } | null {
   const parts = microBatches(model, tokens.items, budget);
-  const logProbs =
-    options.currentLogProbs?.() ??
-    toGrid(
-      tokens,
-      concatenate(
-        parts.flatMap((part) => scoreToArrays(model, part.items).map((score) => score.logProbs)),
-      ),
-    );
-  const surrogate = lossOf(logProbs);
-  const gradient = fromGrid(tokens, surrogate.gradLogProbs);
+  const earlier = gradientCopies(model);
+  const logProbs = Float32Array.from(tokens.oldLogProbs);
+  const flatIndex = tokens.gridIndex;
+  const used: Float32Array[] = [];
+  const hidden: Float32Array[] = [];
   for (const part of parts) {
     tidy(() => {
-      const scores = scoreCompletions(model, part.items);
-      scores.logProbs.backward(gradient.slice(part.start, part.start + part.positions));
+      const scores = scoreCompletionsKeepingHidden(model, part.items);
+      hidden.push(scores.hidden);
+      scores.logProbs.data.forEach((value, offset) => {
+        logProbs[flatIndex[part.start + offset]!] = value;
+      });
+      const gradient = fromGrid(tokens, lossOf(logProbs).gradLogProbs);
+      used.push(gradient.slice(part.start, part.start + part.positions));
+      scores.logProbs.backward(used.at(-1)!);
     });
   }
+  const surrogate = lossOf(logProbs);
+  const gradient = fromGrid(tokens, surrogate.gradLogProbs);
+  if (afterForward?.({ hidden: concatenate(hidden) }) === false) {
+    restoreGradients(model, earlier);
+    return null;
+  }
+  const coupled = parts.some((part, index) =>
+    gradient
+      .subarray(part.start, part.start + part.positions)
+      .some((value, offset) => !Object.is(value, used[index]![offset])),
+  );
+  if (coupled) {
+    restoreGradients(model, earlier);
+    for (const part of parts) {
+      tidy(() => {
+        const scores = scoreCompletions(model, part.items);
+        scores.logProbs.backward(gradient.slice(part.start, part.start + part.positions));
+      });
+    }
+  }
   return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
+}
+
+/** The trainable parameters' accumulated gradients (null where none is allocated). */
+function gradientCopies(model: TransformerLM): Array<Float32Array | null> {
+  return model.trainableParameters().map(({ tensor }) => tensor.grad && tensor.grad.slice());
+}
+
+function restoreGradients(model: TransformerLM, copies: ReadonlyArray<Float32Array | null>): void {
+  model.trainableParameters().forEach(({ tensor }, index) => {
+    const copy = copies[index];
+    if (copy) tensor.grad!.set(copy);
+    else tensor.zeroGrad();
+  });
 }
 
 /**

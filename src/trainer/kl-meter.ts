@@ -2,15 +2,13 @@ import { meanTokenKl } from '../rl/index.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { EvidenceCollector } from './certificate-evidence.js';
 import { ReferenceDistributions, type KnownHidden } from './reference-distributions.js';
-import { flatPositionsIn, toGrid, type UnitTokens } from './token-grid.js';
+import { flatPositionsIn, type UnitTokens } from './token-grid.js';
 
 /** One exact-KL measurement of the current parameters, with the evidence gathered on the way. */
 export interface Measurement {
   kl: number;
   max: number;
   evidence: EvidenceCollector;
-  /** [rows·length] log π_current of the sampled tokens (the fused gather), for the next step. */
-  logProbsGrid: Float32Array;
 }
 
 /**
@@ -46,12 +44,6 @@ export class KlMeter {
     );
   }
 
-  /** log π_old of the unit's tokens as a [rows·length] grid, when it is cheap (see reference). */
-  startingLogProbsGrid(): Float32Array | null {
-    const flat = this.started().startingLogProbs();
-    return flat ? toGrid(this.tokens, flat) : null;
-  }
-
   /** The mean and maximum token KL, and the certificate's evidence, of the current parameters. */
   measure(forward: SharedForward | null = null): Measurement {
     const { tokens } = this;
@@ -69,7 +61,6 @@ export class KlMeter {
       kl: tokens.totalTokens > 0 ? summary.mean : 0,
       max: tokens.totalTokens > 0 ? summary.max : 0,
       evidence,
-      logProbsGrid: toGrid(tokens, evidence.scoredLogProbs()),
     };
   }
 

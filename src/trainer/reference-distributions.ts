@@ -152,27 +152,6 @@ export class ReferenceDistributions {
   }
 
   /**
-   * log π_old of every completion token in flat order, read from the LM head on the kept hidden
-   * states (a head's worth of work, no forward pass); null when no hidden states are kept.
-   */
-  startingLogProbs(): Float32Array | null {
-    if (!this.hidden) return null;
-    const vocab = this.model.config.vocabSize;
-    const total = this.chunks.reduce((sum, chunk) => sum + chunk.positions, 0);
-    const result = new Float32Array(total);
-    this.chunks.forEach((chunk, index) => {
-      const distributions = logDistributionsFromHidden(this.model, this.hidden![index]!);
-      let cursor = 0;
-      for (const item of chunk.items)
-        for (const token of item.completion) {
-          result[chunk.start + cursor] = distributions[cursor * vocab + token]!;
-          cursor++;
-        }
-    });
-    return result;
-  }
-
-  /**
    * Final hidden states [positions, hidden] of every token at the current parameters: the rows
    * `known` has, and the other items' from forward passes over them, at most a chunk's worth of
    * positions at a time.

@@ -138,13 +138,9 @@ function takeSteps(
       rowValues(current, options.advantages),
       settings.policyLoss,
       {
-        currentLogProbs: () => {
-          const grid = kept ? kept.logProbsGrid : meter.startingLogProbsGrid();
-          return grid ? minibatchGrid(tokens, grid, current) : null;
-        },
         budgetBytes: options.activationBudgetBytes,
-        beforeBackward: (forward) => {
-          const shared = forward && { tokens: current, hidden: forward.hidden };
+        afterForward: (forward) => {
+          const shared = { tokens: current, hidden: forward.hidden };
           if (summary.stepsTaken > 0) return inRegion(meter.measure(shared));
           meter.start(shared);
           return true;
@@ -181,24 +177,6 @@ function takeSteps(
     summary: { ...summary, lossMean: meanOrZero(losses), clipFraction: meanOrZero(clipFractions) },
     kept,
   };
-}
-
-/**
- * The minibatch's [rows·length] grid of values from the whole batch's grid (a minibatch row is
- * its trajectory's row of the batch, its positions the same tokens in the same order).
- */
-function minibatchGrid(
-  tokens: UnitTokens,
-  grid: Float32Array,
-  minibatch: UnitTokens,
-): Float32Array {
-  const result = new Float32Array(minibatch.rows * minibatch.length);
-  minibatch.rowTrajectories.forEach((trajectory, row) => {
-    const source = tokens.rowTrajectories.indexOf(trajectory) * tokens.length;
-    const width = Math.min(minibatch.length, tokens.length);
-    result.set(grid.subarray(source, source + width), row * minibatch.length);
-  });
-  return result;
 }
 
 function meanOrZero(values: readonly number[]): number {

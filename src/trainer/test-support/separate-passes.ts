@@ -5,7 +5,7 @@ import { gradientStep } from '../gradient-step.js';
 import { minibatches } from '../minibatches.js';
 import { captureSnapshot } from '../parameter-state.js';
 import { ReferenceDistributions } from '../reference-distributions.js';
-import { collectUnitTokens, rowValues, toGrid, type UnitTokens } from '../token-grid.js';
+import { collectUnitTokens, rowValues, type UnitTokens } from '../token-grid.js';
 import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '../trust-region.js';
 
 /**
@@ -35,14 +35,7 @@ export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRe
       minibatch,
       rowValues(minibatch, options.advantages),
       settings.policyLoss,
-      {
-        currentLogProbs: () => {
-          const flat = kept ? null : reference.startingLogProbs();
-          const grid = kept ? kept.logProbsGrid : flat && toGrid(tokens, flat);
-          return grid ? rowsOf(tokens, grid, minibatch) : null;
-        },
-        budgetBytes: options.activationBudgetBytes,
-      },
+      { budgetBytes: options.activationBudgetBytes },
     )!;
     losses.push(step.loss);
     clipFractions.push(step.clipFraction);
@@ -95,17 +88,5 @@ function measurement(vocab: number, tokens: UnitTokens, reference: ReferenceDist
     kl: tokens.totalTokens > 0 ? summary.mean : 0,
     max: tokens.totalTokens > 0 ? summary.max : 0,
     evidence,
-    logProbsGrid: toGrid(tokens, evidence.scoredLogProbs()),
   };
-}
-
-/** The minibatch's rows of a whole-batch grid. */
-function rowsOf(tokens: UnitTokens, grid: Float32Array, minibatch: UnitTokens): Float32Array {
-  const result = new Float32Array(minibatch.rows * minibatch.length);
-  minibatch.rowTrajectories.forEach((trajectory, row) => {
-    const source = tokens.rowTrajectories.indexOf(trajectory) * tokens.length;
-    const width = Math.min(minibatch.length, tokens.length);
-    result.set(grid.subarray(source, source + width), row * minibatch.length);
-  });
-  return result;
 }
