@@ -20,6 +20,20 @@ typedef struct {
   float alpha, beta;
 } gemm_problem;
 
+/*
+ * Depth of the k slices of gemm_panels and gemm_packed: each entry of C is summed as one FMA
+ * chain per slice, the slices added to C in order. Both kernels must use the same depth, and
+ * matmul_gemm_order.c sums few-row products the same way: together they give a row of C the
+ * same bits whatever the number of rows (see that file).
+ */
+#define GEMM_SLICE_DEPTH 256
+
+/*
+ * Our own kernels for a product of any shape (k > 0): column panels (gemm_panels) or the packed
+ * kernel (gemm_packed), chosen as matmul chooses them for more than a few rows (matmul.c).
+ */
+void gemm_own(const gemm_problem *problem, bool parallel);
+
 /* The same product by column panels without packing A (gemm_panels.c); k must be > 0. */
 void gemm_panels(const gemm_problem *problem, bool parallel);
 

@@ -22,9 +22,8 @@
 #endif
 #endif
 #define NR (2 * VECTOR_WIDTH)
-#ifndef KC
-#define KC 256
-#endif
+/* The k slices every product sums by (gemm.h): the order rows share at any m. */
+#define KC GEMM_SLICE_DEPTH
 #ifndef MC
 #define MC (MR * 16)
 #endif

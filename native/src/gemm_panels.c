@@ -17,7 +17,8 @@
 #include "transpose.h"
 
 #define PANEL_WIDTH (2 * VECTOR_WIDTH)
-#define PANEL_DEPTH 256
+/* The k slices every product sums by (gemm.h): the order rows share at any m. */
+#define PANEL_DEPTH GEMM_SLICE_DEPTH
 #define PANEL_ROWS 256
 #define PREFETCH_MAX_ROWS 256
 

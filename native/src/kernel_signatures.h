@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "d81bfec352ef6548"
+#define KERNEL_SIGNATURES_FINGERPRINT "be26dcb1f90f3d96"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -18,6 +18,10 @@
 #define MATMUL_FIXED_ORDER_NAME "matmulFixedOrder"
 #define MATMUL_FIXED_ORDER_ARGUMENT_COUNT 9
 #define MATMUL_FIXED_ORDER_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, c, "c", FLOATS) X(3, m, "m", SIZE) X(4, n, "n", SIZE) X(5, k, "k", SIZE) X(6, transpose_b, "transposeB", BOOLEAN) X(7, alpha, "alpha", NUMBER) X(8, beta, "beta", NUMBER)
+
+#define MATMUL_GEMM_ORDER_NAME "matmulGemmOrder"
+#define MATMUL_GEMM_ORDER_ARGUMENT_COUNT 7
+#define MATMUL_GEMM_ORDER_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, c, "c", FLOATS) X(3, m, "m", SIZE) X(4, n, "n", SIZE) X(5, k, "k", SIZE) X(6, transpose_b, "transposeB", BOOLEAN)
 
 #define SOFTMAX_NAME "softmax"
 #define SOFTMAX_ARGUMENT_COUNT 4
@@ -99,6 +103,6 @@
 #define AXPY_ARGUMENT_COUNT 3
 #define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
 
-#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(compare_log_distributions, "compareLogDistributions") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
+#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(matmul_gemm_order, "matmulGemmOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(compare_log_distributions, "compareLogDistributions") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
 
 #endif

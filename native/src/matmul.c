@@ -108,6 +108,19 @@ static void blas_product(const gemm_problem *g, bool parallel) {
 
 void skinny_product(const gemm_problem *g, bool parallel);
 
+void gemm_own(const gemm_problem *g, bool parallel) {
+  /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
+  int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
+  bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
+  if (VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows)) {
+    gemm_panels(g, parallel);
+  } else if (parallel) {
+    gemm_packed(g);
+  } else {
+    gemm_packed_single_thread(g);
+  }
+}
+
 /* C = beta·C when there is nothing to multiply (k = 0). */
 static void scale_only(const gemm_problem *g) {
   int64_t count = g->m * g->n;
@@ -130,16 +143,7 @@ static void product(const gemm_problem *g, bool parallel) {
     return;
   }
 #endif
-  /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
-  int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
-  bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
-  if (VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows)) {
-    gemm_panels(g, parallel);
-  } else if (parallel) {
-    gemm_packed(g);
-  } else {
-    gemm_packed_single_thread(g);
-  }
+  gemm_own(g, parallel);
 }
 
 typedef struct {

@@ -11,6 +11,7 @@ import { distributionComparisonTests } from './testing/suite-distribution-compar
 import { elementwiseTests } from './testing/suite-elementwise.js';
 import { matmulTests } from './testing/suite-matmul.js';
 import { matmulBfloat16Tests } from './testing/suite-matmul-bfloat16.js';
+import { matmulGemmOrderTests } from './testing/suite-matmul-gemm-order.js';
 import { normTests } from './testing/suite-norms.js';
 import { samplingTests } from './testing/suite-sampling.js';
 import { softmaxTests } from './testing/suite-softmax.js';
@@ -18,6 +19,7 @@ import { softmaxTests } from './testing/suite-softmax.js';
 export function runBackendSuite(backend: KernelBackend): void {
   matmulTests(backend);
   matmulBfloat16Tests(backend);
+  matmulGemmOrderTests(backend);
   softmaxTests(backend);
   samplingTests(backend);
   distributionComparisonTests(backend);

@@ -135,6 +135,28 @@ export const kernelSignatures = {
    * their order by shape: a LoRA adapter's factors.
    */
   matmulFixedOrder: fixedOrderProduct(floats),
+  // ---- matmulGemmOrder (float32 weights summed alike at every m) ----
+  /**
+   * C = A·op(B), float32, every C entry summed in the order of the native float32 GEMM
+   * kernels whatever m is: k cut into 256-deep slices from 0, one FMA chain per entry and
+   * slice, the slices added in order. For float32 weights whose rows must come out with the
+   * same bits decoded alone as scored with their sequence (frozen layers and the tied LM head);
+   * unlike matmulFixedOrder it keeps the GEMM kernels' speed at many rows. The TypeScript
+   * backend sums each entry in float64 (any row count gives the same row there too).
+   */
+  matmulGemmOrder: {
+    /** A: [m×k] row-major. */
+    a: floats,
+    /** B: [k×n], or [n×k] when transposeB (a Linear weight [out, in]). */
+    b: floats,
+    /** C: [m×n], overwritten. */
+    c: floats,
+    m: size,
+    n: size,
+    k: size,
+    transposeB: boolean,
+  },
+  // ---- end matmulGemmOrder ----
   /** Row-wise softmax over `columns`; output may alias input. */
   softmax: { input: floats, output: floats, rows: size, columns: size },
   /** Row-wise log-softmax over `columns`; output may alias input. */
@@ -375,6 +397,7 @@ type KernelResult<Name extends KernelName> = Name extends 'sumOfSquares' ? numbe
 export type MatmulArguments = KernelArguments<'matmul'>;
 export type MatmulBfloat16Arguments = KernelArguments<'matmulBfloat16'>;
 export type MatmulFixedOrderArguments = KernelArguments<'matmulFixedOrder'>;
+export type MatmulGemmOrderArguments = KernelArguments<'matmulGemmOrder'>;
 /** The attention arguments that are not arrays of its projections or results. */
 export type AttentionShape = Omit<
   KernelArguments<'attention'>,

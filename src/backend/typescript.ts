@@ -10,7 +10,7 @@ import {
   swigluBackward,
 } from './reference/elementwise.js';
 import { matmul } from './reference/matmul.js';
-import { matmulBfloat16, matmulFixedOrder } from './reference/matmul-bfloat16.js';
+import { matmulBfloat16, matmulFixedOrder, matmulGemmOrder } from './reference/matmul-bfloat16.js';
 import { layerNorm, layerNormBackward, rmsNorm, rmsNormBackward } from './reference/norms.js';
 import { rope } from './reference/rope.js';
 import { sampleRows } from './reference/sampling.js';
@@ -34,6 +34,7 @@ export function createTypeScriptBackend(): KernelBackend {
     matmul,
     matmulBfloat16,
     matmulFixedOrder,
+    matmulGemmOrder,
     // The reference functions of the elementwise and softmax kernels take positional arguments.
     softmax: ({ input, output, rows, columns }) => softmax(input, output, rows, columns),
     logSoftmax: ({ input, output, rows, columns }) => logSoftmax(input, output, rows, columns),

@@ -72,6 +72,9 @@ describe('LoRA adapters in the PEFT layout', () => {
         temperature: 1,
       });
       const sequence = [...prompt, ...sampled!.tokens];
+      // Frozen first, as attachLora leaves the base: a frozen float32 weight sums in one fixed
+      // order (Linear.forward), which differs from the trainable one's in the last bits.
+      loaded.model.setTrainable(false);
       const before = logitsOf(loaded.model, sequence);
 
       const targets = allTargets[modelType === 'gpt2' ? 'gpt2' : 'llama'];

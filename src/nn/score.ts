@@ -256,7 +256,10 @@ export function logDistributionsAndLogProbsFromHidden(
 function headLogits(model: TransformerLM, hidden: Tensor): Tensor {
   return model.outputHead
     ? model.outputHead.forward(hidden)
-    : matmul(hidden, model.tokenEmbedding, { transposeB: true });
+    : matmul(hidden, model.tokenEmbedding, {
+        transposeB: true,
+        fixedOrder: !model.tokenEmbedding.requiresGrad, // as TransformerLM.forward
+      });
 }
 
 /**

@@ -373,7 +373,10 @@ export class TransformerLM extends Module {
     if (input.rows) hidden = selectRows(hidden, input.rows);
     return this.outputHead
       ? this.outputHead.forward(hidden)
-      : matmul(hidden, this.tokenEmbedding, { transposeB: true });
+      : matmul(hidden, this.tokenEmbedding, {
+          transposeB: true,
+          fixedOrder: !this.tokenEmbedding.requiresGrad, // as Linear.forward
+        });
   }
 }
 

@@ -1,4 +1,8 @@
-import type { MatmulBfloat16Arguments, MatmulFixedOrderArguments } from '../types.js';
+import type {
+  MatmulBfloat16Arguments,
+  MatmulFixedOrderArguments,
+  MatmulGemmOrderArguments,
+} from '../types.js';
 import { widenBfloat16 } from '../bfloat16.js';
 import { matmul } from './matmul.js';
 
@@ -29,4 +33,12 @@ export function matmulFixedOrder(args: MatmulFixedOrderArguments): void {
     alpha: args.alpha ?? 1,
     beta: args.beta ?? 0,
   });
+}
+
+/**
+ * C = A·op(B): the reference product. Its float64 sums already give a row the same value at any
+ * row count; the native kernel's float32 GEMM order is tested against it within rounding.
+ */
+export function matmulGemmOrder(args: MatmulGemmOrderArguments): void {
+  matmulFixedOrder(args);
 }

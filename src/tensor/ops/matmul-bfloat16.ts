@@ -14,9 +14,9 @@ import {
  * C = A·op(W) summed in one fixed order whatever M is: a: [..., M, K]; w: [K, N], or [N, K] with
  * transposeB (a Linear weight [out, in]). The leading dimensions of a fold into M, so the whole
  * product is one kernel call (`matmulBfloat16` for a weight stored in bfloat16 by
- * `Tensor.storeAsBfloat16`, `matmulFixedOrder` for a float32 one; see backend/types.ts): a
- * token's row comes out with the same bits when decoded alone as when scored with the rest of
- * its sequence.
+ * `Tensor.storeAsBfloat16`; for a float32 one `matmulGemmOrder`, or `matmulFixedOrder` when it
+ * is narrow, see `summedAsGemm`; backend/types.ts states each order): a token's row comes out
+ * with the same bits when decoded alone as when scored with the rest of its sequence.
  *
  * Gradients need no fixed order (no sampled token depends on them): dA comes from the bfloat16
  * kernel on the other layout of a bfloat16 W, which is frozen (what lets a LoRA adapter on a
@@ -50,12 +50,12 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
   const leading = a.shape.slice(0, -2);
   const m = shapeSize(leading) * rows;
   const backend = getBackend();
-  const product = (args: { a: Float32Array; c: Float32Array } & Shape) =>
-    bits
-      ? backend.matmulBfloat16({ ...args, b: bits })
-      : backend.matmulFixedOrder({ ...args, b: weight.data });
+  const shape = { m, n, k, transposeB };
   const output = allocate(m * n);
-  product({ a: a.data, c: output, m, n, k, transposeB });
+  if (bits) backend.matmulBfloat16({ a: a.data, b: bits, c: output, ...shape });
+  else if (summedAsGemm(n, k))
+    backend.matmulGemmOrder({ a: a.data, b: weight.data, c: output, ...shape });
+  else backend.matmulFixedOrder({ a: a.data, b: weight.data, c: output, ...shape });
   const trainsWeight = !bits && weight.requiresGrad;
   const parents = trainsWeight ? [a, weight] : [a];
   const name = bits ? 'matmulBfloat16' : 'matmulFixedOrder';
@@ -100,12 +100,19 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
   }
 }
 
-interface Shape {
-  m: number;
-  n: number;
-  k: number;
-  transposeB: boolean;
-  beta?: number;
+/**
+ * The layers of a model take matmulGemmOrder, the float32 GEMM kernels' own order, which keeps
+ * the ordinary product's speed at every row count; narrower float32 weights (a LoRA adapter's
+ * factors, one side the rank) stay on matmulFixedOrder, the kernel they were tuned on.
+ */
+const GEMM_ORDER_MIN_WIDTH = 64;
+
+/**
+ * Whether a float32 weight's products run in the GEMM order. It depends on the weight's shape
+ * alone, never on M: a weight is summed one way whether a row is decoded or scored.
+ */
+function summedAsGemm(n: number, k: number): boolean {
+  return n >= GEMM_ORDER_MIN_WIDTH && k >= GEMM_ORDER_MIN_WIDTH;
 }
 
 /** dW += A [M, K] with dC [M, N]: dW [N, K] = dCᵀ·A (transposeB), else dW [K, N] = Aᵀ·dC. */
