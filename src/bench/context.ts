@@ -24,8 +24,8 @@ export interface WorkloadFigure extends BenchmarkResult {
   achievedGflops?: number;
 }
 
-/** A benchmark workload: what it measures, as named figures. */
-export type Workload = (context: WorkloadContext) => WorkloadFigure[];
+/** A benchmark workload: what it measures, as named figures (a stage of training is async). */
+export type Workload = (context: WorkloadContext) => WorkloadFigure[] | Promise<WorkloadFigure[]>;
 
 /** Median seconds of `repeats` timed runs after `warmup` untimed ones. */
 export function medianSeconds(run: () => void, warmup: number, repeats: number): number {

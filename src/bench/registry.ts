@@ -8,6 +8,7 @@ import {
   smolLM2Shape,
 } from './real-model.js';
 import { scoringAndExactKl } from './scoring-kl.js';
+import { benchmarkTeamStage } from './team-stage.js';
 import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep } from './workloads.js';
 
 /**
@@ -25,6 +26,12 @@ export const realModelWorkloads: Readonly<Record<string, Workload>> = {
   'smollm2-decode-products': smolLM2DecodeProducts,
   'smollm2-135m-shape-score-exact-kl': scoringAndExactKl,
   'smollm2-135m-shape-lora-train-step': smolLM2LoraStep,
+  // One TeamTR stage of three rank-8 LoRA agents on one bfloat16 base (team-stage.ts; about 5
+  // minutes on a quiet 2-core machine). Its own peak-RSS figure is the runner's, in MiB.
+  'smollm2-135m-shape-team-stage-4x4-bf16': async () =>
+    (await benchmarkTeamStage({ weightsDtype: 'bfloat16' })).filter(
+      (figure) => !figure.name.endsWith('-peak-rss'),
+    ),
 };
 
 /**

@@ -44,10 +44,13 @@ export function peakResidentSet(workload: string): BenchmarkResult {
 }
 
 /** Runs the workload registered as `name` here; its figures, then this process's peak RSS. */
-export function runWorkload(name: string, options: WorkloadRunOptions = {}): BenchmarkResult[] {
+export async function runWorkload(
+  name: string,
+  options: WorkloadRunOptions = {},
+): Promise<BenchmarkResult[]> {
   const workload = findWorkload(name);
   const before = measureBound();
-  const figures = workload({ repeats: options.repeats ?? 3, warmup: options.warmup ?? 1 });
+  const figures = await workload({ repeats: options.repeats ?? 3, warmup: options.warmup ?? 1 });
   const peak = peakResidentSet(name);
   const bound = (before + measureBound()) / 2;
   return [
@@ -66,7 +69,7 @@ function positiveNumber(text: string | undefined, flag: string): number | undefi
 }
 
 /** The command line above; returns the exit code (2 for a usage error). */
-export function main(argv: readonly string[]): number {
+export async function main(argv: readonly string[]): Promise<number> {
   try {
     const { values, positionals } = parseArgs({
       args: [...argv],
@@ -81,7 +84,7 @@ export function main(argv: readonly string[]): number {
     if (positionals.length !== 1)
       throw new TeamtrError('usage: run-workload.js <workload> [--json] [--repeats n] ...');
     setBackend((values.backend ?? 'auto') as 'auto');
-    const results = runWorkload(positionals[0]!, {
+    const results = await runWorkload(positionals[0]!, {
       repeats: positiveNumber(values.repeats, '--repeats'),
       warmup: positiveNumber(values.warmup, '--warmup'),
     });
@@ -98,4 +101,4 @@ export function main(argv: readonly string[]): number {
 }
 
 const entry = process.argv[1] ? path.resolve(process.argv[1]) : '';
-if (entry === fileURLToPath(import.meta.url)) process.exitCode = main(process.argv.slice(2));
+if (entry === fileURLToPath(import.meta.url)) process.exitCode = await main(process.argv.slice(2));

@@ -10,7 +10,9 @@ import { Stage, type AgentUpdate } from '../trainer/stage.js';
 import type { TeamBatch } from '../team/types.js';
 import type { TrainableUnit } from '../trainer/units.js';
 import { writeSmolLM2ShapeCheckpoint } from './team-stage-fixture.js';
-import type { BenchmarkResult } from './workloads.js';
+import type { WorkloadFigure } from './context.js';
+import { layerMatrixWeights } from './flops.js';
+import { LayerRows, stageLayerFlops } from './layer-rows.js';
 
 /**
  * One TeamTR stage of a three-agent team at SmolLM2-135M's shape (random weights, real
@@ -128,7 +130,7 @@ function secondsSince(started: bigint): number {
  */
 export async function benchmarkTeamStage(
   options: TeamStageOptions = {},
-): Promise<BenchmarkResult[]> {
+): Promise<WorkloadFigure[]> {
   const settings = {
     problemsPerBatch: options.problemsPerBatch ?? 4,
     groupSize: options.groupSize ?? 4,
@@ -165,22 +167,31 @@ export async function benchmarkTeamStage(
       context.built.units,
       context.settings,
     );
+    const models = context.built.models.map((loaded) => loaded.model);
+    const rows = new LayerRows(models);
     const started = process.hrtime.bigint();
     const cpuBefore = process.cpuUsage();
     const outcome = await schedules.teamtr.runStage(stage);
     const seconds = secondsSince(started);
     const cpu = process.cpuUsage(cpuBefore);
+    rows.detach();
+    const flops = stageLayerFlops(rows, layerMatrixWeights(models[0]!.config));
     const precision = settings.weightsDtype === 'bfloat16' ? '-bf16' : '';
     const name = `smollm2-135m-shape-team-stage-${settings.problemsPerBatch}x${settings.groupSize}${precision}`;
     for (const loaded of context.built.models) loaded.model.destroy();
     return [
-      { name: `${name}-seconds`, value: seconds, unit: 's' },
+      // As a rate: the layers' weight products over the stage's seconds (a lower bound on the
+      // work done; layer-rows.ts), which run-workload states as a fraction of the bound.
+      { name: `${name}-seconds`, value: seconds, unit: 's', achievedGflops: flops / seconds / 1e9 },
       // CPU time of every thread: on a shared machine it moves less than wall time.
       { name: `${name}-cpu-seconds`, value: (cpu.user + cpu.system) / 1e6, unit: 's' },
       { name: `${name}-sampling-seconds`, value: stage.samplingSeconds, unit: 's' },
       { name: `${name}-update-seconds`, value: stage.updateSeconds, unit: 's' },
       { name: `${name}-load-seconds`, value: loadSeconds, unit: 's' },
       { name: `${name}-generated-tokens`, value: stage.generatedTokens, unit: 'tokens' },
+      { name: `${name}-layer-rows-with-gradients`, value: rows.withGradients, unit: 'rows' },
+      { name: `${name}-layer-rows-without-gradients`, value: rows.withoutGradients, unit: 'rows' },
+      { name: `${name}-layer-gflop`, value: flops / 1e9, unit: 'GFLOP' },
       { name: `${name}-updates-in-region`, value: inRegion(outcome.records), unit: 'updates' },
       {
         name: `${name}-peak-rss`,
