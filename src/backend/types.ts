@@ -344,6 +344,16 @@ export const kernelSignatures = {
   sumOfSquares: { input: floats },
   /** y += alpha · x */
   axpy: { alpha: number, x: floats, y: floats },
+
+  // ---- exact element-wise kernels (decode hot path; bit for bit the reference) ----
+
+  /**
+   * output = a + fround(scale·b) element-wise: the product in float64, rounded to float32, then
+   * the float32 sum (never one fused multiply-add), so every backend gives the same bits and a
+   * row's value does not depend on where it sits. A LoRA layer's base + s·up; with scale 1, a
+   * residual add. `output` may alias `a` or `b`.
+   */
+  addScaled: { a: floats, b: floats, scale: number, output: floats },
 } as const satisfies Record<string, Record<string, ArgumentSignature>>;
 
 export type KernelName = keyof typeof kernelSignatures;

@@ -2,6 +2,7 @@ import { attention, attentionBackward } from './reference/attention.js';
 import { compareLogDistributions } from './reference/distribution-comparison.js';
 import {
   adamw,
+  addScaled,
   axpy,
   gelu,
   geluBackward,
@@ -56,5 +57,6 @@ export function createTypeScriptBackend(): KernelBackend {
     adamw,
     sumOfSquares: ({ input }) => sumOfSquares(input),
     axpy: ({ alpha, x, y }) => axpy(alpha, x, y),
+    addScaled: ({ a, b, scale, output }) => addScaled(a, b, scale, output),
   };
 }
