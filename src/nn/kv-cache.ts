@@ -61,6 +61,38 @@ export class KeyValueCache {
     return layer;
   }
 
+  /**
+   * Copies `length` slots of every layer's keys and values from `source`'s row `sourceRow`
+   * (from slot `sourceStart`) into this cache's row `row` (from slot `start`): a prompt prefix
+   * computed once for several rows (shared-prefix.ts).
+   */
+  copyRows(
+    source: KeyValueCache,
+    copy: { sourceRow: number; sourceStart: number; row: number; start: number; length: number },
+  ): void {
+    const { sourceRow, sourceStart, row, start, length } = copy;
+    if (
+      source.width !== this.width ||
+      source.layers.length !== this.layers.length ||
+      sourceStart + length > source.capacity ||
+      start + length > this.capacity ||
+      sourceRow >= source.batch ||
+      row >= this.batch
+    ) {
+      throw new ShapeError(
+        `cache copy of ${length} slots from row ${sourceRow} slot ${sourceStart} of [${source.batch}, ${source.capacity}, ${source.width}] to row ${row} slot ${start} of [${this.batch}, ${this.capacity}, ${this.width}] does not fit`,
+      );
+    }
+    const from = (sourceRow * source.capacity + sourceStart) * this.width;
+    const to = (row * this.capacity + start) * this.width;
+    const size = length * this.width;
+    this.layers.forEach((layer, index) => {
+      const origin = source.layers[index]!;
+      layer.key.data.set(origin.key.data.subarray(from, from + size), to);
+      layer.value.data.set(origin.value.data.subarray(from, from + size), to);
+    });
+  }
+
   /** Called once per forward, after every layer appended. */
   advance(length: number): void {
     this.length += length;
