@@ -354,6 +354,22 @@ export const kernelSignatures = {
    * residual add. `output` may alias `a` or `b`.
    */
   addScaled: { a: floats, b: floats, scale: number, output: floats },
+  /**
+   * A residual add and the RMSNorm after it in one pass: sum = input + residual (float32), then
+   * rmsNorm of sum, with the bits this backend's `rmsNorm` gives that sum. `sum` may alias
+   * `input`.
+   */
+  addRmsNorm: {
+    input: floats,
+    residual: floats,
+    weight: floats,
+    sum: floats,
+    output: floats,
+    inverseRms: floats,
+    rows: size,
+    columns: size,
+    epsilon: number,
+  },
 } as const satisfies Record<string, Record<string, ArgumentSignature>>;
 
 export type KernelName = keyof typeof kernelSignatures;

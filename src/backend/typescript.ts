@@ -12,7 +12,13 @@ import {
 } from './reference/elementwise.js';
 import { matmul } from './reference/matmul.js';
 import { matmulBfloat16, matmulFixedOrder } from './reference/matmul-bfloat16.js';
-import { layerNorm, layerNormBackward, rmsNorm, rmsNormBackward } from './reference/norms.js';
+import {
+  addRmsNorm,
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormBackward,
+} from './reference/norms.js';
 import { rope } from './reference/rope.js';
 import { sampleRows } from './reference/sampling.js';
 import {
@@ -58,5 +64,6 @@ export function createTypeScriptBackend(): KernelBackend {
     sumOfSquares: ({ input }) => sumOfSquares(input),
     axpy: ({ alpha, x, y }) => axpy(alpha, x, y),
     addScaled: ({ a, b, scale, output }) => addScaled(a, b, scale, output),
+    addRmsNorm,
   };
 }
