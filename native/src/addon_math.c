@@ -194,3 +194,20 @@ KERNEL_ENTRY(layer_norm_backward) {
   kernel_layer_norm_backward(&call);
   return NULL;
 }
+
+/* ---- exact element-wise kernels: the residual add fused into the RMSNorm after it ---- */
+
+KERNEL_ENTRY(add_rms_norm) {
+  READ_KERNEL_ARGUMENTS(ADD_RMS_NORM)
+  add_norm_arguments call;
+  arguments_require(&args, "input", input.length, (double)rows * columns);
+  arguments_require(&args, "residual", residual.length, (double)rows * columns);
+  if (!norm_forward_call(&args, sum, weight, output, inverse_rms, "inverseRms", rows, columns,
+                         epsilon, &call.norm))
+    return NULL;
+  call.base = input.data;
+  call.residual = residual.data;
+  call.sum = sum.data;
+  kernel_add_rms_norm(&call);
+  return NULL;
+}

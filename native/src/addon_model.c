@@ -171,3 +171,13 @@ KERNEL_ENTRY(axpy) {
   kernel_axpy((float)alpha, x.data, y.data, (int64_t)x.length);
   return NULL;
 }
+
+/* ---- exact element-wise kernels ---- */
+
+KERNEL_ENTRY(add_scaled) {
+  READ_KERNEL_ARGUMENTS(ADD_SCALED)
+  const char *const names[] = {"b", "output"};
+  if (!require_same_length(&args, a.length, 2, names, (float_array[]){b, output})) return NULL;
+  kernel_add_scaled(a.data, b.data, scale, output.data, (int64_t)a.length);
+  return NULL;
+}

@@ -94,31 +94,39 @@ dot_tail(float total, const float *q, const float *k, int64_t from, int64_t to) 
 }
 
 /*
- * scores[j] = scale·q·k_j for one query (decode steps), VECTOR_WIDTH keys at a time: one
+ * scores[g][j] = scale·q_g·k_j for `queries` queries of one kv head (decode steps; the query
+ * heads of a grouped-query group, `dim` floats apart), VECTOR_WIDTH keys at a time: one
  * accumulator vector per key along the head dimension, then all of their horizontal sums in
- * one reduction tree (vsum_rows). Keys are read in place from the cache; float accumulation,
- * as in the prefill path's gemm_small, so decoding and a full forward round alike.
+ * one reduction tree (vsum_rows). Keys are read in place from the cache, each block of keys
+ * once for the whole group (it stays in L1 while the group's queries use it: read once per
+ * query head, the keys and values were most of a batch-16 decode step's L2 traffic). Float
+ * accumulation, as in the prefill path's gemm_small, so decoding and a full forward round
+ * alike; each query's sums are the same whatever the group.
  */
-static void decode_scores(const float *query, const float *key, int64_t key_stride, int64_t keys,
-                          int64_t dim, float scale, float *scores) {
+static void decode_scores(const float *query, int queries, const float *key, int64_t key_stride,
+                          int64_t keys, int64_t dim, float scale, float *scores,
+                          int64_t score_stride) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
   for (int64_t j0 = 0; j0 < keys; j0 += VECTOR_WIDTH) {
     int count = keys - j0 < VECTOR_WIDTH ? (int)(keys - j0) : VECTOR_WIDTH;
-    vfloat sums[VECTOR_WIDTH] = {{0}};
-    for (int64_t d = 0; d < full_dim; d += VECTOR_WIDTH) {
-      vfloat q = vload(query + d);
+    for (int g = 0; g < queries; g++) {
+      const float *q_row = query + g * dim;
+      vfloat sums[VECTOR_WIDTH] = {{0}};
+      for (int64_t d = 0; d < full_dim; d += VECTOR_WIDTH) {
+        vfloat q = vload(q_row + d);
 #pragma GCC unroll 16
-      for (int i = 0; i < VECTOR_WIDTH; i++) {
-        if (i >= count) break;
-        sums[i] += q * vload(key + (j0 + i) * key_stride + d);
+        for (int i = 0; i < VECTOR_WIDTH; i++) {
+          if (i >= count) break;
+          sums[i] += q * vload(key + (j0 + i) * key_stride + d);
+        }
       }
-    }
-    float totals[VECTOR_WIDTH];
-    vstore(totals, vsum_rows(sums));
-    for (int i = 0; i < count; i++) {
-      float total = totals[i];
-      if (full_dim < dim) total = dot_tail(total, query, key + (j0 + i) * key_stride, full_dim, dim);
-      scores[j0 + i] = scale * total;
+      float totals[VECTOR_WIDTH];
+      vstore(totals, vsum_rows(sums));
+      for (int i = 0; i < count; i++) {
+        float total = totals[i];
+        if (full_dim < dim) total = dot_tail(total, q_row, key + (j0 + i) * key_stride, full_dim, dim);
+        scores[g * score_stride + j0 + i] = scale * total;
+      }
     }
   }
 }
@@ -165,36 +173,60 @@ static void block_scores(const float *query, int64_t query_stride, int64_t rows,
 }
 
 /*
- * output[d] = Σ_j probabilities[j]·v_j[d] for one query (decode steps): gemm_small's order (one
- * multiply-add chain over the keys per entry, the last columns by gemm_small itself), but all
- * of a head's vectors at once, four independent chains where gemm_small's one-row block keeps
- * two: one row's chains are latency-bound.
+ * output_g[d] = Σ_j probabilities_g[j]·v_j[d] for `queries` queries of one kv head (decode
+ * steps; probability rows `probability_stride` apart, outputs `output_stride` apart):
+ * gemm_small's order (one multiply-add chain over the keys per entry, the last columns by
+ * gemm_small itself), but all of a head's vectors at once, four independent chains where
+ * gemm_small's one-row block keeps two (one row's chains are latency-bound), and each value row
+ * loaded once for up to VALUE_HEADS queries.
  */
 #define VALUE_VECTORS 4
-static void decode_values(const float *probabilities, const float *value, int64_t value_stride,
-                          int64_t keys, int64_t dim, float *output) {
+#define VALUE_HEADS 4
+static void decode_values(const float *probabilities, int64_t probability_stride, int queries,
+                          const float *value, int64_t value_stride, int64_t keys, int64_t dim,
+                          float *output, int64_t output_stride) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
-  for (int64_t d0 = 0; d0 < full_dim; d0 += VALUE_VECTORS * VECTOR_WIDTH) {
-    int64_t remaining = (full_dim - d0) / VECTOR_WIDTH;
-    int vectors = remaining < VALUE_VECTORS ? (int)remaining : VALUE_VECTORS;
-    vfloat sums[VALUE_VECTORS] = {{0}};
-    for (int64_t j = 0; j < keys; j++) {
-      vfloat weight = vbroadcast(probabilities[j]);
-      const float *row = value + j * value_stride + d0;
+  for (int g0 = 0; g0 < queries; g0 += VALUE_HEADS) {
+    int heads = queries - g0 < VALUE_HEADS ? queries - g0 : VALUE_HEADS;
+    const float *p = probabilities + g0 * probability_stride;
+    for (int64_t d0 = 0; d0 < full_dim; d0 += VALUE_VECTORS * VECTOR_WIDTH) {
+      int64_t remaining = (full_dim - d0) / VECTOR_WIDTH;
+      int vectors = remaining < VALUE_VECTORS ? (int)remaining : VALUE_VECTORS;
+      vfloat sums[VALUE_HEADS][VALUE_VECTORS] = {{{0}}};
+      for (int64_t j = 0; j < keys; j++) {
+        const float *row = value + j * value_stride + d0;
+        vfloat values[VALUE_VECTORS] = {{0}};
 #pragma GCC unroll 4
-      for (int v = 0; v < VALUE_VECTORS; v++) {
-        if (v >= vectors) break;
-        sums[v] += weight * vload(row + v * VECTOR_WIDTH);
+        for (int v = 0; v < VALUE_VECTORS; v++) {
+          if (v >= vectors) break;
+          values[v] = vload(row + v * VECTOR_WIDTH);
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < VALUE_HEADS; g++) {
+          if (g >= heads) break;
+          vfloat weight = vbroadcast(p[g * probability_stride + j]);
+#pragma GCC unroll 4
+          for (int v = 0; v < VALUE_VECTORS; v++) {
+            if (v >= vectors) break;
+            sums[g][v] += weight * values[v];
+          }
+        }
+      }
+      for (int g = 0; g < heads; g++) {
+        for (int v = 0; v < vectors; v++)
+          vstore(output + (g0 + g) * output_stride + d0 + v * VECTOR_WIDTH, sums[g][v]);
       }
     }
-    for (int v = 0; v < vectors; v++) vstore(output + d0 + v * VECTOR_WIDTH, sums[v]);
   }
   if (full_dim < dim) {
-    small_gemm tail = {.rows = 1, .columns = dim - full_dim, .depth = keys, .a = probabilities,
-                       .a_row_stride = keys, .a_depth_stride = 1, .b = value + full_dim,
-                       .b_stride = value_stride, .c = output + full_dim, .c_stride = dim,
-                       .alpha = 1.0f, .accumulate = false};
-    gemm_small(&tail);
+    for (int g = 0; g < queries; g++) {
+      small_gemm tail = {.rows = 1, .columns = dim - full_dim, .depth = keys,
+                         .a = probabilities + g * probability_stride, .a_row_stride = keys,
+                         .a_depth_stride = 1, .b = value + full_dim, .b_stride = value_stride,
+                         .c = output + g * output_stride + full_dim, .c_stride = dim,
+                         .alpha = 1.0f, .accumulate = false};
+      gemm_small(&tail);
+    }
   }
 }
 
@@ -221,7 +253,7 @@ static void forward_task(void *context, size_t index, int thread) {
   const float *key = a->key + key_offset(a, b, first, kv_head);
   int64_t span = keys - first; /* keys from the first real one to the block's last visible */
   if (span > 0) {
-    if (rows == 1) decode_scores(query, key, key_stride, span, dim, a->scale, scores);
+    if (rows == 1) decode_scores(query, 1, key, key_stride, span, dim, a->scale, scores, stride);
     else block_scores(query, query_stride, rows, key, key_stride, span, dim, a->scale, scores, stride);
   }
   for (int64_t r = 0; r < rows; r++) {
@@ -246,7 +278,7 @@ static void forward_task(void *context, size_t index, int thread) {
   /* Every output entry is one multiply-add chain over the keys in order, whatever the rows. */
   const float *value = a->value + key_offset(a, b, first, kv_head);
   if (rows == 1) {
-    decode_values(scores, value, key_stride, span, dim, output);
+    decode_values(scores, stride, 1, value, key_stride, span, dim, output, query_stride);
     return;
   }
   small_gemm product = {.rows = rows, .columns = dim, .depth = span, .a = scores,
@@ -256,11 +288,53 @@ static void forward_task(void *context, size_t index, int thread) {
   gemm_small(&product);
 }
 
+/*
+ * A decode step without saved probabilities: one task per (batch, kv head) runs the query heads
+ * that share the kv head together, each key and value row read once for all of them. Every
+ * query is summed as forward_task's rows == 1 path sums it (the same decode_scores,
+ * softmax_scores and decode_values chains), so the bits are the same.
+ */
+static void decode_group_task(void *context, size_t index, int thread) {
+  const forward_context *t = context;
+  const attention_arguments *a = t->a;
+  int64_t b = (int64_t)index / a->kv_heads, kv_head = (int64_t)index % a->kv_heads;
+  int group = (int)(a->heads / a->kv_heads);
+  int64_t keys = visible_keys(a, 0), stride = round_up_to_vector(keys);
+  int64_t dim = a->head_dim, key_stride = a->kv_heads * dim;
+  float *output = a->output + query_offset(a, b, 0, kv_head * group);
+  float *scores = pool_scratch(thread, 0, (size_t)((group + 1) * stride) * sizeof(float));
+  if (!scores) abort();
+  float *valid = scores + group * stride;
+  key_validity(a, b, keys, valid);
+  int64_t first = 0;
+  while (first < keys && valid[first] == 0.0f) first++;
+  int64_t span = keys - first;
+  if (span <= 0) {
+    for (int64_t d = 0; d < group * dim; d++) output[d] = 0.0f;
+    return;
+  }
+  const float *query = a->query + query_offset(a, b, 0, kv_head * group);
+  const float *key = a->key + key_offset(a, b, first, kv_head);
+  decode_scores(query, group, key, key_stride, span, dim, a->scale, scores, stride);
+  for (int g = 0; g < group; g++) {
+    float *row = scores + g * stride;
+    /* The first key is real, so the row has a visible key; zeroed like forward_task if not. */
+    if (!softmax_scores(row, span, span, valid + first))
+      for (int64_t j = 0; j < span; j++) row[j] = 0.0f;
+  }
+  const float *value = a->value + key_offset(a, b, first, kv_head);
+  decode_values(scores, stride, group, value, key_stride, span, dim, output, dim);
+}
+
 void kernel_attention(const attention_arguments *a) {
   if (a->batch == 0 || a->heads == 0 || a->query_length == 0) return;
   forward_context context = {a, chunk_count(a->query_length, QUERY_BLOCK)};
   double work = (double)a->batch * a->heads * a->query_length * a->key_length * a->head_dim;
   int parallel = work >= 100000.0;
+  if (a->query_length == 1 && a->probabilities == NULL) {
+    run_maybe_parallel((size_t)(a->batch * a->kv_heads), decode_group_task, &context, parallel);
+    return;
+  }
   size_t tasks = (size_t)(a->batch * a->heads * context.query_blocks);
   run_maybe_parallel(tasks, forward_task, &context, parallel);
 }

@@ -6,6 +6,10 @@
  * activations three times and keep two extra temporaries alive for backward; the backward
  * recomputes σ(gate) instead of storing it. AdamW is likewise one pass where an op-by-op
  * update would make about ten passes over the parameters and both moments.
+ *
+ * add_scaled (a + s·b: LoRA's base + s·up, and with s = 1 the residual adds) is exact rather
+ * than fast: its bits must equal the TypeScript reference's, because decode steps and scoring
+ * passes both run it and a sampled token's log-prob must equal the scored one bit for bit.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -207,4 +211,38 @@ static void axpy_task(void *context, size_t index, int thread) {
 void kernel_axpy(float alpha, const float *x, float *y, int64_t length) {
   axpy_task_context context = {alpha, x, y, length};
   pool_run((size_t)chunk_count(length, 4 * ELEMENT_CHUNK), axpy_task, &context);
+}
+
+/*
+ * output = a + (float)(scale·b), the product in double and rounded once to float, then a float
+ * sum: exactly what the reference computes (Math.fround(scale·b), then a float32 store). The
+ * conversion between the double product and the float sum keeps -ffp-contract=fast from fusing
+ * them into one FMA, which would round once instead of twice. In place (output = a) is fine.
+ */
+typedef struct {
+  double scale;
+  const float *a, *b;
+  float *output;
+  int64_t length;
+} add_scaled_task_context;
+
+static void add_scaled_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const add_scaled_task_context *t = context;
+  int64_t begin, end;
+  chunk_range((int64_t)index, 4 * ELEMENT_CHUNK, t->length, &begin, &end);
+  const double scale = t->scale;
+  const float *a = t->a, *b = t->b;
+  float *output = t->output;
+#pragma omp simd
+  for (int64_t i = begin; i < end; i++) {
+    float scaled = (float)(scale * (double)b[i]);
+    output[i] = a[i] + scaled;
+  }
+}
+
+void kernel_add_scaled(const float *a, const float *b, double scale, float *output,
+                       int64_t length) {
+  add_scaled_task_context context = {scale, a, b, output, length};
+  pool_run((size_t)chunk_count(length, 4 * ELEMENT_CHUNK), add_scaled_task, &context);
 }

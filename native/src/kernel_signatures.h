@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "be26dcb1f90f3d96"
+#define KERNEL_SIGNATURES_FINGERPRINT "f3ccc3f93d6dbd14"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -103,6 +103,14 @@
 #define AXPY_ARGUMENT_COUNT 3
 #define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
 
-#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(matmul_gemm_order, "matmulGemmOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(compare_log_distributions, "compareLogDistributions") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy")
+#define ADD_SCALED_NAME "addScaled"
+#define ADD_SCALED_ARGUMENT_COUNT 4
+#define ADD_SCALED_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, scale, "scale", NUMBER) X(3, output, "output", FLOATS)
+
+#define ADD_RMS_NORM_NAME "addRmsNorm"
+#define ADD_RMS_NORM_ARGUMENT_COUNT 9
+#define ADD_RMS_NORM_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, residual, "residual", FLOATS) X(2, weight, "weight", FLOATS) X(3, sum, "sum", FLOATS) X(4, output, "output", FLOATS) X(5, inverse_rms, "inverseRms", FLOATS) X(6, rows, "rows", SIZE) X(7, columns, "columns", SIZE) X(8, epsilon, "epsilon", NUMBER)
+
+#define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(matmul_gemm_order, "matmulGemmOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(compare_log_distributions, "compareLogDistributions") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy") X(add_scaled, "addScaled") X(add_rms_norm, "addRmsNorm")
 
 #endif

@@ -113,4 +113,15 @@ void kernel_adamw(const adamw_arguments *arguments);
 double kernel_sum_of_squares(const float *input, int64_t length);
 void kernel_axpy(float alpha, const float *x, float *y, int64_t length);
 
+/* ---- exact element-wise kernels (the TypeScript reference's bits; see elementwise.c) ---- */
+void kernel_add_scaled(const float *a, const float *b, double scale, float *output,
+                       int64_t length);
+/* sum = base + residual, then RMSNorm of sum (norm.input is sum); see norms.c. */
+typedef struct {
+  norm_arguments norm; /* first: the row function reads it as a norm_arguments */
+  const float *base, *residual;
+  float *sum;
+} add_norm_arguments;
+void kernel_add_rms_norm(const add_norm_arguments *arguments);
+
 #endif

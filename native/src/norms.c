@@ -78,6 +78,25 @@ static void norm_forward(const norm_arguments *arguments, norm_row row) {
 
 void kernel_rms_norm(const norm_arguments *arguments) { norm_forward(arguments, rms_norm_row); }
 
+/*
+ * A residual add fused into the RMSNorm after it (a decode step's layers run two each): the
+ * row's sum is written, then rms_norm_row normalizes it, so the output has the bits rmsNorm
+ * gives the same sum. A plain float add, nothing to contract.
+ */
+static void add_rms_norm_row(const norm_arguments *a, int64_t r) {
+  const add_norm_arguments *t = (const add_norm_arguments *)a;
+  int64_t columns = a->columns;
+  const float *base = t->base + r * columns, *residual = t->residual + r * columns;
+  float *sum = t->sum + r * columns;
+#pragma omp simd
+  for (int64_t j = 0; j < columns; j++) sum[j] = base[j] + residual[j];
+  rms_norm_row(a, r);
+}
+
+void kernel_add_rms_norm(const add_norm_arguments *arguments) {
+  norm_forward(&arguments->norm, add_rms_norm_row);
+}
+
 void kernel_layer_norm(const norm_arguments *arguments) { norm_forward(arguments, layer_norm_row); }
 
 typedef struct {

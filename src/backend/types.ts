@@ -366,6 +366,32 @@ export const kernelSignatures = {
   sumOfSquares: { input: floats },
   /** y += alpha · x */
   axpy: { alpha: number, x: floats, y: floats },
+
+  // ---- exact element-wise kernels (decode hot path; bit for bit the reference) ----
+
+  /**
+   * output = a + fround(scale·b) element-wise: the product in float64, rounded to float32, then
+   * the float32 sum (never one fused multiply-add), so every backend gives the same bits and a
+   * row's value does not depend on where it sits. A LoRA layer's base + s·up; with scale 1, a
+   * residual add. `output` may alias `a` or `b`.
+   */
+  addScaled: { a: floats, b: floats, scale: number, output: floats },
+  /**
+   * A residual add and the RMSNorm after it in one pass: sum = input + residual (float32), then
+   * rmsNorm of sum, with the bits this backend's `rmsNorm` gives that sum. `sum` may alias
+   * `input`.
+   */
+  addRmsNorm: {
+    input: floats,
+    residual: floats,
+    weight: floats,
+    sum: floats,
+    output: floats,
+    inverseRms: floats,
+    rows: size,
+    columns: size,
+    epsilon: number,
+  },
 } as const satisfies Record<string, Record<string, ArgumentSignature>>;
 
 export type KernelName = keyof typeof kernelSignatures;

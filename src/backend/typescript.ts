@@ -2,6 +2,7 @@ import { attention, attentionBackward } from './reference/attention.js';
 import { compareLogDistributions } from './reference/distribution-comparison.js';
 import {
   adamw,
+  addScaled,
   axpy,
   gelu,
   geluBackward,
@@ -11,7 +12,13 @@ import {
 } from './reference/elementwise.js';
 import { matmul } from './reference/matmul.js';
 import { matmulBfloat16, matmulFixedOrder, matmulGemmOrder } from './reference/matmul-bfloat16.js';
-import { layerNorm, layerNormBackward, rmsNorm, rmsNormBackward } from './reference/norms.js';
+import {
+  addRmsNorm,
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormBackward,
+} from './reference/norms.js';
 import { rope } from './reference/rope.js';
 import { sampleRows } from './reference/sampling.js';
 import {
@@ -57,5 +64,7 @@ export function createTypeScriptBackend(): KernelBackend {
     adamw,
     sumOfSquares: ({ input }) => sumOfSquares(input),
     axpy: ({ alpha, x, y }) => axpy(alpha, x, y),
+    addScaled: ({ a, b, scale, output }) => addScaled(a, b, scale, output),
+    addRmsNorm,
   };
 }

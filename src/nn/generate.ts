@@ -2,6 +2,8 @@ import { ShapeError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
 import { noGrad, tidy } from '../tensor/index.js';
 import { KeyValueCache } from './kv-cache.js';
+import { padPrompts, prefillAllButLastChunk, prefillSharedPrefix } from './prefill.js';
+import { planSharedPrefix } from './shared-prefix.js';
 import { sampleTokens, type SamplingSettings } from './sampling.js';
 import type { TransformerLM } from './transformer.js';
 
@@ -31,6 +33,11 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
    * floats a position). @default 4096
    */
   prefillChunkPositions?: number;
+  /**
+   * Prefill a prompt prefix shared by several rows once and copy its keys and values (the
+   * same bits each row would compute; see shared-prefix.ts). @default true
+   */
+  sharePrefixes?: boolean;
 }
 
 export interface GeneratedSequence {
@@ -38,53 +45,6 @@ export interface GeneratedSequence {
   /** log π(token | prefix) under the model at temperature 1, recorded while sampling. */
   logProbs: number[];
   finishReason: 'stop' | 'length';
-}
-
-interface PaddedPrompts {
-  /** [batch·promptLength] left-padded ids and their positions. */
-  ids: Int32Array;
-  positions: Int32Array;
-  keyMask: Float32Array;
-  batch: number;
-  promptLength: number;
-  /** Positions per prefill pass (see GenerateOptions.prefillChunkPositions). */
-  chunkPositions: number;
-}
-
-/**
- * Runs the prompt slots before the last chunk through the cache (no logits: only the last
- * chunk's final slot yields the first token's) and returns the last chunk's ids and positions
- * for the first sampling step. Short prompts are one pass.
- */
-function prefillAllButLastChunk(
-  model: TransformerLM,
-  cache: KeyValueCache,
-  prompts: PaddedPrompts,
-): { ids: Int32Array; positions: Int32Array; length: number } {
-  const { batch, promptLength, keyMask } = prompts;
-  const chunkLength = Math.max(1, Math.floor(prompts.chunkPositions / batch));
-  const slice = (start: number, end: number) => {
-    const length = end - start;
-    const ids = new Int32Array(batch * length);
-    const positions = new Int32Array(batch * length);
-    for (let row = 0; row < batch; row++) {
-      const from = row * promptLength;
-      ids.set(prompts.ids.subarray(from + start, from + end), row * length);
-      positions.set(prompts.positions.subarray(from + start, from + end), row * length);
-    }
-    return { ids, positions, length };
-  };
-  if (promptLength <= chunkLength) {
-    return { ids: prompts.ids, positions: prompts.positions, length: promptLength };
-  }
-  let start = 0;
-  for (; promptLength - start > chunkLength; start += chunkLength) {
-    const chunk = slice(start, start + chunkLength);
-    tidy(() => {
-      model.forwardHidden({ ...chunk, batch, keyMask, cache });
-    });
-  }
-  return slice(start, promptLength);
 }
 
 /**
@@ -133,32 +93,17 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
     finishReason: 'length',
   }));
   if (maxNewTokens === 0) return results;
-  const keyMask = new Float32Array(batch * capacity).fill(1);
-  const ids = new Int32Array(batch * promptLength);
-  const positions = new Int32Array(batch * promptLength);
-  const nextPosition = new Int32Array(batch);
-  prompts.forEach((prompt, row) => {
-    const padding = promptLength - prompt.length;
-    for (let slot = 0; slot < promptLength; slot++) {
-      const real = slot >= padding;
-      ids[row * promptLength + slot] = real ? prompt[slot - padding]! : padId;
-      positions[row * promptLength + slot] = real ? slot - padding : 0;
-      if (!real) keyMask[row * capacity + slot] = 0;
-    }
-    nextPosition[row] = prompt.length;
-  });
+  const padded = padPrompts(prompts, { promptLength, capacity, padId, chunkPositions });
+  const { keyMask } = padded;
+  const nextPosition = Int32Array.from(prompts, (prompt) => prompt.length);
+  // Rows whose prompts begin alike (a group's trajectories) prefill that prefix once.
+  const plan = options.sharePrefixes === false ? null : planSharedPrefix(prompts, promptLength);
   const cache = new KeyValueCache(model.config, batch, capacity);
   const finished = new Uint8Array(batch);
   try {
     noGrad(() => {
-      const lastChunk = prefillAllButLastChunk(model, cache, {
-        ids,
-        positions,
-        keyMask,
-        batch,
-        promptLength,
-        chunkPositions,
-      });
+      if (plan) prefillSharedPrefix(model, cache, prompts, { plan, padId, chunkPositions });
+      const lastChunk = prefillAllButLastChunk(model, cache, padded);
       let stepIds = lastChunk.ids;
       let stepPositions = lastChunk.positions;
       let stepLength = lastChunk.length;

@@ -1,4 +1,4 @@
-import { add, matmul, parameter, scale, type Tensor } from '../tensor/index.js';
+import { addScaled, matmul, parameter, type Tensor } from '../tensor/index.js';
 import { TeamtrError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
 import { Linear, type LinearLayer } from './linear.js';
@@ -79,7 +79,8 @@ export class LoraLinear extends Module implements LinearLayer {
     // step's log-probs then equal scoring's bit for bit (tensor/ops/matmul-bfloat16.ts).
     const down = matmul(input, this.loraA, { transposeB: true, fixedOrder: true }); // [..., rank]
     const up = matmul(down, this.loraB, { transposeB: true, fixedOrder: true }); // [..., out]
-    return add(base, scale(up, this.scaling));
+    // base + fround(s·up) in one backend pass, the bits of add(base, scale(up, s)).
+    return addScaled(base, up, this.scaling);
   }
 
   /** s·B·A as a [out, in] array. */

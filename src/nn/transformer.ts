@@ -26,6 +26,7 @@ import type { KeyValueCache } from './kv-cache.js';
 import { Linear, normalValues, type LinearLayer } from './linear.js';
 import { Module } from './module.js';
 import { selectRows } from '../tensor/ops/gather.js';
+import { addRmsNorm } from '../tensor/ops/residual-norm.js';
 
 /**
  * Decoder-only language models: the Llama family (RMSNorm, RoPE, SwiGLU, grouped-query
@@ -54,11 +55,25 @@ abstract class ScaledNorm extends Module {
     );
   }
   abstract forward(input: Tensor): Tensor;
+  /** The residual add before the norm, and the norm: (x + δ, norm(x + δ)). */
+  abstract addThenForward(input: Tensor, residual: Tensor): ResidualStream;
+}
+
+/** The residual stream x and its norm for the sublayer that reads it. */
+export interface ResidualStream {
+  /** [B, T, C] */
+  hidden: Tensor;
+  /** [B, T, C] norm(hidden) */
+  normed: Tensor;
 }
 
 export class RMSNorm extends ScaledNorm {
   forward(input: Tensor): Tensor {
     return rmsNorm(input, this.weight, this.epsilon);
+  }
+  addThenForward(input: Tensor, residual: Tensor): ResidualStream {
+    const { sum, normed } = addRmsNorm(input, residual, this.weight, this.epsilon);
+    return { hidden: sum, normed };
   }
 }
 
@@ -70,6 +85,10 @@ export class LayerNorm extends ScaledNorm {
   }
   forward(input: Tensor): Tensor {
     return layerNorm(input, this.weight, this.bias, this.epsilon);
+  }
+  addThenForward(input: Tensor, residual: Tensor): ResidualStream {
+    const hidden = add(input, residual);
+    return { hidden, normed: this.forward(hidden) };
   }
 }
 
@@ -238,21 +257,22 @@ export class DecoderBlock extends Module {
     );
   }
 
-  /** Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(·)). */
+  /**
+   * Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(·)). The stream arrives with
+   * norm(x) already taken (by the block before, or the model for the first) and leaves normed
+   * by `nextNorm` (the next block's attention norm, or the final norm): each residual add and
+   * the norm after it are one op, one backend call when no graph is recorded.
+   */
   forward(
-    input: Tensor,
+    input: ResidualStream,
     layout: SequenceLayout,
     cache: KeyValueCache | null,
     layerIndex: number,
-  ): Tensor {
-    const afterAttention = add(
-      input,
-      this.attention.forward(this.attentionNorm.forward(input), layout, cache, layerIndex),
-    );
-    return add(
-      afterAttention,
-      this.feedForward.forward(this.feedForwardNorm.forward(afterAttention)),
-    );
+    nextNorm: Norm,
+  ): ResidualStream {
+    const attended = this.attention.forward(input.normed, layout, cache, layerIndex);
+    const middle = this.feedForwardNorm.addThenForward(input.hidden, attended);
+    return nextNorm.addThenForward(middle.hidden, this.feedForward.forward(middle.normed));
   }
 }
 
@@ -354,17 +374,23 @@ export class TransformerLM extends Module {
     // memory is a few activations instead of every layer's (SmolLM2-135M shape, 16 × 320
     // positions: 6.7 GB peak resident before, 0.86 GB after, of which 0.63 GB are the weights).
     const freeAsWeGo = !isGradientEnabled();
+    const firstNorm = this.blocks[0]?.attentionNorm ?? this.finalNorm;
+    let stream: ResidualStream = { hidden, normed: firstNorm.forward(hidden) };
     this.blocks.forEach((block, index) => {
+      const nextNorm = this.blocks[index + 1]?.attentionNorm ?? this.finalNorm;
       if (!freeAsWeGo) {
-        hidden = block.forward(hidden, layout, cache, index);
+        stream = block.forward(stream, layout, cache, index, nextNorm);
         return;
       }
-      const input = hidden;
-      hidden = tidy(() => block.forward(input, layout, cache, index));
-      input.dispose();
+      const input = stream;
+      stream = tidy(() => block.forward(input, layout, cache, index, nextNorm));
+      input.hidden.dispose();
+      input.normed.dispose();
     });
     if (cache) cache.advance(length);
-    return this.finalNorm.forward(hidden);
+    // The last stream is normed by the final norm: the hidden states this returns.
+    if (freeAsWeGo && this.blocks.length > 0) stream.hidden.dispose();
+    return stream.normed;
   }
 
   /** Logits [rows, vocab] for every position (rows = batch·length) or for `input.rows`. */

@@ -31,6 +31,7 @@ import {
   Tensor,
   negate,
   scale,
+  addScaled,
 } from './index.js';
 import { checkGradients, forEachBackend, randomLeaf } from './test-support/gradient-check.js';
 
@@ -84,6 +85,19 @@ describe('element-wise ops', () => {
     positive.data.forEach((value, index) => (positive.data[index] = 0.5 + Math.abs(value)));
     for (const op of [log, sqrt, abs])
       checkGradients({ inputs: [positive], fn: ([x]) => op(x!), random });
+  });
+
+  test("addScaled: add(a, scale(b, s))'s bits on every backend, gradients, one shape only", () => {
+    const random = new RandomGenerator(3);
+    forEachBackend((backend) => {
+      const a = randomLeaf([3, 37], random);
+      const b = randomLeaf([3, 37], random);
+      const s = 16 / Math.sqrt(8);
+      const expected = add(a, scale(b, s)).toArray();
+      assert.deepEqual(addScaled(a, b, s).toArray(), expected, backend);
+      checkGradients({ inputs: [a, b], fn: ([x, y]) => addScaled(x!, y!, -2.5), random });
+    });
+    assert.throws(() => addScaled(tensor([1, 2]), tensor([1, 2], [2, 1]), 2), ShapeError);
   });
 
   test('clamp and where route gradients', () => {

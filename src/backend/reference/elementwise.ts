@@ -91,3 +91,13 @@ export function sumOfSquares(input: Float32Array): number {
 export function axpy(alpha: number, x: Float32Array, y: Float32Array): void {
   for (let i = 0; i < x.length; i++) y[i] += alpha * x[i];
 }
+
+/** output = a + fround(scale·b): the product rounded to float32 before the (float32) sum. */
+export function addScaled(
+  a: Float32Array,
+  b: Float32Array,
+  scale: number,
+  output: Float32Array,
+): void {
+  for (let i = 0; i < a.length; i++) output[i] = a[i] + Math.fround(scale * b[i]);
+}

@@ -129,3 +129,20 @@ export function layerNormBackward(args: {
     }
   }
 }
+
+/** sum = input + residual (rounded to float32 by the store), then `rmsNorm` of sum. */
+export function addRmsNorm(args: {
+  input: Float32Array;
+  residual: Float32Array;
+  weight: Float32Array;
+  sum: Float32Array;
+  output: Float32Array;
+  inverseRms: Float32Array;
+  rows: number;
+  columns: number;
+  epsilon: number;
+}): void {
+  const { input, residual, sum, rows, columns } = args;
+  for (let i = 0; i < rows * columns; i++) sum[i] = input[i] + residual[i];
+  rmsNorm({ ...args, input: sum });
+}

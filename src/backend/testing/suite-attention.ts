@@ -257,6 +257,61 @@ export function attentionTests(backend: KernelBackend): void {
       });
     });
 
+    // The sampled = scored property: a decode step (one query against the cache) must give the
+    // bits the same query gets in a whole-sequence pass, with or without saved probabilities
+    // (native decode steps without them run a kv head's query heads together). Widths past
+    // the native 16-key blocks and 64-float value chunks; groups of 3 and 5 query heads (more
+    // than the 4 a value row is shared by); the second row left-padded.
+    for (const [heads, headDim] of [
+      [6, 64],
+      [10, 72],
+    ] as const) {
+      test(`a decode step gives a full pass's bits (${heads} heads / 2 kv heads, dim ${headDim})`, () => {
+        const [batch, length, kvHeads] = [2, 37, 2];
+        const mask = [...new Array(length).fill(1), 0, 0, 0, ...new Array(length - 3).fill(1)];
+        const full = attentionInputs(
+          {
+            name: 'full pass',
+            shape: {
+              batch,
+              queryLength: length,
+              keyLength: length,
+              keyCapacity: length,
+              heads,
+              kvHeads,
+              headDim,
+              queryStart: 0,
+            },
+            mask,
+          },
+          600 + heads,
+        );
+        const width = heads * headDim;
+        const lastQueries = allocate(batch * width);
+        for (let row = 0; row < batch; row++) {
+          const from = (row * length + length - 1) * width;
+          lastQueries.set(full.query.subarray(from, from + width), row * width);
+        }
+        const decode: AttentionInputs = {
+          ...full,
+          shape: { ...full.shape, queryLength: 1, queryStart: length - 1 },
+          query: lastQueries,
+        };
+        const expected = runForward(backend, full, false).output;
+        for (const withProbabilities of [false, true]) {
+          const { output } = runForward(backend, decode, withProbabilities);
+          for (let row = 0; row < batch; row++) {
+            const from = (row * length + length - 1) * width;
+            assert.deepEqual(
+              Array.from(output.subarray(row * width, (row + 1) * width)),
+              Array.from(expected.subarray(from, from + width)),
+              `row ${row}, probabilities saved: ${withProbabilities}`,
+            );
+          }
+        }
+      });
+    }
+
     test('a query with no valid key outputs 0 and passes back no gradient', () => {
       const inputs = attentionInputs(ATTENTION_CASES[1], 500);
       const { shape, query } = inputs;

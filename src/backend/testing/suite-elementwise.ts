@@ -175,4 +175,53 @@ export function elementwiseTests(backend: KernelBackend): void {
       }
     });
   });
+
+  describe('addScaled', () => {
+    // rsLoRA's alpha/√rank: not a float32, so fround(scale·b) differs from float32(scale)·b.
+    const scales = [16 / Math.sqrt(8), 1, -0.3];
+    // Past one 4·32768-element task, so the split across threads is exercised.
+    const lengths = [1, 7, 1000, 131_073, 40_001];
+
+    /** The definition, written out: the product rounded to float32, then the float32 sum. */
+    const definition = (a: Float32Array, b: Float32Array, scale: number) =>
+      Array.from(a, (value, i) => Math.fround(value + Math.fround(scale * b[i])));
+
+    test('a + fround(scale·b), bit for bit, on odd lengths and tails', () => {
+      lengths.forEach((length, index) => {
+        for (const scale of scales) {
+          const random = createRandom(950 + index);
+          const a = awkwardValues(length, 960 + index);
+          const b = randomArray(random, length, 3);
+          const output = allocate(length);
+          backend.addScaled({ a, b, scale, output });
+          assert.deepEqual(Array.from(output), definition(a, b, scale), `${length} × ${scale}`);
+        }
+      });
+    });
+
+    test('the product is rounded before the sum (no fused multiply-add)', () => {
+      // Where one rounding of a + scale·b (what an FMA gives) differs from two, the kernel
+      // must give two: the data has such entries, so a fused kernel fails this test.
+      const length = 4096;
+      const scale = scales[0]!;
+      const a = randomArray(createRandom(970), length);
+      const b = randomArray(createRandom(971), length);
+      const fused = Array.from(a, (value, i) => Math.fround(value + scale * b[i]));
+      const expected = definition(a, b, scale);
+      assert.ok(expected.some((value, i) => value !== fused[i]));
+      const output = allocate(length);
+      backend.addScaled({ a, b, scale, output });
+      assert.deepEqual(Array.from(output), expected);
+    });
+
+    test('in place, signed zeros, infinities and NaN', () => {
+      const a = viewOf([-0, -0, Infinity, 1, NaN, 3e38]);
+      const b = viewOf([0, -0, -1, Infinity, 1, 3e38]);
+      const expected = definition(a, b, 2);
+      backend.addScaled({ a, b, scale: 2, output: a });
+      assert.deepEqual(Array.from(a), expected);
+      assert.ok(Object.is(a[0], 0) && Object.is(a[1], -0));
+      assert.deepEqual(Array.from(a.subarray(2)), [Infinity, Infinity, NaN, Infinity]);
+    });
+  });
 }

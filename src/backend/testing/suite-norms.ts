@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KernelBackend } from '../types.js';
 import { assertClose } from './assert-close.js';
@@ -96,6 +97,53 @@ export function normTests(backend: KernelBackend): void {
           columns,
         });
         assertClose(onlyInput, byInput, BACKWARD, 'rmsNorm gradInput without gradWeight');
+      }
+    });
+  });
+
+  describe('addRmsNorm', () => {
+    // Decode steps take the fused kernel, scoring with gradients the two ops: their bits must
+    // agree on every backend. 40 × 576 rows span two native tasks.
+    test("is this backend's add then rmsNorm, bit for bit, on odd shapes and in place", () => {
+      const random = createRandom(260);
+      for (const [rows, columns] of [...SHAPES, [40, 576]] as const) {
+        const input = randomArray(random, rows * columns, 2);
+        const residual = randomArray(random, rows * columns, 3);
+        const weight = randomArray(random, columns);
+        const expectedSum = allocate(rows * columns);
+        for (let i = 0; i < expectedSum.length; i++) expectedSum[i] = input[i] + residual[i];
+        const expected = allocate(rows * columns);
+        const expectedInverse = allocate(rows);
+        backend.rmsNorm({
+          input: expectedSum,
+          weight,
+          output: expected,
+          inverseRms: expectedInverse,
+          rows,
+          columns,
+          epsilon: 1e-5,
+        });
+        for (const inPlace of [false, true]) {
+          const base = viewOf(input);
+          const sum = inPlace ? base : allocate(rows * columns);
+          const output = allocate(rows * columns);
+          const inverseRms = allocate(rows);
+          backend.addRmsNorm({
+            input: base,
+            residual,
+            weight,
+            sum,
+            output,
+            inverseRms,
+            rows,
+            columns,
+            epsilon: 1e-5,
+          });
+          const label = `${rows}×${columns}${inPlace ? ' in place' : ''}`;
+          assert.deepEqual(Array.from(sum), Array.from(expectedSum), `${label} sum`);
+          assert.deepEqual(Array.from(output), Array.from(expected), `${label} output`);
+          assert.deepEqual(Array.from(inverseRms), Array.from(expectedInverse), label);
+        }
       }
     });
   });

@@ -80,7 +80,9 @@ export function attention(
     keyWidth === kvHeads * headDim &&
     keyBatch === batch &&
     heads % kvHeads === 0 &&
-    value.shape.every((dimension, index) => dimension === key.shape[index]) &&
+    value.shape[0] === keyBatch &&
+    value.shape[1] === keyCapacity &&
+    value.shape[2] === keyWidth &&
     keyLength <= keyCapacity &&
     queryStart + queryLength <= keyLength;
   if (!valid) {
@@ -94,6 +96,31 @@ export function attention(
       `attention: keyMask has ${keyMask.length} entries, expected ${batch}×${keyCapacity}`,
     );
   }
+  const scale = 1 / Math.sqrt(headDim);
+  const backend = getBackend();
+  const needsGradient =
+    isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
+  const output = allocate(query.size);
+  const probabilities = needsGradient ? allocate(batch * heads * queryLength * keyLength) : null;
+  // Written out, not spread from a shape object: this runs for every layer of every decode
+  // step, and a spread of fifteen properties cost more than the rest of the op's JavaScript.
+  backend.attention({
+    query: query.data,
+    key: key.data,
+    value: value.data,
+    output,
+    probabilities,
+    keyMask,
+    batch,
+    queryLength,
+    keyLength,
+    keyCapacity,
+    heads,
+    kvHeads,
+    headDim,
+    queryStart,
+    scale,
+  });
   const shape: AttentionShape = {
     batch,
     queryLength,
@@ -103,22 +130,9 @@ export function attention(
     kvHeads,
     headDim,
     queryStart,
-    scale: 1 / Math.sqrt(headDim),
+    scale,
     keyMask,
   };
-  const backend = getBackend();
-  const needsGradient =
-    isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
-  const output = allocate(query.size);
-  const probabilities = needsGradient ? allocate(batch * heads * queryLength * keyLength) : null;
-  backend.attention({
-    ...shape,
-    query: query.data,
-    key: key.data,
-    value: value.data,
-    output,
-    probabilities,
-  });
   return createResult(
     output,
     query.shape,
