@@ -113,7 +113,7 @@ export function register(program: Command): void {
     .option('--no-torch', 'skip the PyTorch reference')
     .option(
       '--real-model',
-      "also time a random model of SmolLM2-135M's shape, each workload in its own process with its peak RSS: prefill, decode and whole generation at batch 1, 8 and 64, a decode step's products, scoring and the trust region's exact KL (16 × 128 tokens), a LoRA step (4 × 128 tokens), one TeamTR stage of three LoRA agents on a bfloat16 base (4 prompts × 4 trajectories, 64-token turns: seconds, sampling and update seconds, peak RSS); each throughput also as a fraction of sgemm-4096 measured around it at its FLOPs, and the same workloads in PyTorch (bench/torch_real_model.py; the stage has no PyTorch counterpart) for ratios (about 20 minutes on a quiet 2-core machine)",
+      "also time a random model of SmolLM2-135M's shape, each workload in its own process with its peak RSS: prefill, decode and whole generation at batch 1, 8 and 64, a decode step's products, scoring and the trust region's exact KL (16 × 128 tokens), a LoRA step (4 × 128 tokens), one TeamTR stage of three LoRA agents on a bfloat16 base (4 prompts × 4 trajectories, 64-token turns: seconds, sampling and update seconds, peak RSS); each throughput also as a fraction of sgemm-4096 measured around it at its FLOPs, and the same workloads in PyTorch (bench/torch_real_model.py; the stage has no PyTorch counterpart) for ratios (about 12 minutes on a quiet 2-core machine)",
     )
     .option('--json', 'one JSON object per line: {"name", "value", "unit"}')
     .action((flags: BenchFlags) => {
