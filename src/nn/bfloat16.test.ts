@@ -9,7 +9,7 @@ import type { ModelConfigInput } from './config.js';
 import { KeyValueCache } from './kv-cache.js';
 import { applyLora, loraLayers, mergeLora } from './lora.js';
 import { TransformerLM } from './transformer.js';
-import { sampleThenScore } from './test-support/sampled-and-scored.js';
+import { loraSampledAndScored, sampleThenScore } from './test-support/sampled-and-scored.js';
 
 // Widths off the kernels' 16-float vectors and 4-column blocks, so tails run too.
 const llamaConfig: ModelConfigInput = {
@@ -212,23 +212,11 @@ describe('bfloat16 frozen weights', () => {
     // The real team's path: adapters' products in one summation order too (fixedOrder).
     forEachBackend((backendName) => {
       const model = bfloat16Model(llamaConfig, 13);
-      applyLora(model, {
-        rank: 4,
-        alpha: 8,
-        targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
-        random: new RandomGenerator(14),
-      });
-      for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.05);
-      const prompts = [
+      const pairs = loraSampledAndScored(model, [
         [1, 2],
         [3, 4, 5, 6],
         [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
-      ];
-      const { pairs } = sampleThenScore(model, {
-        prompts,
-        maxNewTokens: 20,
-        random: new RandomGenerator(15),
-      });
+      ]);
       for (const { sampled, scored, sequence, position } of pairs)
         assert.equal(sampled, scored, `${backendName} ${sequence} ${position}`);
       model.destroy();

@@ -5,9 +5,8 @@ import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { RandomGenerator } from '../util/random.js';
 import type { ModelConfigInput } from './config.js';
 import { KeyValueCache } from './kv-cache.js';
-import { applyLora, loraLayers } from './lora.js';
 import { TransformerLM } from './transformer.js';
-import { sampleThenScore } from './test-support/sampled-and-scored.js';
+import { loraSampledAndScored, sampleThenScore } from './test-support/sampled-and-scored.js';
 
 // Float32 weights at least 64 wide take matmulGemmOrder (tensor/ops/matmul-bfloat16.ts), the
 // narrower key and value projections (36 wide) matmulFixedOrder: both kernels run. Widths off
@@ -105,18 +104,7 @@ describe('frozen float32 weights: one summation order at every row count', () =>
   test('a LoRA agent on a float32 base: sampled log-probs equal scored ones exactly', () => {
     forEachBackend((backendName) => {
       const model = frozenModel(llamaConfig, 13);
-      applyLora(model, {
-        rank: 4,
-        alpha: 8,
-        targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
-        random: new RandomGenerator(14),
-      });
-      for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.05);
-      const { pairs } = sampleThenScore(model, {
-        prompts,
-        maxNewTokens: 20,
-        random: new RandomGenerator(15),
-      });
+      const pairs = loraSampledAndScored(model, prompts);
       assert.ok(pairs.length >= 40, `${pairs.length} tokens`);
       for (const { sampled, scored, sequence, position } of pairs)
         assert.equal(sampled, scored, `${backendName} ${sequence} ${position}`);

@@ -1,5 +1,6 @@
-import type { RandomGenerator } from '../../util/random.js';
+import { RandomGenerator } from '../../util/random.js';
 import { generate, type GeneratedSequence } from '../generate.js';
+import { applyLora, loraLayers } from '../lora.js';
 import { scoreToArrays } from '../score.js';
 import type { TransformerLM } from '../transformer.js';
 
@@ -47,4 +48,23 @@ export function sampleThenScore(
     }));
   });
   return { generated, pairs };
+}
+
+/**
+ * Rank-4 LoRA adapters on `model`'s query, value and down projections, their B factors set so
+ * they change the outputs, then sampleThenScore: the pairs of a LoRA agent on that base.
+ */
+export function loraSampledAndScored(
+  model: TransformerLM,
+  prompts: number[][],
+): SampledAndScored[] {
+  applyLora(model, {
+    rank: 4,
+    alpha: 8,
+    targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
+    random: new RandomGenerator(14),
+  });
+  for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.05);
+  return sampleThenScore(model, { prompts, maxNewTokens: 20, random: new RandomGenerator(15) })
+    .pairs;
 }
