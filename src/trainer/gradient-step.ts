@@ -106,12 +106,12 @@ function microBatchedStep(
       scores.logProbs.backward(used.at(-1)!);
     });
   }
-  const surrogate = lossOf(logProbs);
-  const gradient = fromGrid(tokens, surrogate.gradLogProbs);
   if (afterForward?.({ hidden: concatenate(hidden) }) === false) {
     restoreGradients(model, earlier);
     return null;
   }
+  const surrogate = lossOf(logProbs);
+  const gradient = fromGrid(tokens, surrogate.gradLogProbs);
   const coupled = parts.some((part, index) =>
     gradient
       .subarray(part.start, part.start + part.positions)
