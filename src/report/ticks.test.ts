@@ -17,6 +17,15 @@ test('niceStep picks 1, 2, 2.5 or 5 times a power of ten', () => {
   assert.equal(niceStep(0.007, 5), 0.002);
 });
 
+test('niceScale covers data far from zero whose quotient by the step rounds up', () => {
+  // The counterexample fast-check found: 999,999.9999999999 / 2.5e-6 rounds to 4e11 exactly.
+  const low = 999999.9999999999;
+  const high = low + 0.000010000017937272789;
+  const scale = niceScale({ min: low, max: high, targetTicks: 5 });
+  assert.ok(scale.min <= low, `min ${scale.min} > ${low}`);
+  assert.ok(scale.max >= high, `max ${scale.max} < ${high}`);
+});
+
 test('niceScale covers the data with evenly spaced ticks at multiples of the step', () => {
   fc.assert(
     fc.property(

@@ -62,9 +62,14 @@ export function niceScale({
     high += pad;
   }
   const step = niceStep(high - low, targetTicks);
-  const first = Math.floor(low / step + 1e-9);
-  const last = Math.ceil(high / step - 1e-9);
   const decimals = decimalsFor(step);
+  let first = Math.floor(low / step + 1e-9);
+  let last = Math.ceil(high / step - 1e-9);
+  // Far from zero the quotient itself rounds (999,999.9999999999 / 2.5e-6 is 4e11 exactly): a
+  // bound that then misses the data by more than a millionth of a step gets one more tick.
+  const tolerance = 1e-6 * step;
+  if (roundTo(first * step, decimals) > low + tolerance) first--;
+  if (roundTo(last * step, decimals) < high - tolerance) last++;
   const ticks: number[] = [];
   for (let index = first; index <= last; index++) ticks.push(roundTo(index * step, decimals));
   return { min: ticks[0]!, max: ticks[ticks.length - 1]!, step, ticks };
