@@ -42,13 +42,13 @@ export function padPrompts(
   return { ids, positions, keyMask, batch, promptLength, chunkPositions };
 }
 
-interface Slots {
+export interface Slots {
   ids: Int32Array;
   positions: Int32Array;
   length: number;
 }
 
-function sliceSlots(prompts: PaddedPrompts, start: number, end: number): Slots {
+export function sliceSlots(prompts: PaddedPrompts, start: number, end: number): Slots {
   const { batch, promptLength } = prompts;
   if (start === 0 && end === promptLength)
     return { ids: prompts.ids, positions: prompts.positions, length: promptLength };

@@ -49,12 +49,14 @@ function planFor(
   promptLength: number,
   start: number,
   sharedPrefix: (row: number, other: number) => number,
-): SharedPrefixPlan {
+): SharedPrefixPlan | null {
   const leaders: Array<{ row: number; tokens: number }> = [];
   const copies: Array<{ row: number; leader: number; tokens: number }> = [];
-  prompts.forEach((prompt, row) => {
+  for (const [row, prompt] of prompts.entries()) {
     const needed = start - (promptLength - prompt.length);
-    if (needed <= 0) return;
+    if (needed <= 0) continue;
+    // A row may keep its own tokens out of the first pass (its hidden states are wanted).
+    if (needed > sharedPrefix(row, row)) return null;
     let leader = leaders.findIndex((candidate) => sharedPrefix(row, candidate.row) >= needed);
     if (leader < 0) {
       leader = leaders.length;
@@ -62,19 +64,22 @@ function planFor(
     }
     leaders[leader]!.tokens = Math.max(leaders[leader]!.tokens, needed);
     copies.push({ row, leader, tokens: needed });
-  });
+  }
   return { start, leaders, copies };
 }
 
 /**
  * The plan with the fewest prefill positions for left-padded `prompts` (each row's prompt ends
  * at slot promptLength − 1), or null when sharing would not save at least `minimumSaving` of
- * them (a fraction; the first pass has a fixed cost of its own).
+ * them (a fraction; the first pass has a fixed cost of its own). `shareable[row]`: how many of
+ * a row's first tokens may be left to the first pass (default all but the last); scoring keeps
+ * the tokens whose hidden states it reads out of it.
  */
 export function planSharedPrefix(
   prompts: readonly (readonly number[])[],
   promptLength: number,
   minimumSaving = 0.1,
+  shareable?: readonly number[],
 ): SharedPrefixPlan | null {
   const batch = prompts.length;
   if (batch < 2 || promptLength < 2) return null;
@@ -85,15 +90,16 @@ export function planSharedPrefix(
       shared[row * batch + other] = length;
       shared[other * batch + row] = length;
     }
+  const limit = (row: number) => shareable?.[row] ?? prompts[row]!.length;
   const sharedPrefix = (row: number, other: number) =>
-    row === other ? prompts[row]!.length : shared[row * batch + other]!;
+    row === other ? limit(row) : Math.min(shared[row * batch + other]!, limit(row), limit(other));
   const plain = batch * promptLength;
   let best: SharedPrefixPlan | null = null;
   let bestPositions = plain * (1 - minimumSaving);
   // The last slot stays in the batch pass: it gives every row's first logits.
   for (let start = 1; start < promptLength; start++) {
     const plan = planFor(prompts, promptLength, start, sharedPrefix);
-    if (plan.leaders.length === 0) continue;
+    if (!plan || plan.leaders.length === 0) continue;
     const positions = prefillPositions(plan, batch, promptLength);
     if (positions < bestPositions) {
       best = plan;

@@ -7,6 +7,10 @@ import {
   logDistributionsFromHidden,
   type ScoringItem,
 } from '../nn/score.js';
+import {
+  completionHiddenStatesSharingPrefixes,
+  sumsInOneOrder,
+} from '../nn/shared-prefix-scoring.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { captureSnapshot, restoreSnapshot, type ParameterSnapshot } from './parameter-state.js';
 
@@ -48,6 +52,8 @@ export function positionChunks(
   return chunks;
 }
 
+const noneKnown: KnownHidden = { positions: new Int32Array(0), hidden: new Float32Array(0) };
+
 /** One chunk's log-distributions under the old policy and under the model as it is now. */
 export interface DistributionPair {
   chunk: PositionChunk;
@@ -87,6 +93,10 @@ export interface KnownHidden {
  * of rows, above the 16 rows where the skinny kernels take over (native/src/matmul.c), and a
  * pass over the layers has a row per position of every item in it. The head runs on the same
  * chunks as without known hidden states, so no number changes (trust-region-passes.test.ts).
+ *
+ * A model whose products sum in one order at every row count (LoRA agents, frozen weights:
+ * sumsInOneOrder) runs the layers with the context prefixes items share computed once
+ * (completionHiddenStatesSharingPrefixes: a group's prompt), for the same bits again.
  */
 export class ReferenceDistributions {
   readonly chunks: readonly PositionChunk[];
@@ -96,13 +106,16 @@ export class ReferenceDistributions {
   private readonly stored: Float32Array | null;
   private readonly hidden: Float32Array[] | null;
   private readonly snapshot: ParameterSnapshot | null;
+  private readonly sharesPrefixes: boolean;
 
   constructor(
     private readonly model: TransformerLM,
     private readonly items: readonly ScoringItem[],
     budgetBytes = distributionBudgetBytes,
     startingHidden?: KnownHidden,
+    options: { sharePrefixes?: boolean } = {},
   ) {
+    this.sharesPrefixes = (options.sharePrefixes ?? true) && sumsInOneOrder(model);
     const perPosition = 4 * model.config.vocabSize;
     this.maxPositions = Math.max(1, Math.floor(budgetBytes / perPosition));
     this.chunks = positionChunks(items, this.maxPositions);
@@ -112,7 +125,9 @@ export class ReferenceDistributions {
     const single = this.chunks.length <= 1;
     const fromHidden = !single && lmHeadIsFrozen(model);
     const known =
-      startingHidden && (single || fromHidden) ? this.hiddenStates(startingHidden) : null;
+      (startingHidden || this.sharesPrefixes) && (single || fromHidden)
+        ? this.hiddenStates(startingHidden)
+        : null;
     if (single) {
       this.stored = known
         ? logDistributionsFromHidden(model, known)
@@ -132,7 +147,7 @@ export class ReferenceDistributions {
    * layers.
    */
   *pairs(current?: KnownHidden): Generator<DistributionPair> {
-    const hidden = current ? this.hiddenStates(current) : null;
+    const hidden = current || this.sharesPrefixes ? this.hiddenStates(current) : null;
     for (const [index, chunk] of this.chunks.entries()) {
       const now =
         hidden && chunk.positions > 0
@@ -156,7 +171,7 @@ export class ReferenceDistributions {
    * `known` has, and the other items' from forward passes over them, at most a chunk's worth of
    * positions at a time.
    */
-  private hiddenStates(known: KnownHidden): Float32Array {
+  private hiddenStates(known: KnownHidden = noneKnown): Float32Array {
     const width = this.model.config.hiddenSize;
     const result = new Float32Array(this.itemStarts.at(-1)! * width);
     const covered = new Uint8Array(this.itemStarts.at(-1)!);
@@ -169,6 +184,22 @@ export class ReferenceDistributions {
       .filter((index) =>
         covered.subarray(this.itemStarts[index], this.itemStarts[index + 1]).includes(0),
       );
+    if (this.sharesPrefixes) {
+      const rows = completionHiddenStatesSharingPrefixes(
+        this.model,
+        missing.map((index) => this.items[index]!),
+      );
+      let row = 0;
+      for (const index of missing) {
+        const length = this.items[index]!.completion.length;
+        result.set(
+          rows.subarray(row * width, (row + length) * width),
+          this.itemStarts[index]! * width,
+        );
+        row += length;
+      }
+      return result;
+    }
     let cursor = 0;
     for (const group of positionChunks(
       missing.map((index) => this.items[index]!),

@@ -11,16 +11,20 @@ import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '
 /**
  * The trust-region update as it ran before measurements shared the gradient steps' forward
  * passes: π_old from a pass of its own over every token, and after every step a measurement
- * with a pass of its own over every token, the next minibatch drawn only once it is in region.
+ * with a pass of its own over every token, the next minibatch drawn only once it is in region,
+ * and no context prefix computed once for the items that share it.
  * The reference that trustRegionUpdate must reproduce bit for bit (trust-region-passes.test.ts).
  */
 export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
   const { unit, settings } = options;
   const tokens = collectUnitTokens(options.batch, unit.agentIndices);
+  // Plain passes over whole items: no context prefix computed once for several.
   const reference = new ReferenceDistributions(
     unit.model,
     tokens.items,
     options.distributionBudgetBytes,
+    undefined,
+    { sharePrefixes: false },
   );
   const measure = () => measurement(unit.model.config.vocabSize, tokens, reference);
   const parameters = unit.model.trainableParameters();

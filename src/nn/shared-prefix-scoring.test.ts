@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { forEachBackend } from '../tensor/test-support/gradient-check.js';
+import { RandomGenerator } from '../util/random.js';
+import type { ModelConfigInput } from './config.js';
+import { applyLora, loraLayers } from './lora.js';
+import { completionHiddenStates, type ScoringItem } from './score.js';
+import { completionHiddenStatesSharingPrefixes, sumsInOneOrder } from './shared-prefix-scoring.js';
+import { TransformerLM } from './transformer.js';
+
+// At least 64 wide, so frozen float32 weights take matmulGemmOrder; widths off the kernels'
+// 16-float vectors, so tails run too.
+const llamaConfig: ModelConfigInput = {
+  architecture: 'llama',
+  vocabSize: 53,
+  hiddenSize: 72,
+  layers: 2,
+  heads: 4,
+  kvHeads: 2,
+  intermediateSize: 100,
+  maxPositions: 96,
+};
+const gpt2Config: ModelConfigInput = {
+  architecture: 'gpt2',
+  vocabSize: 59,
+  hiddenSize: 80,
+  layers: 2,
+  heads: 4,
+  intermediateSize: 90,
+  maxPositions: 96,
+  tieEmbeddings: true,
+};
+
+function tokens(random: RandomGenerator, length: number): number[] {
+  return Array.from({ length }, () => 1 + random.nextInt(50));
+}
+
+/**
+ * A trust-region unit's items as a team makes them: two groups of trajectories, each with its
+ * own prompt; the first agent's items share their whole context, a later agent's share the
+ * prompt and differ after it (other agents' turns); completions of several lengths, one empty,
+ * so rows are padded differently and shared prefixes sit at different slots.
+ */
+function teamItems(seed: number): ScoringItem[] {
+  const random = new RandomGenerator(seed);
+  const items: ScoringItem[] = [];
+  for (const promptLength of [23, 17]) {
+    const prompt = tokens(random, promptLength);
+    for (const completionLength of [9, 14, 3, 14]) {
+      items.push({ context: prompt, completion: tokens(random, completionLength) });
+      const turn = tokens(random, 5 + random.nextInt(8));
+      items.push({ context: [...prompt, ...turn], completion: tokens(random, completionLength) });
+    }
+  }
+  items.push({ context: tokens(random, 4), completion: [] });
+  items.push({ context: [7], completion: tokens(random, 6) });
+  return items;
+}
+
+type ModelKind = [name: string, build: () => TransformerLM];
+
+function model(config: ModelConfigInput, prepare: (model: TransformerLM) => void): TransformerLM {
+  const built = new TransformerLM(config, new RandomGenerator(3));
+  prepare(built);
+  return built;
+}
+
+function withLora(built: TransformerLM): void {
+  applyLora(built, {
+    rank: 4,
+    alpha: 8,
+    targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
+    random: new RandomGenerator(4),
+  });
+  for (const adapter of loraLayers(built).values()) adapter.loraB.data.fill(0.05);
+}
+
+// The model kinds whose sampled log-probs equal scored ones exactly (bfloat16, float32-fixed-order
+// tests): frozen weights and LoRA agents on a float32 or bfloat16 base.
+const exactKinds: ModelKind[] = [
+  ['frozen llama', () => model(llamaConfig, (built) => built.setTrainable(false))],
+  [
+    'frozen gpt2 (learned positions, tied head)',
+    () => model(gpt2Config, (built) => built.setTrainable(false)),
+  ],
+  ['LoRA on a float32 base', () => model(llamaConfig, withLora)],
+  [
+    'LoRA on a bfloat16 base',
+    () =>
+      model(llamaConfig, (built) => {
+        withLora(built);
+        built.storeFrozenWeightsAsBfloat16();
+      }),
+  ],
+];
+
+/** Counts the positions (batch × length) the model's forward passes run. */
+function countRows(built: TransformerLM): { count: number } {
+  const counter = { count: 0 };
+  const forwardHidden = built.forwardHidden.bind(built);
+  built.forwardHidden = (input) => {
+    counter.count += input.batch * input.length;
+    return forwardHidden(input);
+  };
+  return counter;
+}
+
+describe('completionHiddenStatesSharingPrefixes', () => {
+  for (const [name, build] of exactKinds) {
+    test(`${name}: the plain pass's hidden states bit for bit, in less work`, () => {
+      forEachBackend((backendName) => {
+        const built = build();
+        const items = teamItems(5);
+        const rows = countRows(built);
+        const plain = completionHiddenStates(built, items);
+        const plainRows = rows.count;
+        // Small caches and chunks: several groups, and passes that start mid-sequence.
+        for (const options of [
+          {},
+          { cacheBudgetBytes: 9 * 40 * 2 * 2 * 36 * 4, chunkPositions: 50 },
+        ]) {
+          rows.count = 0;
+          const shared = completionHiddenStatesSharingPrefixes(built, items, options);
+          assert.ok(rows.count < 0.8 * plainRows, `${rows.count} rows vs ${plainRows}`);
+          assert.equal(shared.length, plain.length, backendName);
+          for (let index = 0; index < plain.length; index++)
+            if (shared[index] !== plain[index])
+              assert.fail(
+                `${backendName} ${JSON.stringify(options)}: entry ${index}: ${shared[index]} vs ${plain[index]}`,
+              );
+        }
+        built.destroy();
+      });
+    });
+  }
+
+  test('trainable float32 matrices (kernels chosen by row count) take the plain pass', () => {
+    forEachBackend(() => {
+      const built = model(llamaConfig, () => {});
+      assert.equal(sumsInOneOrder(built), false);
+      const items = teamItems(6);
+      const rows = countRows(built);
+      const plain = completionHiddenStates(built, items);
+      const plainRows = rows.count;
+      const shared = completionHiddenStatesSharingPrefixes(built, items, { chunkPositions: 50 });
+      assert.deepEqual(shared, plain);
+      assert.equal(rows.count, 2 * plainRows);
+      built.setTrainable(false);
+      assert.equal(sumsInOneOrder(built), true);
+    });
+  });
+
+  test('a context of one token, or items that share nothing, take the plain pass', () => {
+    const built = model(llamaConfig, (prepared) => prepared.setTrainable(false));
+    const random = new RandomGenerator(8);
+    const items = [1, 2, 3].map((first) => ({ context: [first], completion: tokens(random, 5) }));
+    assert.deepEqual(
+      completionHiddenStatesSharingPrefixes(built, items),
+      completionHiddenStates(built, items),
+    );
+  });
+
+  test('an empty context is refused by name', () => {
+    const built = model(llamaConfig, (prepared) => prepared.setTrainable(false));
+    assert.throws(
+      () => completionHiddenStatesSharingPrefixes(built, [{ context: [], completion: [1] }]),
+      /item 0 has an empty context/,
+    );
+  });
+});
