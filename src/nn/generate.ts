@@ -1,6 +1,6 @@
 import { ShapeError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
-import { noGrad, tidy } from '../tensor/index.js';
+import { noGrad, selectRows, tidy } from '../tensor/index.js';
 import { KeyValueCache } from './kv-cache.js';
 import { padPrompts, prefillAllButLastChunk, prefillSharedPrefix } from './prefill.js';
 import { planSharedPrefix } from './shared-prefix.js';
@@ -38,6 +38,12 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
    * same bits each row would compute; see shared-prefix.ts). @default true
    */
   sharePrefixes?: boolean;
+  /**
+   * Keep the final hidden state (after the last norm) that predicted each sampled token:
+   * `hiddenStates` of each sequence. An update of this model reads π_old from them, through the
+   * head alone, instead of running the layers over the turn again. @default false
+   */
+  keepHiddenStates?: boolean;
 }
 
 export interface GeneratedSequence {
@@ -45,6 +51,8 @@ export interface GeneratedSequence {
   /** log π(token | prefix) under the model at temperature 1, recorded while sampling. */
   logProbs: number[];
   finishReason: 'stop' | 'length';
+  /** [tokens, hidden]: the final hidden states that predicted the tokens (keepHiddenStates). */
+  hiddenStates?: Float32Array;
 }
 
 /**
@@ -100,6 +108,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   const plan = options.sharePrefixes === false ? null : planSharedPrefix(prompts, promptLength);
   const cache = new KeyValueCache(model.config, batch, capacity);
   const finished = new Uint8Array(batch);
+  const kept: Float32Array[][] | null = options.keepHiddenStates ? prompts.map(() => []) : null;
   try {
     noGrad(() => {
       if (plan) prefillSharedPrefix(model, cache, prompts, { plan, padId, chunkPositions });
@@ -111,15 +120,20 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
         const lastRows = new Int32Array(batch);
         for (let row = 0; row < batch; row++) lastRows[row] = row * stepLength + stepLength - 1;
         const sampled = tidy(() => {
-          const logits = model.forward({
-            ids: stepIds,
-            batch,
-            length: stepLength,
-            positions: stepPositions,
-            keyMask,
-            cache,
-            rows: lastRows,
-          });
+          // model.forward's operations, with the hidden states in reach.
+          const hidden = selectRows(
+            model.forwardHidden({
+              ids: stepIds,
+              batch,
+              length: stepLength,
+              positions: stepPositions,
+              keyMask,
+              cache,
+            }),
+            lastRows,
+          ); // [batch, hidden]
+          if (kept) keepRows(kept, hidden.data, finished);
+          const logits = model.head(hidden);
           return sampleTokens(
             logits.data,
             batch,
@@ -150,5 +164,27 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   } finally {
     cache.destroy();
   }
+  if (kept)
+    results.forEach((result, row) => {
+      result.hiddenStates = concatenate(kept[row]!, result.tokens.length * model.config.hiddenSize);
+    });
   return results;
+}
+
+/** Appends each unfinished row's hidden state [hidden] (a copy) to its list. */
+function keepRows(kept: Float32Array[][], hidden: Float32Array, finished: Uint8Array): void {
+  const width = hidden.length / kept.length;
+  kept.forEach((rows, row) => {
+    if (!finished[row]) rows.push(hidden.slice(row * width, (row + 1) * width));
+  });
+}
+
+function concatenate(parts: readonly Float32Array[], length: number): Float32Array {
+  const result = new Float32Array(length);
+  let offset = 0;
+  for (const part of parts) {
+    result.set(part, offset);
+    offset += part.length;
+  }
+  return result;
 }

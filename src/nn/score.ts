@@ -2,7 +2,6 @@ import { ShapeError } from '../util/errors.js';
 import {
   gatherLogProbs,
   logSoftmax,
-  matmul,
   noGrad,
   selectRows,
   tensor,
@@ -140,7 +139,7 @@ export function scoreCompletionsKeepingHidden(
     keyMask: packed.keyMask,
   });
   const hidden = selectRows(all, packed.rows); // [totalTokens, hidden]
-  const { logProbs } = gatherLogProbs(headLogits(model, hidden), packed.targets);
+  const { logProbs } = gatherLogProbs(model.head(hidden), packed.targets);
   return { logProbs, hidden: hidden.data.slice(), offsets: packed.offsets };
 }
 
@@ -225,7 +224,7 @@ export function logDistributionsFromHidden(
   const rows = hidden.length / model.config.hiddenSize;
   return noGrad(() =>
     tidy(() => {
-      const logits = headLogits(model, tensor(hidden, [rows, model.config.hiddenSize]));
+      const logits = model.head(tensor(hidden, [rows, model.config.hiddenSize]));
       return logSoftmax(logits).data.slice();
     }),
   );
@@ -243,23 +242,13 @@ export function logDistributionsAndLogProbsFromHidden(
 ): { distributions: Float32Array; logProbs: Float32Array } {
   return noGrad(() =>
     tidy(() => {
-      const logits = headLogits(model, tensor(hidden, [targets.length, model.config.hiddenSize]));
+      const logits = model.head(tensor(hidden, [targets.length, model.config.hiddenSize]));
       return {
         distributions: logSoftmax(logits).data.slice(),
         logProbs: gatherLogProbs(logits, targets).logProbs.data.slice(),
       };
     }),
   );
-}
-
-/** The LM head on final hidden states [rows, hidden] → logits [rows, vocab], as model.forward. */
-function headLogits(model: TransformerLM, hidden: Tensor): Tensor {
-  return model.outputHead
-    ? model.outputHead.forward(hidden)
-    : matmul(hidden, model.tokenEmbedding, {
-        transposeB: true,
-        fixedOrder: !model.tokenEmbedding.requiresGrad, // as TransformerLM.forward
-      });
 }
 
 /**

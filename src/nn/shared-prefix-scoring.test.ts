@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { RandomGenerator } from '../util/random.js';
 import type { ModelConfigInput } from './config.js';
+import { generate } from './generate.js';
 import { applyLora, loraLayers } from './lora.js';
 import { completionHiddenStates, type ScoringItem } from './score.js';
 import { completionHiddenStatesSharingPrefixes, sumsInOneOrder } from './shared-prefix-scoring.js';
@@ -167,4 +168,40 @@ describe('completionHiddenStatesSharingPrefixes', () => {
       /item 0 has an empty context/,
     );
   });
+});
+
+describe('generate keepHiddenStates', () => {
+  for (const [name, build] of exactKinds) {
+    test(`${name}: the states that predicted each sampled token are scoring's, bit for bit`, () => {
+      forEachBackend((backendName) => {
+        const built = build();
+        const random = new RandomGenerator(9);
+        const prompts = [tokens(random, 12), tokens(random, 5), tokens(random, 12)];
+        // Stop tokens end rows at different steps; their states stop with their tokens.
+        const settings = { prompts, maxNewTokens: 12, stopTokens: [3, 4, 5, 6, 7] };
+        const plain = generate(built, { ...settings, random: new RandomGenerator(10) });
+        const kept = generate(built, {
+          ...settings,
+          random: new RandomGenerator(10),
+          keepHiddenStates: true,
+        });
+        assert.ok(
+          kept.some((sequence) => sequence.finishReason === 'stop'),
+          backendName,
+        );
+        assert.deepEqual(
+          kept.map(({ tokens: ids, logProbs }) => ({ ids, logProbs })),
+          plain.map(({ tokens: ids, logProbs }) => ({ ids, logProbs })),
+        );
+        assert.ok(plain.every((sequence) => sequence.hiddenStates === undefined));
+        kept.forEach((sequence, row) => {
+          const scored = completionHiddenStates(built, [
+            { context: prompts[row]!, completion: sequence.tokens },
+          ]);
+          assert.deepEqual(sequence.hiddenStates, scored, `${backendName}: row ${row}`);
+        });
+        built.destroy();
+      });
+    });
+  }
 });

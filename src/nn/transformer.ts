@@ -397,6 +397,11 @@ export class TransformerLM extends Module {
   forward(input: ForwardInput): Tensor {
     let hidden = this.forwardHidden(input); // [B, T, C]
     if (input.rows) hidden = selectRows(hidden, input.rows);
+    return this.head(hidden);
+  }
+
+  /** The LM head: final hidden states [..., hidden] → logits [..., vocab]. */
+  head(hidden: Tensor): Tensor {
     return this.outputHead
       ? this.outputHead.forward(hidden)
       : matmul(hidden, this.tokenEmbedding, {

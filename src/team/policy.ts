@@ -34,6 +34,11 @@ export interface Completion {
    * count as its server reports it (`usage.completion_tokens`). Budgets count these too.
    */
   generatedTokenCount?: number;
+  /**
+   * [tokens, hidden]: the final hidden states (after the last norm) that predicted each token,
+   * when the settings asked for them (keepHiddenStates) and a local model sampled the turn.
+   */
+  hiddenStates?: Float32Array;
 }
 
 export interface CompletionSettings {
@@ -45,7 +50,16 @@ export interface CompletionSettings {
    * token that completed it (never re-tokenized, so what is scored is what was sampled).
    */
   stop?: readonly string[];
+  /**
+   * Keep each turn's final hidden states (Completion.hiddenStates) when they take at most
+   * keptHiddenStatesBudgetBytes: an update of the agent then reads π_old from them. Policies
+   * without a local model ignore it. @default false
+   */
+  keepHiddenStates?: boolean;
 }
+
+/** Bytes of hidden states one completion call may keep (CompletionSettings.keepHiddenStates). */
+export const keptHiddenStatesBudgetBytes = 64 * 1024 * 1024;
 
 /**
  * What the team runtime needs from an agent's model: complete a batch of rendered inputs
@@ -180,7 +194,12 @@ export class LocalPolicy extends TokenizingPolicy {
         : this.encodeInput(request.input),
     );
     this.checkContextLength(inputs, settings.maxNewTokens);
+    const { hiddenSize } = this.model.config;
+    const keepHiddenStates =
+      settings.keepHiddenStates === true &&
+      4 * hiddenSize * settings.maxNewTokens * inputs.length <= keptHiddenStatesBudgetBytes;
     const generated = generate(this.model, {
+      keepHiddenStates,
       prompts: inputs,
       maxNewTokens: settings.maxNewTokens,
       random: requests.map((request) => request.random),
@@ -189,12 +208,15 @@ export class LocalPolicy extends TokenizingPolicy {
       padId: this.tokenizer.padId ?? 0,
       vocabularyLimit: this.tokenizer.vocabSize,
     });
-    return generated.map((sequence, index) =>
-      this.turns.completion(inputs[index]!, sequence.tokens, sequence.logProbs, {
+    return generated.map((sequence, index) => {
+      const completion = this.turns.completion(inputs[index]!, sequence.tokens, sequence.logProbs, {
         finishReason: sequence.finishReason,
         stop: settings.stop,
-      }),
-    );
+      });
+      // A stop string may cut the turn: the states of the tokens it keeps.
+      const kept = sequence.hiddenStates?.slice(0, completion.tokens.length * hiddenSize);
+      return kept ? { ...completion, hiddenStates: kept } : completion;
+    });
   }
 }
 

@@ -26,6 +26,11 @@ export interface RolloutOptions {
    * prefix then has exactly the distribution a full resample would give it.
    */
   reuse?: { previous: TeamBatch; fromTurn: number };
+  /**
+   * Agents whose turns keep the final hidden states that predicted their tokens
+   * (TurnRecord.hiddenStates): an update of one of them reads π_old from them.
+   */
+  keepHiddenStatesOf?: readonly number[];
 }
 
 /** Per-episode speaking order: the protocol's, or a seeded shuffle of it. */
@@ -108,6 +113,7 @@ async function sampleTurn(
       maxNewTokens: turnTokenLimit(team, agentIndex),
       temperature: options.temperature ?? 1,
       ...(agent.stop ? { stop: agent.stop } : {}),
+      ...(options.keepHiddenStatesOf?.includes(agentIndex) ? { keepHiddenStates: true } : {}),
     });
     completions.forEach((completion, position) => {
       const record: TurnRecord = { turnIndex, agentIndex, ...completion };

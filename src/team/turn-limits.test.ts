@@ -37,6 +37,7 @@ describe('per-agent turn limits', () => {
     const [cut] = await policy.complete([request(String(seed - 1))], {
       maxNewTokens: 12,
       stop: [stop],
+      keepHiddenStates: true,
     });
     assert.equal(cut!.text, full!.text.slice(0, full!.text.indexOf(stop)));
     // The kept tokens are the shortest prefix of the sampled ones whose text holds the string.
@@ -48,5 +49,14 @@ describe('per-agent turn limits', () => {
     assert.deepEqual([...cut!.logProbs], [...full!.logProbs].slice(0, kept));
     assert.ok(kept < full!.tokens.length || full!.finishReason === 'stop');
     assert.equal(cut!.finishReason, 'stop');
+    // Hidden states kept while sampling: those of the kept tokens.
+    const width = policy.model.config.hiddenSize;
+    const [whole] = await policy.complete([request(String(seed - 1))], {
+      maxNewTokens: 12,
+      keepHiddenStates: true,
+    });
+    assert.equal(full!.hiddenStates, undefined);
+    assert.equal(whole!.hiddenStates!.length, full!.tokens.length * width);
+    assert.deepEqual(cut!.hiddenStates, whole!.hiddenStates!.slice(0, kept * width));
   });
 });

@@ -30,6 +30,7 @@ function unitTokens(): UnitTokens {
     mask: new Float32Array(positions).fill(1),
     oldLogProbs: new Float32Array(positions),
     items,
+    sampledHidden: items.map(() => null),
     gridIndex: Int32Array.from({ length: positions }, (_, index) => index),
     totalTokens: positions,
   };

@@ -23,6 +23,7 @@ function evidence(newProbabilities: number[], totalVariation: number[]): Certifi
     items: [],
     gridIndex: Int32Array.from([0, 1, 2, 3]),
     totalTokens: 4,
+    sampledHidden: [],
   };
   return {
     tokens,

@@ -1,7 +1,9 @@
 import { meanTokenKl } from '../rl/index.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { EvidenceCollector } from './certificate-evidence.js';
+import { sumsInOneOrder } from '../nn/shared-prefix-scoring.js';
 import { ReferenceDistributions, type KnownHidden } from './reference-distributions.js';
+import { withSampledHidden } from './sampled-hidden.js';
 import { flatPositionsIn, type UnitTokens } from './token-grid.js';
 
 /** One exact-KL measurement of the current parameters, with the evidence gathered on the way. */
@@ -34,13 +36,20 @@ export class KlMeter {
     private readonly budgetBytes?: number,
   ) {}
 
-  /** Takes the current parameters as π_old; call before they first change. */
+  /**
+   * Takes the current parameters as π_old; call before they first change. With a forward pass
+   * to check them against, the hidden states kept while sampling stand in for the layers'
+   * (sampled-hidden.ts).
+   */
   start(forward: SharedForward | null = null): void {
+    const known = this.known(forward);
     this.reference = new ReferenceDistributions(
       this.model,
       this.tokens.items,
       this.budgetBytes,
-      this.known(forward),
+      known && sumsInOneOrder(this.model)
+        ? withSampledHidden(this.tokens, known, this.model.config.hiddenSize)
+        : known,
     );
   }
 

@@ -127,6 +127,8 @@ export class Stage {
       temperature: this.settings.rollout.temperature,
       reuse:
         reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
+      // An update of a unit reads π_old from them (trust-region.ts checks they are its own).
+      keepHiddenStatesOf: this.units.flatMap((unit) => unit.agentIndices),
     });
     this.generatedTokens += batch.generatedTokens;
     this.occupancy.begin(batch);

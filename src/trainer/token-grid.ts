@@ -21,6 +21,11 @@ export interface UnitTokens {
   /** Grid index of every scored token, in item order (flat scoring order → grid). */
   gridIndex: Int32Array;
   totalTokens: number;
+  /**
+   * Per item, the final hidden states [tokens, hidden] that predicted its tokens while it was
+   * sampled (TurnRecord.hiddenStates), or null when the sampler did not keep them.
+   */
+  sampledHidden: Array<Float32Array | null>;
 }
 
 export function collectUnitTokens(
@@ -41,11 +46,13 @@ export function collectUnitTokens(
   const mask = new Float32Array(rows * length);
   const oldLogProbs = new Float32Array(rows * length);
   const items: ScoringItem[] = [];
+  const sampledHidden: Array<Float32Array | null> = [];
   const gridIndex: number[] = [];
   turnsPerRow.forEach((turns, row) => {
     let position = 0;
     for (const turn of turns) {
       items.push({ context: turn.inputIds, completion: turn.tokens });
+      sampledHidden.push(turn.hiddenStates ?? null);
       turn.tokens.forEach((_token, offset) => {
         const index = row * length + position;
         mask[index] = 1;
@@ -64,6 +71,7 @@ export function collectUnitTokens(
     items,
     gridIndex: Int32Array.from(gridIndex),
     totalTokens: gridIndex.length,
+    sampledHidden,
   };
 }
 

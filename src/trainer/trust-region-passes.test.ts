@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { grpoAdvantages } from '../rl/index.js';
-import { applyLora } from '../nn/lora.js';
+import { applyLora, loraLayers } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { AdamW } from '../optim/adamw.js';
 import { setBackend } from '../backend/index.js';
@@ -33,6 +33,12 @@ interface Setup {
   activationShare?: number;
   /** Trajectories that take part (dynamic sampling drops the rest); undefined: all. */
   participating?: number;
+  /**
+   * LoRA attached before the rollout, whose sampler keeps the agent's final hidden states
+   * ('fresh'), or keeps them and the adapters change before the update ('stale'), or does not
+   * keep them ('not kept').
+   */
+  sampledHidden?: 'fresh' | 'stale' | 'not kept';
 }
 
 /**
@@ -43,13 +49,28 @@ interface Setup {
 async function agentUpdate(setup: Setup) {
   const team = tinyTeam({ agents: 2, seed: 11, initStd: 5 });
   const task = tinyTask(2);
+  const model = team.agents[1]!.policy.model!;
+  const attachLora = () =>
+    applyLora(model, {
+      rank: 2,
+      alpha: 4,
+      targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
+      random: new RandomGenerator(4),
+    });
+  if (setup.sampledHidden) {
+    attachLora();
+    for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.01);
+  }
   const batch = await rollout({
     team,
     task,
     problems: task.split('train', { seed: 0, count: 4 }),
     groupSize: 8,
     seed: 'passes',
+    keepHiddenStatesOf: setup.sampledHidden && setup.sampledHidden !== 'not kept' ? [1] : [],
   });
+  if (setup.sampledHidden === 'stale')
+    for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.02);
   batch.trajectories.forEach(
     (trajectory, index) => (trajectory.reward = (trajectory.answerText.length + index) % 3),
   );
@@ -57,14 +78,7 @@ async function agentUpdate(setup: Setup) {
     rewards: batch.trajectories.map((trajectory) => trajectory.reward),
     groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
   }).advantages;
-  const model = team.agents[1]!.policy.model!;
-  if (setup.lora)
-    applyLora(model, {
-      rank: 2,
-      alpha: 4,
-      targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
-      random: new RandomGenerator(4),
-    });
+  if (setup.lora && !setup.sampledHidden) attachLora();
   const tokens = collectUnitTokens(batch, [1]);
   const options: TrustRegionUpdateOptions = {
     unit: {
@@ -227,6 +241,33 @@ describe('trust-region update sharing forward passes', () => {
     } finally {
       setBackend('auto');
     }
+  });
+
+  test('π_old from the hidden states kept while sampling: the same numbers, no π_old pass', async () => {
+    const base = { lora: true, learningRate: 3e-3, delta: 0.02, backoff: 'line-search' } as const;
+    const positions: Record<string, number> = {};
+    for (const sampledHidden of ['fresh', 'stale', 'not kept'] as const)
+      for (const activationShare of [undefined, 0.15]) {
+        const setup = { ...base, sampledHidden, activationShare };
+        const { shared, separate, result, expected } = await bothUpdates(setup);
+        assertSameUpdate(
+          JSON.stringify(setup),
+          { result, model: shared.model, random: shared.options.random },
+          { result: expected, model: separate.model, random: separate.options.random },
+        );
+        const tokens = collectUnitTokens(shared.options.batch, [1]);
+        assert.ok(tokens.items.every((item) => item.completion.length > 0));
+        assert.equal(tokens.sampledHidden.every(Boolean), sampledHidden !== 'not kept');
+        positions[`${sampledHidden}/${activationShare}`] = shared.positions.withoutGradients;
+      }
+    // The same update with and without the kept states: without them π_old runs the layers
+    // over the half of the batch the first step did not. Stale ones fail the check against the
+    // first step's forward pass, and the numbers stay those of separate passes (above).
+    for (const activationShare of [undefined, 0.15])
+      assert.ok(
+        positions[`fresh/${activationShare}`]! < positions[`not kept/${activationShare}`]!,
+        JSON.stringify(positions),
+      );
   });
 
   test('runs half a batch fewer through the layers for π_old and for each shared measurement', async () => {
