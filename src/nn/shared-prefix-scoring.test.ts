@@ -4,9 +4,9 @@ import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { RandomGenerator } from '../util/random.js';
 import type { ModelConfigInput } from './config.js';
 import { generate } from './generate.js';
-import { applyLora, loraLayers } from './lora.js';
 import { completionHiddenStates, type ScoringItem } from './score.js';
 import { completionHiddenStatesSharingPrefixes, sumsInOneOrder } from './shared-prefix-scoring.js';
+import { attachChangingLora } from './test-support/sampled-and-scored.js';
 import { TransformerLM } from './transformer.js';
 
 // At least 64 wide, so frozen float32 weights take matmulGemmOrder; widths off the kernels'
@@ -66,16 +66,6 @@ function model(config: ModelConfigInput, prepare: (model: TransformerLM) => void
   return built;
 }
 
-function withLora(built: TransformerLM): void {
-  applyLora(built, {
-    rank: 4,
-    alpha: 8,
-    targetModules: ['queryProjection', 'valueProjection', 'downProjection'],
-    random: new RandomGenerator(4),
-  });
-  for (const adapter of loraLayers(built).values()) adapter.loraB.data.fill(0.05);
-}
-
 // The model kinds whose sampled log-probs equal scored ones exactly (bfloat16, float32-fixed-order
 // tests): frozen weights and LoRA agents on a float32 or bfloat16 base.
 const exactKinds: ModelKind[] = [
@@ -84,12 +74,12 @@ const exactKinds: ModelKind[] = [
     'frozen gpt2 (learned positions, tied head)',
     () => model(gpt2Config, (built) => built.setTrainable(false)),
   ],
-  ['LoRA on a float32 base', () => model(llamaConfig, withLora)],
+  ['LoRA on a float32 base', () => model(llamaConfig, attachChangingLora)],
   [
     'LoRA on a bfloat16 base',
     () =>
       model(llamaConfig, (built) => {
-        withLora(built);
+        attachChangingLora(built);
         built.storeFrozenWeightsAsBfloat16();
       }),
   ],

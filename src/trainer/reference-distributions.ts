@@ -184,38 +184,31 @@ export class ReferenceDistributions {
       .filter((index) =>
         covered.subarray(this.itemStarts[index], this.itemStarts[index + 1]).includes(0),
       );
-    if (this.sharesPrefixes) {
-      const rows = completionHiddenStatesSharingPrefixes(
-        this.model,
-        missing.map((index) => this.items[index]!),
+    const missingItems = missing.map((index) => this.items[index]!);
+    const rows = this.sharesPrefixes
+      ? completionHiddenStatesSharingPrefixes(this.model, missingItems)
+      : this.chunkedHiddenStates(missingItems);
+    let row = 0;
+    for (const index of missing) {
+      const length = this.items[index]!.completion.length;
+      result.set(
+        rows.subarray(row * width, (row + length) * width),
+        this.itemStarts[index]! * width,
       );
-      let row = 0;
-      for (const index of missing) {
-        const length = this.items[index]!.completion.length;
-        result.set(
-          rows.subarray(row * width, (row + length) * width),
-          this.itemStarts[index]! * width,
-        );
-        row += length;
-      }
-      return result;
+      row += length;
     }
-    let cursor = 0;
-    for (const group of positionChunks(
-      missing.map((index) => this.items[index]!),
-      this.maxPositions,
-    )) {
-      const rows = completionHiddenStates(this.model, group.items);
-      for (let row = 0; row < group.positions;) {
-        const index = missing[cursor++]!;
-        const length = this.items[index]!.completion.length;
-        result.set(
-          rows.subarray(row * width, (row + length) * width),
-          this.itemStarts[index]! * width,
-        );
-        row += length;
-      }
-    }
+    return result;
+  }
+
+  /** completionHiddenStates of `items`, a chunk's worth of positions per forward pass. */
+  private chunkedHiddenStates(items: readonly ScoringItem[]): Float32Array {
+    const width = this.model.config.hiddenSize;
+    const chunks = positionChunks(items, this.maxPositions);
+    const result = new Float32Array(
+      chunks.reduce((total, chunk) => total + chunk.positions, 0) * width,
+    );
+    for (const chunk of chunks)
+      result.set(completionHiddenStates(this.model, chunk.items), chunk.start * width);
     return result;
   }
 

@@ -58,6 +58,16 @@ export function loraSampledAndScored(
   model: TransformerLM,
   prompts: number[][],
 ): SampledAndScored[] {
+  attachChangingLora(model);
+  return sampleThenScore(model, { prompts, maxNewTokens: 20, random: new RandomGenerator(15) })
+    .pairs;
+}
+
+/**
+ * Rank-4 LoRA adapters on `model`'s query, value and down projections, their B factors set so
+ * they change the outputs (B starts at zero).
+ */
+export function attachChangingLora(model: TransformerLM): void {
   applyLora(model, {
     rank: 4,
     alpha: 8,
@@ -65,6 +75,4 @@ export function loraSampledAndScored(
     random: new RandomGenerator(14),
   });
   for (const adapter of loraLayers(model).values()) adapter.loraB.data.fill(0.05);
-  return sampleThenScore(model, { prompts, maxNewTokens: 20, random: new RandomGenerator(15) })
-    .pairs;
 }
