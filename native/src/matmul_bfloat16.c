@@ -133,15 +133,15 @@ tail_sum(float total, const float *a, const column_rows *rows, int c, int64_t p)
  * `prefetch` (bfloat16 path only): the next block's 4 B rows, fetched while this one computes.
  */
 static inline void dot_block(const bfloat16_problem *g, const column_rows *b, int64_t r0,
-                             int rows, int64_t j0, const uint16_t *prefetch) {
+                             int rows, int64_t j0, const uint16_t *prefetch, int shares) {
   int64_t k = g->k;
   vfloat sums[4][4] = {{{0}}};
   int64_t p = 0;
   for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH) {
     if (prefetch) {
-      /* 4 rows × VECTOR_WIDTH bfloat16 = 4 · 2·VECTOR_WIDTH bytes per step. */
-      for (int line = 0; line < VECTOR_WIDTH / 8; line++)
-        __builtin_prefetch(prefetch + 4 * p + line * 32);
+      /* This block's share of the next 4 B rows: 4 · 2·VECTOR_WIDTH / shares bytes a step. */
+      for (int line = 0; line < VECTOR_WIDTH / 8; line += shares)
+        __builtin_prefetch(prefetch + 4 * p / shares + line * 32);
     }
     vfloat bv[4], av[4];
     for (int c = 0; c < 4; c++) bv[c] = in_register(load_row(b, c, p));
@@ -197,12 +197,18 @@ static void dots_columns(const bfloat16_problem *g, const column_rows *block, in
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
       const uint16_t *next = prefetch && g->b && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
+      /* Every row block fetches its share of the next B rows, so that memory streams while
+         all of them compute, not during the first alone. */
+      int shares = (int)((last - first + 3) / 4);
+      int64_t share = 4 * g->k / shares;
       int64_t r = first;
-      for (; r + 4 <= last; r += 4) dot_block(g, &b, r, 4, j, r == first ? next : NULL);
+      for (; r + 4 <= last; r += 4)
+        dot_block(g, &b, r, 4, j, next ? next + (r - first) / 4 * share : NULL, shares);
+      const uint16_t *last_share = next ? next + (r - first) / 4 * share : NULL;
       switch (last - r) {
-        case 3: dot_block(g, &b, r, 3, j, r == first ? next : NULL); break;
-        case 2: dot_block(g, &b, r, 2, j, r == first ? next : NULL); break;
-        case 1: dot_block(g, &b, r, 1, j, r == first ? next : NULL); break;
+        case 3: dot_block(g, &b, r, 3, j, last_share, shares); break;
+        case 2: dot_block(g, &b, r, 2, j, last_share, shares); break;
+        case 1: dot_block(g, &b, r, 1, j, last_share, shares); break;
         default: break;
       }
     }
