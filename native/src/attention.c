@@ -103,12 +103,28 @@ dot_tail(float total, const float *q, const float *k, int64_t from, int64_t to) 
  * accumulation, as in the prefill path's gemm_small, so decoding and a full forward round
  * alike; each query's sums are the same whatever the group.
  */
+/*
+ * Software prefetching for a decode step's cache, which streams from memory (30 layers of a
+ * batch-16 cache exceed the last-level cache) in a pattern the hardware prefetchers follow
+ * poorly: a kv head's slice of every cache row. `prefetch_width` floats of the row two key
+ * blocks (decode_scores) or VALUE_PREFETCH_KEYS keys (decode_values) ahead are fetched into L2;
+ * decode_sequence_task passes whole rows (every kv head's slice) on its first kv head and 0
+ * after, so the later heads find their slices in L2. Same sums; only the timing changes
+ * (measured: batch-16 decode attention 0.78x the time streaming, 1.1x with the cache in L2).
+ */
+#define LINE_FLOATS 16
+#define VALUE_PREFETCH_KEYS 16
+
 static void decode_scores(const float *query, int queries, const float *key, int64_t key_stride,
                           int64_t keys, int64_t dim, float scale, float *scores,
-                          int64_t score_stride) {
+                          int64_t score_stride, int64_t prefetch_width) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
   for (int64_t j0 = 0; j0 < keys; j0 += VECTOR_WIDTH) {
     int count = keys - j0 < VECTOR_WIDTH ? (int)(keys - j0) : VECTOR_WIDTH;
+    for (int i = 0; i < VECTOR_WIDTH && j0 + 2 * VECTOR_WIDTH + i < keys; i++) {
+      for (int64_t d = 0; d < prefetch_width; d += LINE_FLOATS)
+        __builtin_prefetch(key + (j0 + 2 * VECTOR_WIDTH + i) * key_stride + d, 0, 2);
+    }
     for (int g = 0; g < queries; g++) {
       const float *q_row = query + g * dim;
       vfloat sums[VECTOR_WIDTH] = {{0}};
@@ -184,7 +200,7 @@ static void block_scores(const float *query, int64_t query_stride, int64_t rows,
 #define VALUE_HEADS 4
 static void decode_values(const float *probabilities, int64_t probability_stride, int queries,
                           const float *value, int64_t value_stride, int64_t keys, int64_t dim,
-                          float *output, int64_t output_stride) {
+                          float *output, int64_t output_stride, int64_t prefetch_width) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
   for (int g0 = 0; g0 < queries; g0 += VALUE_HEADS) {
     int heads = queries - g0 < VALUE_HEADS ? queries - g0 : VALUE_HEADS;
@@ -195,6 +211,10 @@ static void decode_values(const float *probabilities, int64_t probability_stride
       vfloat sums[VALUE_HEADS][VALUE_VECTORS] = {{{0}}};
       for (int64_t j = 0; j < keys; j++) {
         const float *row = value + j * value_stride + d0;
+        if (d0 == 0 && j + VALUE_PREFETCH_KEYS < keys) {
+          for (int64_t v = 0; v < prefetch_width; v += LINE_FLOATS)
+            __builtin_prefetch(row + VALUE_PREFETCH_KEYS * value_stride + v, 0, 2);
+        }
         vfloat values[VALUE_VECTORS] = {{0}};
 #pragma GCC unroll 4
         for (int v = 0; v < VALUE_VECTORS; v++) {
@@ -253,7 +273,8 @@ static void forward_task(void *context, size_t index, int thread) {
   const float *key = a->key + key_offset(a, b, first, kv_head);
   int64_t span = keys - first; /* keys from the first real one to the block's last visible */
   if (span > 0) {
-    if (rows == 1) decode_scores(query, 1, key, key_stride, span, dim, a->scale, scores, stride);
+    if (rows == 1)
+      decode_scores(query, 1, key, key_stride, span, dim, a->scale, scores, stride, 0);
     else block_scores(query, query_stride, rows, key, key_stride, span, dim, a->scale, scores, stride);
   }
   for (int64_t r = 0; r < rows; r++) {
@@ -278,7 +299,7 @@ static void forward_task(void *context, size_t index, int thread) {
   /* Every output entry is one multiply-add chain over the keys in order, whatever the rows. */
   const float *value = a->value + key_offset(a, b, first, kv_head);
   if (rows == 1) {
-    decode_values(scores, stride, 1, value, key_stride, span, dim, output, query_stride);
+    decode_values(scores, stride, 1, value, key_stride, span, dim, output, query_stride, 0);
     return;
   }
   small_gemm product = {.rows = rows, .columns = dim, .depth = span, .a = scores,
@@ -289,15 +310,12 @@ static void forward_task(void *context, size_t index, int thread) {
 }
 
 /*
- * A decode step without saved probabilities: one task per (batch, kv head) runs the query heads
- * that share the kv head together, each key and value row read once for all of them. Every
- * query is summed as forward_task's rows == 1 path sums it (the same decode_scores,
- * softmax_scores and decode_values chains), so the bits are the same.
+ * One kv head of a decode step without saved probabilities: the query heads that share the kv
+ * head run together, each key and value row read once for all of them. Every query is summed
+ * as forward_task's rows == 1 path sums it (the same decode_scores, softmax_scores and
+ * decode_values chains), so the bits are the same.
  */
-static void decode_group_task(void *context, size_t index, int thread) {
-  const forward_context *t = context;
-  const attention_arguments *a = t->a;
-  int64_t b = (int64_t)index / a->kv_heads, kv_head = (int64_t)index % a->kv_heads;
+static void decode_group(const attention_arguments *a, int64_t b, int64_t kv_head, int thread) {
   int group = (int)(a->heads / a->kv_heads);
   int64_t keys = visible_keys(a, 0), stride = round_up_to_vector(keys);
   int64_t dim = a->head_dim, key_stride = a->kv_heads * dim;
@@ -315,7 +333,8 @@ static void decode_group_task(void *context, size_t index, int thread) {
   }
   const float *query = a->query + query_offset(a, b, 0, kv_head * group);
   const float *key = a->key + key_offset(a, b, first, kv_head);
-  decode_scores(query, group, key, key_stride, span, dim, a->scale, scores, stride);
+  decode_scores(query, group, key, key_stride, span, dim, a->scale, scores, stride,
+                kv_head == 0 ? key_stride : 0);
   for (int g = 0; g < group; g++) {
     float *row = scores + g * stride;
     /* The first key is real, so the row has a visible key; zeroed like forward_task if not. */
@@ -323,7 +342,18 @@ static void decode_group_task(void *context, size_t index, int thread) {
       for (int64_t j = 0; j < span; j++) row[j] = 0.0f;
   }
   const float *value = a->value + key_offset(a, b, first, kv_head);
-  decode_values(scores, stride, group, value, key_stride, span, dim, output, dim);
+  decode_values(scores, stride, group, value, key_stride, span, dim, output, dim,
+                kv_head == 0 ? key_stride : 0);
+}
+
+/*
+ * A decode step's task: one sequence, its kv heads in turn on one thread, so the first one's
+ * whole-row prefetches land in the L2 of the core that runs the others.
+ */
+static void decode_sequence_task(void *context, size_t index, int thread) {
+  const forward_context *t = context;
+  for (int64_t kv_head = 0; kv_head < t->a->kv_heads; kv_head++)
+    decode_group(t->a, (int64_t)index, kv_head, thread);
 }
 
 void kernel_attention(const attention_arguments *a) {
@@ -332,7 +362,7 @@ void kernel_attention(const attention_arguments *a) {
   double work = (double)a->batch * a->heads * a->query_length * a->key_length * a->head_dim;
   int parallel = work >= 100000.0;
   if (a->query_length == 1 && a->probabilities == NULL) {
-    run_maybe_parallel((size_t)(a->batch * a->kv_heads), decode_group_task, &context, parallel);
+    run_maybe_parallel((size_t)a->batch, decode_sequence_task, &context, parallel);
     return;
   }
   size_t tasks = (size_t)(a->batch * a->heads * context.query_blocks);
