@@ -23,6 +23,7 @@
 #include "attention.h"
 #include "gemm.h"
 #include "parallel.h"
+#include "prefetch_stream.h"
 #include "reduce.h"
 #include "vecmath.h"
 
@@ -94,6 +95,16 @@ dot_tail(float total, const float *q, const float *k, int64_t from, int64_t to) 
 }
 
 /*
+ * Software prefetching for a decode step's cache, which streams from memory (30 layers of a
+ * batch-16 cache exceed the last-level cache) read as a kv head's slice of every row, which the
+ * hardware prefetchers follow poorly. While a task computes one sequence it streams the next
+ * one's keys and values into L2 (`stream`, advanced every block of keys); a task's first
+ * sequence has none before it, so its first kv head fetches whole rows (`prefetch_width`
+ * floats) two key blocks or VALUE_PREFETCH_KEYS keys ahead. Same sums; only timing changes.
+ */
+#define VALUE_PREFETCH_KEYS 16
+
+/*
  * scores[g][j] = scale·q_g·k_j for `queries` queries of one kv head (decode steps; the query
  * heads of a grouped-query group, `dim` floats apart), VECTOR_WIDTH keys at a time: one
  * accumulator vector per key along the head dimension, then all of their horizontal sums in
@@ -105,10 +116,16 @@ dot_tail(float total, const float *q, const float *k, int64_t from, int64_t to) 
  */
 static void decode_scores(const float *query, int queries, const float *key, int64_t key_stride,
                           int64_t keys, int64_t dim, float scale, float *scores,
-                          int64_t score_stride) {
+                          int64_t score_stride, int64_t prefetch_width,
+                          prefetch_stream *stream) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
   for (int64_t j0 = 0; j0 < keys; j0 += VECTOR_WIDTH) {
     int count = keys - j0 < VECTOR_WIDTH ? (int)(keys - j0) : VECTOR_WIDTH;
+    stream_advance(stream);
+    for (int i = 0; i < VECTOR_WIDTH && j0 + 2 * VECTOR_WIDTH + i < keys; i++) {
+      for (int64_t d = 0; d < prefetch_width; d += LINE_FLOATS)
+        __builtin_prefetch(key + (j0 + 2 * VECTOR_WIDTH + i) * key_stride + d, 0, 2);
+    }
     for (int g = 0; g < queries; g++) {
       const float *q_row = query + g * dim;
       vfloat sums[VECTOR_WIDTH] = {{0}};
@@ -184,7 +201,8 @@ static void block_scores(const float *query, int64_t query_stride, int64_t rows,
 #define VALUE_HEADS 4
 static void decode_values(const float *probabilities, int64_t probability_stride, int queries,
                           const float *value, int64_t value_stride, int64_t keys, int64_t dim,
-                          float *output, int64_t output_stride) {
+                          float *output, int64_t output_stride, int64_t prefetch_width,
+                          prefetch_stream *stream) {
   int64_t full_dim = dim / VECTOR_WIDTH * VECTOR_WIDTH;
   for (int g0 = 0; g0 < queries; g0 += VALUE_HEADS) {
     int heads = queries - g0 < VALUE_HEADS ? queries - g0 : VALUE_HEADS;
@@ -195,6 +213,11 @@ static void decode_values(const float *probabilities, int64_t probability_stride
       vfloat sums[VALUE_HEADS][VALUE_VECTORS] = {{{0}}};
       for (int64_t j = 0; j < keys; j++) {
         const float *row = value + j * value_stride + d0;
+        if (j % VECTOR_WIDTH == 0) stream_advance(stream);
+        if (d0 == 0 && j + VALUE_PREFETCH_KEYS < keys) {
+          for (int64_t v = 0; v < prefetch_width; v += LINE_FLOATS)
+            __builtin_prefetch(row + VALUE_PREFETCH_KEYS * value_stride + v, 0, 2);
+        }
         vfloat values[VALUE_VECTORS] = {{0}};
 #pragma GCC unroll 4
         for (int v = 0; v < VALUE_VECTORS; v++) {
@@ -253,7 +276,8 @@ static void forward_task(void *context, size_t index, int thread) {
   const float *key = a->key + key_offset(a, b, first, kv_head);
   int64_t span = keys - first; /* keys from the first real one to the block's last visible */
   if (span > 0) {
-    if (rows == 1) decode_scores(query, 1, key, key_stride, span, dim, a->scale, scores, stride);
+    if (rows == 1)
+      decode_scores(query, 1, key, key_stride, span, dim, a->scale, scores, stride, 0, NULL);
     else block_scores(query, query_stride, rows, key, key_stride, span, dim, a->scale, scores, stride);
   }
   for (int64_t r = 0; r < rows; r++) {
@@ -278,7 +302,7 @@ static void forward_task(void *context, size_t index, int thread) {
   /* Every output entry is one multiply-add chain over the keys in order, whatever the rows. */
   const float *value = a->value + key_offset(a, b, first, kv_head);
   if (rows == 1) {
-    decode_values(scores, stride, 1, value, key_stride, span, dim, output, query_stride);
+    decode_values(scores, stride, 1, value, key_stride, span, dim, output, query_stride, 0, NULL);
     return;
   }
   small_gemm product = {.rows = rows, .columns = dim, .depth = span, .a = scores,
@@ -289,15 +313,13 @@ static void forward_task(void *context, size_t index, int thread) {
 }
 
 /*
- * A decode step without saved probabilities: one task per (batch, kv head) runs the query heads
- * that share the kv head together, each key and value row read once for all of them. Every
- * query is summed as forward_task's rows == 1 path sums it (the same decode_scores,
- * softmax_scores and decode_values chains), so the bits are the same.
+ * One kv head of a decode step without saved probabilities: the query heads that share the kv
+ * head run together, each key and value row read once for all of them. Every query is summed
+ * as forward_task's rows == 1 path sums it (the same decode_scores, softmax_scores and
+ * decode_values chains), so the bits are the same.
  */
-static void decode_group_task(void *context, size_t index, int thread) {
-  const forward_context *t = context;
-  const attention_arguments *a = t->a;
-  int64_t b = (int64_t)index / a->kv_heads, kv_head = (int64_t)index % a->kv_heads;
+static void decode_group(const attention_arguments *a, int64_t b, int64_t kv_head, int thread,
+                         int64_t prefetch_width, prefetch_stream *stream) {
   int group = (int)(a->heads / a->kv_heads);
   int64_t keys = visible_keys(a, 0), stride = round_up_to_vector(keys);
   int64_t dim = a->head_dim, key_stride = a->kv_heads * dim;
@@ -315,7 +337,8 @@ static void decode_group_task(void *context, size_t index, int thread) {
   }
   const float *query = a->query + query_offset(a, b, 0, kv_head * group);
   const float *key = a->key + key_offset(a, b, first, kv_head);
-  decode_scores(query, group, key, key_stride, span, dim, a->scale, scores, stride);
+  decode_scores(query, group, key, key_stride, span, dim, a->scale, scores, stride,
+                prefetch_width, stream);
   for (int g = 0; g < group; g++) {
     float *row = scores + g * stride;
     /* The first key is real, so the row has a visible key; zeroed like forward_task if not. */
@@ -323,7 +346,51 @@ static void decode_group_task(void *context, size_t index, int thread) {
       for (int64_t j = 0; j < span; j++) row[j] = 0.0f;
   }
   const float *value = a->value + key_offset(a, b, first, kv_head);
-  decode_values(scores, stride, group, value, key_stride, span, dim, output, dim);
+  decode_values(scores, stride, group, value, key_stride, span, dim, output, dim,
+                prefetch_width, stream);
+}
+
+/* Slot of sequence b's first real key (left padding skipped), or `keys` if none. */
+static int64_t first_real_key(const attention_arguments *a, int64_t b, int64_t keys) {
+  int64_t first = 0;
+  while (first < keys && a->key_mask && a->key_mask[b * a->key_capacity + first] == 0.0f) first++;
+  return first;
+}
+
+/*
+ * A decode step's task, one per thread: sequences index, index + tasks, …, each streaming the
+ * next one in over its 2 · kv_heads passes of ⌈span / VECTOR_WIDTH⌉ key blocks. Measured, one
+ * process, SmolLM2 shape at 16 rows: 0.53-0.59x the time of a task per (sequence, kv head)
+ * without prefetching while the cache streams from memory, 1.1-1.3x when it sits in cache.
+ */
+typedef struct {
+  const attention_arguments *a;
+  int64_t tasks;
+} decode_context;
+
+static void decode_sequence_task(void *context, size_t index, int thread) {
+  const decode_context *t = context;
+  const attention_arguments *a = t->a;
+  int64_t keys = visible_keys(a, 0), width = a->kv_heads * a->head_dim;
+  for (int64_t b = (int64_t)index; b < a->batch; b += t->tasks) {
+    prefetch_stream stream = {{NULL, NULL}, {0, 0}, 2, 0, 0};
+    int64_t next = b + t->tasks;
+    if (next < a->batch) {
+      int64_t first = first_real_key(a, next, keys);
+      int64_t length = (keys - first) * width;
+      stream = (prefetch_stream){{a->key + key_offset(a, next, first, 0),
+                                  a->value + key_offset(a, next, first, 0)},
+                                 {length, length}, length > 0 ? 0 : 2, 0, 0};
+      int64_t span = keys - first_real_key(a, b, keys);
+      int64_t steps = 2 * a->kv_heads * ((span + VECTOR_WIDTH - 1) / VECTOR_WIDTH);
+      int64_t lines = (2 * length + LINE_FLOATS - 1) / LINE_FLOATS;
+      stream.per_step = steps > 0 ? (lines + steps - 1) / steps * LINE_FLOATS : 0;
+    }
+    /* The task's first sequence was not streamed in: its first kv head fetches whole rows. */
+    bool streamed_in = b >= t->tasks;
+    for (int64_t kv_head = 0; kv_head < a->kv_heads; kv_head++)
+      decode_group(a, b, kv_head, thread, !streamed_in && kv_head == 0 ? width : 0, &stream);
+  }
 }
 
 void kernel_attention(const attention_arguments *a) {
@@ -332,7 +399,9 @@ void kernel_attention(const attention_arguments *a) {
   double work = (double)a->batch * a->heads * a->query_length * a->key_length * a->head_dim;
   int parallel = work >= 100000.0;
   if (a->query_length == 1 && a->probabilities == NULL) {
-    run_maybe_parallel((size_t)(a->batch * a->kv_heads), decode_group_task, &context, parallel);
+    int64_t threads = parallel ? pool_thread_count() : 1;
+    decode_context decode = {a, a->batch < threads ? a->batch : threads};
+    run_maybe_parallel((size_t)decode.tasks, decode_sequence_task, &decode, parallel);
     return;
   }
   size_t tasks = (size_t)(a->batch * a->heads * context.query_blocks);

@@ -8,6 +8,7 @@ import {
   headWeights,
   layerMatrices,
   layerMatrixWeights,
+  loraForwardFlopsPerToken,
   loraStepFlopsPerToken,
   prefillFlops,
   throughput,
@@ -39,6 +40,7 @@ describe('FLOPs per token from the model config', () => {
     // Rank 2 on query (4 → 4) and value (4 → 2): 2·(4 + 4) + 2·(4 + 2) = 28 per layer.
     const lora = { rank: 2, targetModules: ['queryProjection', 'valueProjection'] };
     assert.equal(loraStepFlopsPerToken(tiny, lora), 4 * 280 + 6 * 2 * 28);
+    assert.equal(loraForwardFlopsPerToken(tiny, lora), 2 * 280 + 2 * 2 * 28);
   });
 
   it('covers every weight of the model except its norms', () => {
@@ -61,6 +63,7 @@ describe('FLOPs per token from the model config', () => {
   it('gives SmolLM2-135M 269 MFLOP per generated token and 541 per LoRA-trained token', () => {
     assert.equal(forwardFlopsPerToken(smolLM2Shape), 268_959_744);
     assert.equal(loraStepFlopsPerToken(smolLM2Shape, smolLM2Lora), 540_684_288);
+    assert.equal(loraForwardFlopsPerToken(smolLM2Shape, smolLM2Lora), 269_881_344);
   });
 
   it('names the matrices when a LoRA target is unknown', () => {

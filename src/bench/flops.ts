@@ -86,18 +86,32 @@ export interface LoraShape {
  * 4·134,479,872 + 6·460,800 = 540,684,288 ≈ 541 MFLOP. (A full fine-tuning step is 6·W.)
  */
 export function loraStepFlopsPerToken(input: ModelConfigInput, lora: LoraShape): number {
+  const baseWeights = layerMatrixWeights(input) + headWeights(input);
+  return 4 * baseWeights + 6 * adapterWeights(input, lora);
+}
+
+/**
+ * Forward FLOPs of one position that produces logits with LoRA adapters unmerged: the base's
+ * (forwardFlopsPerToken) plus 2·W_adapters (SmolLM2-135M, rank 8 on query and value:
+ * 268,959,744 + 921,600 ≈ 270 MFLOP).
+ */
+export function loraForwardFlopsPerToken(input: ModelConfigInput, lora: LoraShape): number {
+  return forwardFlopsPerToken(input) + 2 * adapterWeights(input, lora);
+}
+
+/** Weights of all layers' adapters: rank·(in + out) per target matrix. */
+function adapterWeights(input: ModelConfigInput, lora: LoraShape): number {
   const matrices = layerMatrices(input);
-  let adapterWeights = 0;
+  let perLayer = 0;
   for (const name of lora.targetModules) {
     const shape = matrices[name];
     if (!shape)
       throw new Error(
         `LoRA FLOPs: unknown target module "${name}" (this config's matrices: ${Object.keys(matrices).sort().join(', ')})`,
       );
-    adapterWeights += lora.rank * (shape.inFeatures + shape.outFeatures);
+    perLayer += lora.rank * (shape.inFeatures + shape.outFeatures);
   }
-  const baseWeights = layerMatrixWeights(input) + headWeights(input);
-  return 4 * baseWeights + 6 * resolveModelConfig(input).layers * adapterWeights;
+  return resolveModelConfig(input).layers * perLayer;
 }
 
 /** A throughput figure (`units` per second) with the GFLOP/s its `flops` in `seconds` make. */

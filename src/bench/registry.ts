@@ -1,6 +1,7 @@
 import { TeamtrError } from '../util/errors.js';
 import type { Workload } from './context.js';
 import { benchmarkBfloat16Decode } from './bfloat16.js';
+import { smolLM2LoraDecode } from './lora-decode.js';
 import {
   smolLM2DecodeProducts,
   smolLM2Generation,
@@ -23,6 +24,8 @@ export const realModelWorkloads: Readonly<Record<string, Workload>> = {
   'smollm2-135m-shape-generate-batch64': smolLM2Generation(64),
   'smollm2-135m-shape-bfloat16-batch1': (context) =>
     benchmarkBfloat16Decode({ config: smolLM2Shape, name: 'smollm2-135m-shape', ...context }),
+  // The stage's sampling: 16 rows on a bfloat16 base with LoRA adapters (about 25 s).
+  'smollm2-135m-shape-bf16-lora-decode-batch16': smolLM2LoraDecode,
   'smollm2-decode-products': smolLM2DecodeProducts,
   'smollm2-135m-shape-score-exact-kl': scoringAndExactKl,
   'smollm2-135m-shape-lora-train-step': smolLM2LoraStep,

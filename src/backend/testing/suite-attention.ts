@@ -95,6 +95,25 @@ export const ATTENTION_CASES: AttentionCase[] = [
     mask: [...[0, 0, 0, ...new Array(37).fill(1)], ...[...new Array(37).fill(1), 0, 0, 0]],
   },
   {
+    // More sequences than threads: native decode tasks take every T-th sequence and stream the
+    // next one's keys and values in while computing; row 3 is all padding (nothing to stream).
+    name: 'decode step, five sequences of SmolLM2-like heads (3 kv heads of 3)',
+    shape: {
+      batch: 5,
+      queryLength: 1,
+      keyLength: 40,
+      keyCapacity: 43,
+      heads: 9,
+      kvHeads: 3,
+      headDim: 64,
+      queryStart: 39,
+    },
+    mask: [0, 2, 7, 43, 21].flatMap((padding) => [
+      ...new Array(Math.min(padding, 43)).fill(0),
+      ...new Array(Math.max(43 - padding, 0)).fill(1),
+    ]),
+  },
+  {
     name: 'two-query decode step, head dim 136 (two value chunks)',
     shape: {
       batch: 1,
@@ -261,14 +280,19 @@ export function attentionTests(backend: KernelBackend): void {
     // bits the same query gets in a whole-sequence pass, with or without saved probabilities
     // (native decode steps without them run a kv head's query heads together). Widths past
     // the native 16-key blocks and 64-float value chunks; groups of 3 and 5 query heads (more
-    // than the 4 a value row is shared by); the second row left-padded.
+    // than the 4 a value row is shared by); rows left-padded.
     for (const [heads, headDim] of [
       [6, 64],
       [10, 72],
     ] as const) {
       test(`a decode step gives a full pass's bits (${heads} heads / 2 kv heads, dim ${headDim})`, () => {
-        const [batch, length, kvHeads] = [2, 37, 2];
-        const mask = [...new Array(length).fill(1), 0, 0, 0, ...new Array(length - 3).fill(1)];
+        // Five rows: more than the native decode's tasks (one per thread), each left-padded
+        // by 3 more slots than the one before.
+        const [batch, length, kvHeads] = [5, 37, 2];
+        const mask = Array.from({ length: batch }, (_row, row) => [
+          ...new Array(3 * row).fill(0),
+          ...new Array(length - 3 * row).fill(1),
+        ]).flat();
         const full = attentionInputs(
           {
             name: 'full pass',

@@ -72,8 +72,8 @@ function runCase(
 
 /**
  * The bfloat16-weight product and its float32-weight twin: against a float64 product with the
- * widened weights, on row counts of decoding (1, 3), past the few-row kernel (17) and of prefill
- * (64), with column and depth counts off every block and vector size (and depths below a vector,
+ * widened weights, on row counts of decoding (1, 3, 5, 16), past the few-row kernel (17) and of
+ * prefill (64), with column and depth counts off every block and vector size (and depths below a vector,
  * a LoRA up-projection's); and the property sampled = scored log-probs rest on: a row's result
  * does not depend on how many other rows are multiplied with it.
  */
@@ -86,7 +86,7 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
   describe(kind, () => {
     test('odd shapes and tails, both layouts of B', () => {
       let seed = 100;
-      for (const m of [1, 3, 17, 64]) {
+      for (const m of [1, 3, 5, 16, 17, 64]) {
         for (const [n, k] of [
           [1, 1],
           [7, 5],
@@ -133,7 +133,8 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           const { b } = randomWeights(random, k * n, kind);
           const together = allocate(m * n);
           multiply(backend, kind, b, { a, c: together, m, n, k, transposeB });
-          for (const count of [1, 3, 17]) {
+          // 5 and 16: few-row blocks of four and one, and a decode batch (all prefetching).
+          for (const count of [1, 3, 5, 16, 17]) {
             for (let first = 0; first + count <= m; first += 13) {
               const part = allocate(count * n);
               const rows = a.subarray(first * k, (first + count) * k);
