@@ -6,10 +6,8 @@ import {
   embedding,
   gelu,
   isGradientEnabled,
-  layerNorm,
   matmul,
   parameter,
-  rmsNorm,
   rope,
   swiglu,
   tidy,
@@ -25,80 +23,16 @@ import {
 import type { KeyValueCache } from './kv-cache.js';
 import { Linear, normalValues, type LinearLayer } from './linear.js';
 import { Module } from './module.js';
+import { createNorm, RMSNorm, type Norm, type ResidualStream } from './norms.js';
 import { selectRows } from '../tensor/ops/gather.js';
-import { addRmsNorm } from '../tensor/ops/residual-norm.js';
 
 /**
  * Decoder-only language models: the Llama family (RMSNorm, RoPE, SwiGLU, grouped-query
  * attention; Qwen2's QKV bias and Qwen3's QK-norm as options) and GPT-2 (learned positions,
- * LayerNorm, GELU). One file, classes in dependency order: norm → attention → MLP → block →
- * model. Activations keep the projection layout [batch, length, features] throughout; heads
+ * LayerNorm, GELU). Classes in dependency order: attention → MLP → block → model (the norms
+ * they share are in norms.ts). Activations keep the projection layout [batch, length, features] throughout; heads
  * are a view the kernels understand, so no transposes are ever materialized.
  */
-
-// ---- norms ---------------------------------------------------------------------------------
-
-/**
- * What the two norms share: a learned per-feature scale `weight` (ones at the start, so the
- * norm starts as a pure normalization) and ε. They differ in the statistics and LayerNorm's bias.
- */
-abstract class ScaledNorm extends Module {
-  readonly weight: Tensor;
-  constructor(
-    size: number,
-    readonly epsilon: number,
-  ) {
-    super();
-    this.weight = this.registerParameter(
-      'weight',
-      parameter(new Float32Array(size).fill(1), [size]),
-    );
-  }
-  abstract forward(input: Tensor): Tensor;
-  /** The residual add before the norm, and the norm: (x + δ, norm(x + δ)). */
-  abstract addThenForward(input: Tensor, residual: Tensor): ResidualStream;
-}
-
-/** The residual stream x and its norm for the sublayer that reads it. */
-export interface ResidualStream {
-  /** [B, T, C] */
-  hidden: Tensor;
-  /** [B, T, C] norm(hidden) */
-  normed: Tensor;
-}
-
-export class RMSNorm extends ScaledNorm {
-  forward(input: Tensor): Tensor {
-    return rmsNorm(input, this.weight, this.epsilon);
-  }
-  addThenForward(input: Tensor, residual: Tensor): ResidualStream {
-    const { sum, normed } = addRmsNorm(input, residual, this.weight, this.epsilon);
-    return { hidden: sum, normed };
-  }
-}
-
-export class LayerNorm extends ScaledNorm {
-  readonly bias: Tensor;
-  constructor(size: number, epsilon: number) {
-    super(size, epsilon);
-    this.bias = this.registerParameter('bias', parameter(new Float32Array(size), [size]));
-  }
-  forward(input: Tensor): Tensor {
-    return layerNorm(input, this.weight, this.bias, this.epsilon);
-  }
-  addThenForward(input: Tensor, residual: Tensor): ResidualStream {
-    const hidden = add(input, residual);
-    return { hidden, normed: this.forward(hidden) };
-  }
-}
-
-type Norm = RMSNorm | LayerNorm;
-
-function createNorm(config: ModelConfig, features: ModelFeatures): Norm {
-  return features.norm === 'layernorm'
-    ? new LayerNorm(config.hiddenSize, config.normEpsilon)
-    : new RMSNorm(config.hiddenSize, config.normEpsilon);
-}
 
 // ---- attention -----------------------------------------------------------------------------
 
