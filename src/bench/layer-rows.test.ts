@@ -4,7 +4,7 @@ import { TransformerLM } from '../nn/transformer.js';
 import { crossEntropy, noGrad, tidy } from '../tensor/index.js';
 import { RandomGenerator } from '../util/random.js';
 import { layerMatrixWeights } from './flops.js';
-import { LayerRows, stageLayerFlops } from './layer-rows.js';
+import { LayerRows, stageHeadFlops, stageLayerFlops } from './layer-rows.js';
 
 const config = {
   architecture: 'llama',
@@ -18,7 +18,7 @@ const config = {
 } as const;
 
 describe('layer rows of a stage', () => {
-  test('counts every input row, split by gradients, and stops counting once detached', () => {
+  test('counts every input row and every head row, split by gradients, and stops once detached', () => {
     const first = new TransformerLM(config, new RandomGenerator(1));
     const second = new TransformerLM(config, new RandomGenerator(2));
     const rows = new LayerRows([first, second, first]);
@@ -26,12 +26,19 @@ describe('layer rows of a stage', () => {
     tidy(() => crossEntropy(first.forward({ ids, batch: 3, length: 5 }), ids).backward());
     noGrad(() => tidy(() => second.forward({ ids, batch: 5, length: 3 })));
     noGrad(() => tidy(() => first.forward({ ids: ids.subarray(0, 4), batch: 2, length: 2 })));
+    // Logits only where asked (scoring's completion rows): the head runs on those.
+    const selected = Int32Array.from([0, 4]);
+    noGrad(() => tidy(() => second.forward({ ids, batch: 3, length: 5, rows: selected })));
     // The first model was listed twice but is wrapped once.
-    assert.deepEqual([rows.withGradients, rows.withoutGradients], [15, 19]);
+    assert.deepEqual([rows.withGradients, rows.withoutGradients], [15, 34]);
+    assert.deepEqual([rows.headWithGradients, rows.headWithoutGradients], [15, 21]);
     const weights = layerMatrixWeights(config);
-    assert.equal(stageLayerFlops(rows, weights), 2 * weights * (19 + 2 * 15));
+    assert.equal(stageLayerFlops(rows, weights), 2 * weights * (34 + 2 * 15));
+    const headWeights = config.vocabSize * config.hiddenSize;
+    assert.equal(stageHeadFlops(rows, headWeights), 2 * headWeights * (21 + 2 * 15));
     rows.detach();
     noGrad(() => tidy(() => first.forward({ ids, batch: 3, length: 5 })));
-    assert.deepEqual([rows.withGradients, rows.withoutGradients], [15, 19]);
+    assert.deepEqual([rows.withGradients, rows.withoutGradients], [15, 34]);
+    assert.deepEqual([rows.headWithGradients, rows.headWithoutGradients], [15, 21]);
   });
 });

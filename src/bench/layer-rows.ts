@@ -4,25 +4,35 @@ import { isGradientEnabled } from '../tensor/index.js';
 /**
  * Positions the layers of some models ran, counted by wrapping each model's `forwardHidden`:
  * every row of its input (batch × length, left padding included: padded rows are computed
- * too), split by whether gradients were recorded. A bench instrument, not a training feature:
- * the counts turn a stage's seconds into a rate (stageLayerFlops).
+ * too), split by whether gradients were recorded; and the rows their LM head ran (`head`, the
+ * one way to logits). A bench instrument, not a training feature: the counts turn a stage's
+ * seconds into a rate (stageFlops).
  */
 export class LayerRows {
   withGradients = 0;
   withoutGradients = 0;
+  headWithGradients = 0;
+  headWithoutGradients = 0;
   private readonly restore: Array<() => void> = [];
 
   constructor(models: readonly TransformerLM[]) {
     for (const model of new Set(models)) {
-      const original = model.forwardHidden;
+      const { forwardHidden, head } = model;
       model.forwardHidden = (input) => {
         const rows = input.batch * input.length;
         if (isGradientEnabled()) this.withGradients += rows;
         else this.withoutGradients += rows;
-        return original.call(model, input);
+        return forwardHidden.call(model, input);
+      };
+      model.head = (hidden) => {
+        const rows = hidden.size / model.config.hiddenSize;
+        if (isGradientEnabled()) this.headWithGradients += rows;
+        else this.headWithoutGradients += rows;
+        return head.call(model, hidden);
       };
       this.restore.push(() => {
-        model.forwardHidden = original;
+        model.forwardHidden = forwardHidden;
+        model.head = head;
       });
     }
   }
@@ -42,4 +52,12 @@ export class LayerRows {
  */
 export function stageLayerFlops(rows: LayerRows, layerWeights: number): number {
   return 2 * layerWeights * (rows.withoutGradients + 2 * rows.withGradients);
+}
+
+/**
+ * FLOPs of the LM head's product over its counted rows (hidden × vocabulary weights, frozen):
+ * 2 per weight per row, twice that with gradients (the hidden states' gradient).
+ */
+export function stageHeadFlops(rows: LayerRows, headWeights: number): number {
+  return 2 * headWeights * (rows.headWithoutGradients + 2 * rows.headWithGradients);
 }

@@ -12,7 +12,7 @@ import type { TrainableUnit } from '../trainer/units.js';
 import { writeSmolLM2ShapeCheckpoint } from './team-stage-fixture.js';
 import type { WorkloadFigure } from './context.js';
 import { layerMatrixWeights } from './flops.js';
-import { LayerRows, stageLayerFlops } from './layer-rows.js';
+import { LayerRows, stageHeadFlops, stageLayerFlops } from './layer-rows.js';
 
 /**
  * One TeamTR stage of a three-agent team at SmolLM2-135M's shape (random weights, real
@@ -175,13 +175,17 @@ export async function benchmarkTeamStage(
     const seconds = secondsSince(started);
     const cpu = process.cpuUsage(cpuBefore);
     rows.detach();
-    const flops = stageLayerFlops(rows, layerMatrixWeights(models[0]!.config));
+    const { config } = models[0]!;
+    const layerFlops = stageLayerFlops(rows, layerMatrixWeights(config));
+    const headFlops = stageHeadFlops(rows, config.vocabSize * config.hiddenSize);
+    const flops = layerFlops + headFlops;
     const precision = settings.weightsDtype === 'bfloat16' ? '-bf16' : '';
     const name = `smollm2-135m-shape-team-stage-${settings.problemsPerBatch}x${settings.groupSize}${precision}`;
     for (const loaded of context.built.models) loaded.model.destroy();
     return [
-      // As a rate: the layers' weight products over the stage's seconds (a lower bound on the
-      // work done; layer-rows.ts), which run-workload states as a fraction of the bound.
+      // As a rate: the weight products of the layers and the LM head over the stage's seconds
+      // (a lower bound on the work done; layer-rows.ts), which run-workload states as a
+      // fraction of the bound: the stage's seconds at the bound are seconds × that fraction.
       { name: `${name}-seconds`, value: seconds, unit: 's', achievedGflops: flops / seconds / 1e9 },
       // CPU time of every thread: on a shared machine it moves less than wall time.
       { name: `${name}-cpu-seconds`, value: (cpu.user + cpu.system) / 1e6, unit: 's' },
@@ -191,7 +195,13 @@ export async function benchmarkTeamStage(
       { name: `${name}-generated-tokens`, value: stage.generatedTokens, unit: 'tokens' },
       { name: `${name}-layer-rows-with-gradients`, value: rows.withGradients, unit: 'rows' },
       { name: `${name}-layer-rows-without-gradients`, value: rows.withoutGradients, unit: 'rows' },
-      { name: `${name}-layer-gflop`, value: flops / 1e9, unit: 'GFLOP' },
+      { name: `${name}-layer-gflop`, value: layerFlops / 1e9, unit: 'GFLOP' },
+      {
+        name: `${name}-head-rows`,
+        value: rows.headWithoutGradients + rows.headWithGradients,
+        unit: 'rows',
+      },
+      { name: `${name}-head-gflop`, value: headFlops / 1e9, unit: 'GFLOP' },
       { name: `${name}-updates-in-region`, value: inRegion(outcome.records), unit: 'updates' },
       {
         name: `${name}-peak-rss`,
