@@ -2,6 +2,7 @@ import { generate } from '../nn/generate.js';
 import { TransformerLM } from '../nn/transformer.js';
 import type { ModelConfigInput } from '../nn/config.js';
 import { RandomGenerator } from '../util/random.js';
+import { median } from './context.js';
 import type { BenchmarkResult } from './workloads.js';
 
 export interface Bfloat16DecodeBenchmarkOptions {
@@ -17,12 +18,6 @@ export interface Bfloat16DecodeBenchmarkOptions {
   promptTokens?: number;
   /** Sampled tokens. @default 32 */
   newTokens?: number;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((left, right) => left - right);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 /**

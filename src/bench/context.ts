@@ -27,6 +27,34 @@ export interface WorkloadFigure extends BenchmarkResult {
 /** A benchmark workload: what it measures, as named figures (a stage of training is async). */
 export type Workload = (context: WorkloadContext) => WorkloadFigure[] | Promise<WorkloadFigure[]>;
 
+/** The median of some values (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/**
+ * Median seconds of a generation call producing 1 new token (`prefill`: the prompt pass, which
+ * samples the first token) and `newTokens` (`total`), the two alternating within each repeat so
+ * that a change of load on a shared machine hits both. Warm-up runs are prompt passes only: they
+ * reach every kernel a decode step uses at a fraction of a whole call's time.
+ */
+export function timePrefillAndTotal(
+  seconds: (maxNewTokens: number) => number,
+  newTokens: number,
+  context: WorkloadContext,
+): { prefill: number; total: number } {
+  for (let index = 0; index < context.warmup; index++) seconds(1);
+  const prefillRuns: number[] = [];
+  const totalRuns: number[] = [];
+  for (let index = 0; index < context.repeats; index++) {
+    prefillRuns.push(seconds(1));
+    totalRuns.push(seconds(newTokens));
+  }
+  return { prefill: median(prefillRuns), total: median(totalRuns) };
+}
+
 /** Median seconds of `repeats` timed runs after `warmup` untimed ones. */
 export function medianSeconds(run: () => void, warmup: number, repeats: number): number {
   return timeKernel(run, {

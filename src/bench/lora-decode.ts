@@ -1,7 +1,7 @@
 import { generate } from '../nn/generate.js';
 import { applyLora } from '../nn/lora.js';
 import { RandomGenerator } from '../util/random.js';
-import type { WorkloadContext, WorkloadFigure } from './context.js';
+import { timePrefillAndTotal, type WorkloadContext, type WorkloadFigure } from './context.js';
 import { layerMatrixWeights, loraForwardFlopsPerToken, prefillFlops, throughput } from './flops.js';
 import { smolLM2Lora, smolLM2Shape, withSmolLM2 } from './real-model.js';
 
@@ -40,15 +40,7 @@ export function smolLM2LoraDecode(context: WorkloadContext): WorkloadFigure[] {
       generate(model, { prompts, maxNewTokens, random: streams, temperature: 1 });
       return Number(process.hrtime.bigint() - start) / 1e9;
     };
-    for (let index = 0; index < context.warmup; index++) seconds(1);
-    const prefillRuns: number[] = [];
-    const totalRuns: number[] = [];
-    for (let index = 0; index < context.repeats; index++) {
-      prefillRuns.push(seconds(1));
-      totalRuns.push(seconds(newTokens));
-    }
-    const prefill = median(prefillRuns);
-    const total = median(totalRuns);
+    const { prefill, total } = timePrefillAndTotal(seconds, newTokens, context);
     if (!(total > prefill))
       throw new Error(
         `bf16 LoRA decode: ${newTokens} new tokens took no longer than 1 (${total} s ≤ ${prefill} s); the machine was too busy to split prefill from decode, run again`,
@@ -74,10 +66,4 @@ export function smolLM2LoraDecode(context: WorkloadContext): WorkloadFigure[] {
       }),
     ];
   });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((left, right) => left - right);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }

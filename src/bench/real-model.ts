@@ -9,6 +9,7 @@ import { crossEntropy, tidy } from '../tensor/index.js';
 import { RandomGenerator } from '../util/random.js';
 import {
   medianSeconds,
+  timePrefillAndTotal,
   type Workload,
   type WorkloadContext,
   type WorkloadFigure,
@@ -67,12 +68,6 @@ function randomIds(random: RandomGenerator, count: number): number[] {
   return Array.from({ length: count }, () => random.nextInt(smolLM2Shape.vocabSize));
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((left, right) => left - right);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
 /**
  * Median seconds of the engine's own `generate` (KV cache, multinomial at temperature 1) for
  * `batch` prompts of 32 tokens, producing 1 new token (`prefill`: the prompt pass, which samples
@@ -92,16 +87,8 @@ function timeGeneration(
     generate(model, { prompts, maxNewTokens, random, temperature: 1 });
     return Number(process.hrtime.bigint() - start) / 1e9;
   };
-  // Warm-up runs are prompt passes only: they reach every kernel a decode step uses, at a
-  // fraction of a whole generation's time (a whole one is 10+ s at batch 64).
-  for (let index = 0; index < context.warmup; index++) seconds(1);
-  const prefillRuns: number[] = [];
-  const totalRuns: number[] = [];
-  for (let index = 0; index < context.repeats; index++) {
-    prefillRuns.push(seconds(1));
-    totalRuns.push(seconds(newTokens));
-  }
-  return { prefill: median(prefillRuns), total: median(totalRuns) };
+  // A whole generation is 10+ s at batch 64, so warm-ups are prompt passes only.
+  return timePrefillAndTotal(seconds, newTokens, context);
 }
 
 /**
