@@ -1,3 +1,4 @@
+import { sumsInOneOrder } from '../nn/shared-prefix-scoring.js';
 import {
   measuredImprovement,
   meanWithStandardError,
@@ -127,8 +128,11 @@ export class Stage {
       temperature: this.settings.rollout.temperature,
       reuse:
         reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
-      // An update of a unit reads π_old from them (trust-region.ts checks they are its own).
-      keepHiddenStatesOf: this.units.flatMap((unit) => unit.agentIndices),
+      // An update of a unit reads π_old from them (kl-meter.ts checks they are its own), where
+      // its products sum in one order; elsewhere decoding's sums differ from scoring's.
+      keepHiddenStatesOf: this.units.flatMap((unit) =>
+        unit.kind !== 'tinker' && sumsInOneOrder(unit.model) ? unit.agentIndices : [],
+      ),
     });
     this.generatedTokens += batch.generatedTokens;
     this.occupancy.begin(batch);
