@@ -26,6 +26,7 @@
         "native/src/gemm_small.c",
         "native/src/matmul.c",
         "native/src/matmul_bfloat16.c",
+        "native/src/matmul_bfloat16_rows.c",
         "native/src/matmul_gemm_order.c",
         "native/src/matmul_skinny.c",
         "native/src/norms.c",

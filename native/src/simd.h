@@ -93,10 +93,40 @@ static inline void sum_stage(vfloat rows[VECTOR_WIDTH], int w, vint low, vint hi
   }
 }
 
+#if VECTOR_WIDTH == 16
+#include <immintrin.h>
+
+/*
+ * AVX-512: the same tree, each stage's two shuffles written with immediate-operand
+ * instructions that pick exactly the lanes sum_stage's index vectors pick (128-bit block
+ * shuffles, masked where a stage interleaves the two inputs' blocks, then pd unpacks and
+ * masked movsldup/movshdup). GCC compiles the generic form's middle and last stages to
+ * vpermt2ps, which needs index registers and a register copy per shuffle (it destroys an
+ * input). Same additions of the same values, so the same bits (tested against the generic
+ * form in the shared suite's products).
+ */
+static inline vfloat vsum_rows(vfloat rows[VECTOR_WIDTH]) {
+  __m512 r[16];
+  for (int i = 0; i < 16; i++) r[i] = (__m512)rows[i];
+  for (int i = 0; i < 8; i++) /* w = 8: lane j ± 8 */
+    r[i] = _mm512_add_ps(_mm512_shuffle_f32x4(r[i], r[i + 8], 0x44),
+                         _mm512_shuffle_f32x4(r[i], r[i + 8], 0xEE));
+  for (int i = 0; i < 4; i++) /* w = 4: 128-bit blocks of the pair, interleaved */
+    r[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(r[i], 0xF0F0, r[i + 4], r[i + 4], 0xA0),
+                         _mm512_mask_shuffle_f32x4(r[i + 4], 0x0F0F, r[i], r[i], 0xF5));
+  for (int i = 0; i < 2; i++) /* w = 2: 64-bit halves of each block */
+    r[i] = _mm512_add_ps((__m512)_mm512_unpacklo_pd((__m512d)r[i], (__m512d)r[i + 2]),
+                         (__m512)_mm512_unpackhi_pd((__m512d)r[i], (__m512d)r[i + 2]));
+  /* w = 1: even and odd lanes */
+  return (vfloat)_mm512_add_ps(_mm512_mask_moveldup_ps(r[0], 0xAAAA, r[1]),
+                               _mm512_mask_movehdup_ps(r[1], 0x5555, r[0]));
+}
+#else
 static inline vfloat vsum_rows(vfloat rows[VECTOR_WIDTH]) {
   butterfly(rows, sum_stage);
   return rows[0];
 }
+#endif
 
 #define LANE_INDEX(w, j) (j)
 

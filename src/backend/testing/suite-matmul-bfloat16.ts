@@ -86,7 +86,8 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
   describe(kind, () => {
     test('odd shapes and tails, both layouts of B', () => {
       let seed = 100;
-      for (const m of [1, 3, 5, 16, 17, 64]) {
+      // 200: more rows than one task takes when there are few column blocks (row parts).
+      for (const m of [1, 3, 5, 16, 17, 64, 200]) {
         for (const [n, k] of [
           [1, 1],
           [7, 5],
@@ -107,6 +108,7 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
         runCase(backend, kind, { m: 5, n: 70, k: 40, transposeB, alpha: 0.5, beta: 1 }, seed++);
         runCase(backend, kind, { m: 18, n: 9, k: 33, transposeB, alpha: 2, beta: -0.5 }, seed++);
         runCase(backend, kind, { m: 40, n: 67, k: 6, transposeB, alpha: 2, beta: 1 }, seed++);
+        runCase(backend, kind, { m: 150, n: 67, k: 20, transposeB, alpha: 2, beta: -0.5 }, seed++);
         runCase(backend, kind, { m: 3, n: 4, k: 0, transposeB, beta: 0.25 }, seed++);
       }
     });
@@ -128,14 +130,15 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           [129, 576],
           [131, 8],
         ] as const) {
-          const m = 64;
+          // Past 128 rows with few column blocks, the rows are cut between tasks too.
+          const m = 200;
           const a = randomArray(random, m * k);
           const { b } = randomWeights(random, k * n, kind);
           const together = allocate(m * n);
           multiply(backend, kind, b, { a, c: together, m, n, k, transposeB });
           // 5 and 16: few-row blocks of four and one, and a decode batch (all prefetching).
           for (const count of [1, 3, 5, 16, 17]) {
-            for (let first = 0; first + count <= m; first += 13) {
+            for (let first = 0; first + count <= m; first += 37) {
               const part = allocate(count * n);
               const rows = a.subarray(first * k, (first + count) * k);
               multiply(backend, kind, b, { a: rows, c: part, m: count, n, k, transposeB });

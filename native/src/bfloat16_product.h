@@ -1,0 +1,146 @@
+/*
+ * What the two paths of the product with bfloat16 weights share (matmul_bfloat16.c: B [n×k],
+ * matmul_bfloat16_rows.c: B [k×n]): the problem, exact widening of bfloat16 to float32, how an
+ * entry of C is stored, and how C is cut into tasks.
+ */
+#ifndef TEAMTR_BFLOAT16_PRODUCT_H
+#define TEAMTR_BFLOAT16_PRODUCT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "parallel.h"
+#include "simd.h"
+
+/* Columns of C per task (the B [k×n] path takes more with many rows). */
+#define COLUMN_BLOCK 64
+/* Up to this many rows, widening B in registers per 4-row block costs less than a scratch copy. */
+#define IN_PLACE_ROWS 16
+#define PARALLEL_WORK 200000.0
+
+typedef uint16_t vhalf __attribute__((vector_size(VECTOR_WIDTH * sizeof(uint16_t))));
+typedef uint32_t vuint __attribute__((vector_size(VECTOR_WIDTH * sizeof(uint32_t))));
+
+/* VECTOR_WIDTH bfloat16 values widened to float32: zero-extend, shift into the upper half. */
+static inline vfloat vload_bfloat16(const uint16_t *source) {
+  vhalf half;
+  memcpy(&half, source, sizeof half);
+  return (vfloat)(__builtin_convertvector(half, vuint) << 16);
+}
+
+/*
+ * The same values in fewer instructions with AVX-512: GCC splits the conversion above into
+ * 256-bit halves (two loads, two extends, an insert, a shift), three times the instructions of
+ * one 512-bit zero-extend and shift. That matters where several rows of A share each widened
+ * vector and the loop is bound by arithmetic: 16 rows ran 1.4x as fast (same process, one
+ * thread). With one row the loop waits on memory and the split form measured 4-10% faster, so
+ * that path keeps it.
+ */
+static inline vfloat vload_bfloat16_compute(const uint16_t *source) {
+#if VECTOR_WIDTH == 16
+  __m256i half = _mm256_loadu_si256((const __m256i *)source);
+  return (vfloat)_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16);
+#else
+  return vload_bfloat16(source);
+#endif
+}
+
+static inline float widen(uint16_t bits) {
+  uint32_t wide = (uint32_t)bits << 16;
+  float value;
+  memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+/* B is either bfloat16 (b) or float32 (b_single, matmulFixedOrder); the other pointer is NULL. */
+typedef struct {
+  const float *a;
+  const uint16_t *b;
+  const float *b_single;
+  float *c;
+  int64_t m, n, k;
+  float alpha, beta;
+} bfloat16_problem;
+
+/* B's entry at flat index `index`, as float32. */
+static inline float b_entry(const bfloat16_problem *g, int64_t index) {
+  return g->b ? widen(g->b[index]) : g->b_single[index];
+}
+
+/* Same trick as matmul_skinny.c: keeps a loaded vector in a register instead of re-loading it. */
+static inline vfloat in_register(vfloat value) {
+  __asm__("" : "+v"(value));
+  return value;
+}
+
+static inline void store(const bfloat16_problem *g, int64_t r, int64_t j, float total) {
+  float *target = g->c + r * g->n + j;
+  *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
+}
+
+/* C's block of rows [r0, r1) × columns [j0, j1) scaled by beta, before the sums are added. */
+static inline void prepare_c(const bfloat16_problem *g, int64_t r0, int64_t r1, int64_t j0,
+                             int64_t j1) {
+  if (g->beta == 0.0f || g->beta == 1.0f) return;
+  for (int64_t r = r0; r < r1; r++) {
+    for (int64_t j = j0; j < j1; j++) g->c[r * g->n + j] *= g->beta;
+  }
+}
+
+/*
+ * How a product's C is cut into tasks: blocks of `columns` columns, and with many rows (more
+ * than IN_PLACE_ROWS) each block also cut into parts of `rows` rows when there are too few
+ * column blocks to keep every thread busy to the end. SmolLM2's key and value projections
+ * (n = 192) made 3 column tasks for 2 threads: 0.71 of the float32 GEMM's speed, against
+ * 0.84 on one thread. Task t is column block t % column_tasks of row part t / column_tasks.
+ * Each entry is still computed by one task, in its one order.
+ */
+typedef struct {
+  int64_t columns, column_tasks, rows, row_tasks;
+} task_grid;
+
+/* Tasks wanted per thread, so that the last round of a pool run leaves little idle time. */
+#define TASKS_PER_THREAD 8
+/* Fewest rows in a row part: below it, widening a task's B block costs too much per row. */
+#define PART_ROWS 64
+
+static inline task_grid plan_tasks(const bfloat16_problem *g, int64_t columns) {
+  task_grid grid = {columns, chunk_count(g->n, columns), g->m, 1};
+  if (g->m <= IN_PLACE_ROWS) return grid;
+  int64_t wanted = TASKS_PER_THREAD * pool_thread_count();
+  int64_t parts = (wanted + grid.column_tasks - 1) / grid.column_tasks;
+  int64_t most = g->m / PART_ROWS > 1 ? g->m / PART_ROWS : 1;
+  parts = parts < most ? parts : most;
+  int64_t rows = (g->m + parts - 1) / parts;
+  grid.rows = (rows + 3) / 4 * 4; /* whole 4-row blocks */
+  grid.row_tasks = chunk_count(g->m, grid.rows);
+  return grid;
+}
+
+static inline size_t task_count(const task_grid *grid) {
+  return (size_t)(grid->column_tasks * grid->row_tasks);
+}
+
+/* A pool task's context: the problem and how it is cut. */
+typedef struct {
+  const bfloat16_problem *problem;
+  task_grid grid;
+} product_tasks;
+
+/* Rows [*r0, *r1) and columns [*j0, *j1) of task `index`. */
+static inline void task_block(const bfloat16_problem *g, const task_grid *grid, size_t index,
+                              int64_t *r0, int64_t *r1, int64_t *j0, int64_t *j1) {
+  chunk_range((int64_t)index % grid->column_tasks, grid->columns, g->n, j0, j1);
+  chunk_range((int64_t)index / grid->column_tasks, grid->rows, g->m, r0, r1);
+}
+
+/* B [k×n] (dInput = dOutput·W for a frozen W): one running sum per entry (matmul_bfloat16_rows.c). */
+void matmul_bfloat16_rows(const bfloat16_problem *g);
+/* A transposed B shallower than a vector, on the B [k×n] path (matmul_bfloat16_rows.c). */
+void matmul_shallow_transposed(const bfloat16_problem *g);
+
+#endif

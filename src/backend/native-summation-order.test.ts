@@ -1,0 +1,109 @@
+/**
+ * The native bfloat16-weight product sums each entry of C in the order its header documents
+ * (native/src/matmul_bfloat16.c), checked bit for bit against that order written out here:
+ * VECTOR_WIDTH lane sums over k (lane l takes p = l, l + W, …, one FMA each), the lanes added
+ * by simd.h's butterfly tree (stage w = W/2, …, 1 adds lane j and lane j + w of the running
+ * halves), then the k % W tail one FMA at a time. The kernel's speed-ups (cheaper shuffles for
+ * the tree, how C is cut into tasks) must not move a bit of it: sampled = scored log-probs
+ * rest on every path summing this way.
+ *
+ * Float32 arithmetic is emulated in float64 with Math.fround, which is exact for the values
+ * used: `a` has 12 significant bits and bfloat16 weights 8, so a product has at most 20, and
+ * with magnitudes within a few powers of two every sum of a float32 and such a product is exact
+ * in float64 before it is rounded once to float32 — which is what an FMA does. The float32
+ * roundings themselves do happen (accumulators need more than 24 bits), so another order gives
+ * other bits.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { roundToBfloat16, widenBfloat16 } from './bfloat16.js';
+import { loadNativeBackend, nativeBuildInfo } from './native.js';
+import { createRandom, type RandomGenerator } from './testing/random.js';
+
+const fround = Math.fround;
+
+/** Numbers in ±[0.5, 2) with `bits` significant bits. */
+function coarseValues(random: RandomGenerator, length: number, bits: number): Float32Array {
+  const values = new Float32Array(length);
+  const scale = 2 ** (bits - 1);
+  for (let index = 0; index < length; index++) {
+    const mantissa = scale + random.integer(scale); // [2^(bits-1), 2^bits)
+    const sign = random.next() < 0.5 ? -1 : 1;
+    values[index] = (sign * mantissa) / scale / (random.next() < 0.5 ? 2 : 1);
+  }
+  return values;
+}
+
+/**
+ * The lane sums' butterfly (simd.h vsum_rows): each stage folds the running sums in half,
+ * adding sum j to sum j + half (lanes 0..7 to 8..15 first with 16 lanes, then 0..3 to 4..7, …).
+ */
+function treeSum(lanes: readonly number[]): number {
+  let sums = lanes.slice();
+  while (sums.length > 1) {
+    const half = sums.length / 2;
+    sums = sums.slice(0, half).map((sum, j) => fround(sum + sums[j + half]!));
+  }
+  return sums[0]!;
+}
+
+/** One entry of C = A·Bᵀ in the documented order. */
+function documentedEntry(a: Float32Array, b: Float32Array, width: number): number {
+  const k = a.length;
+  const lanes = new Array<number>(width).fill(0);
+  let p = 0;
+  for (; p + width <= k; p += width) {
+    for (let lane = 0; lane < width; lane++)
+      lanes[lane] = fround(lanes[lane]! + a[p + lane]! * b[p + lane]!);
+  }
+  let total = treeSum(lanes);
+  for (; p < k; p++) total = fround(total + a[p]! * b[p]!);
+  return total;
+}
+
+const native = loadNativeBackend();
+const width = nativeBuildInfo()?.vectorWidth ?? 0;
+
+describe('native bfloat16 product: the documented summation order', { skip: !native }, () => {
+  test('every entry, few rows and many, equals the order written out', () => {
+    const random = createRandom(11);
+    // n = 70: column blocks of 64 and 6; 150 rows are cut between tasks as well.
+    for (const [m, n, k] of [
+      [1, 70, 3 * width + 5],
+      [5, 9, 2 * width],
+      [150, 70, 4 * width + 3],
+    ] as const) {
+      const a = coarseValues(random, m * k, 12);
+      const bits = roundToBfloat16(coarseValues(random, n * k, 8));
+      const weights = widenBfloat16(bits);
+      const c = new Float32Array(m * n);
+      native!.matmulBfloat16({ a, b: bits, c, m, n, k, transposeB: true });
+      for (let row = 0; row < m; row++) {
+        for (let column = 0; column < n; column++) {
+          const expected = documentedEntry(
+            a.subarray(row * k, (row + 1) * k),
+            weights.subarray(column * k, (column + 1) * k),
+            width,
+          );
+          assert.equal(c[row * n + column], expected, `m ${m}, entry (${row}, ${column})`);
+        }
+      }
+    }
+  });
+
+  test('the order is seen: summing the lanes one after another gives other bits', () => {
+    const random = createRandom(12);
+    const k = 8 * width;
+    const a = coarseValues(random, k, 12);
+    const weights = widenBfloat16(roundToBfloat16(coarseValues(random, k, 8)));
+    let differs = false;
+    for (let shift = 0; shift < 20 && !differs; shift++) {
+      const lanes = new Array<number>(width).fill(0);
+      for (let p = 0; p < k; p++)
+        lanes[p % width] = fround(lanes[p % width]! + a[(p + shift) % k]! * weights[p]!);
+      const sequential = lanes.reduce((total, lane) => fround(total + lane), 0);
+      differs = sequential !== treeSum(lanes);
+    }
+    assert.ok(differs, 'the emulation would not tell the tree from a sequential sum');
+  });
+});
