@@ -178,6 +178,16 @@ static void block_scores(const float *query, int64_t query_stride, int64_t rows,
       }
       float totals[16];
       for (int group = 0; group < 16; group += VECTOR_WIDTH) vstore(totals + group, vsum_rows(sums + group));
+      if (full_dim == dim) {
+        /* No tail: a row's scores scaled and stored together (the same products as below). */
+        for (int r = 0; r < row_count; r++) {
+          quad total;
+          memcpy(&total, totals + r * 4, sizeof total);
+          total *= scale;
+          memcpy(scores + (r0 + r) * score_stride + j0, &total, (size_t)key_count * sizeof(float));
+        }
+        continue;
+      }
       for (int r = 0; r < row_count; r++) {
         for (int i = 0; i < key_count; i++) {
           float total = totals[r * 4 + i];

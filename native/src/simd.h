@@ -31,6 +31,9 @@ static inline vfloat vbroadcast(float value) { return (vfloat){0} + value; }
 
 typedef int vint __attribute__((vector_size(VECTOR_WIDTH * sizeof(int))));
 
+/* Four floats, whatever VECTOR_WIDTH: a row of a 4 × 4 block of results, stored together. */
+typedef float quad __attribute__((vector_size(4 * sizeof(float))));
+
 /*
  * Transposes a VECTOR_WIDTH × VECTOR_WIDTH tile held in `rows`, in registers. Stage w swaps
  * the off-diagonal w×w blocks of every 2w×2w block (w = width/2, ..., 2, 1); after all stages
