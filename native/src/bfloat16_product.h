@@ -116,7 +116,7 @@ static inline task_grid plan_tasks(const bfloat16_problem *g, int64_t columns) {
   int64_t most = g->m / PART_ROWS > 1 ? g->m / PART_ROWS : 1;
   parts = parts < most ? parts : most;
   int64_t rows = (g->m + parts - 1) / parts;
-  grid.rows = (rows + 3) / 4 * 4; /* whole 4-row blocks */
+  grid.rows = (rows + 11) / 12 * 12; /* whole blocks of 4 rows (B [n×k]) and of 6 (B [k×n]) */
   grid.row_tasks = chunk_count(g->m, grid.rows);
   return grid;
 }
