@@ -18,6 +18,8 @@
         "native/src/addon_model.c",
         "native/src/arguments.c",
         "native/src/attention.c",
+        "native/src/attention_decode.c",
+        "native/src/attention_query.c",
         "native/src/attention_backward.c",
         "native/src/distribution_comparison.c",
         "native/src/elementwise.c",
