@@ -4,9 +4,10 @@ import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { RandomGenerator } from '../util/random.js';
 import type { ModelConfigInput } from './config.js';
 import { generate } from './generate.js';
-import { completionHiddenStates, type ScoringItem } from './score.js';
+import { completionHiddenStates } from './score.js';
 import { completionHiddenStatesSharingPrefixes, sumsInOneOrder } from './shared-prefix-scoring.js';
 import { attachChangingLora } from './test-support/sampled-and-scored.js';
+import { randomTokens as tokens, teamItems } from './test-support/team-items.js';
 import { TransformerLM } from './transformer.js';
 
 // At least 64 wide, so frozen float32 weights take matmulGemmOrder; widths off the kernels'
@@ -31,32 +32,6 @@ const gpt2Config: ModelConfigInput = {
   maxPositions: 96,
   tieEmbeddings: true,
 };
-
-function tokens(random: RandomGenerator, length: number): number[] {
-  return Array.from({ length }, () => 1 + random.nextInt(50));
-}
-
-/**
- * A trust-region unit's items as a team makes them: two groups of trajectories, each with its
- * own prompt; the first agent's items share their whole context, a later agent's share the
- * prompt and differ after it (other agents' turns); completions of several lengths, one empty,
- * so rows are padded differently and shared prefixes sit at different slots.
- */
-function teamItems(seed: number): ScoringItem[] {
-  const random = new RandomGenerator(seed);
-  const items: ScoringItem[] = [];
-  for (const promptLength of [23, 17]) {
-    const prompt = tokens(random, promptLength);
-    for (const completionLength of [9, 14, 3, 14]) {
-      items.push({ context: prompt, completion: tokens(random, completionLength) });
-      const turn = tokens(random, 5 + random.nextInt(8));
-      items.push({ context: [...prompt, ...turn], completion: tokens(random, completionLength) });
-    }
-  }
-  items.push({ context: tokens(random, 4), completion: [] });
-  items.push({ context: [7], completion: tokens(random, 6) });
-  return items;
-}
 
 type ModelKind = [name: string, build: () => TransformerLM];
 

@@ -17,7 +17,8 @@ import type { TransformerLM } from './transformer.js';
  * log-probs equal scored ones (each row is computed alone, in one summation order, and
  * attention skips left padding), which shared-prefix-scoring.test.ts checks per model kind;
  * a model with trainable float32 matrices, whose products choose their kernels by row count,
- * takes the plain pass.
+ * takes the plain pass. The gradient steps share the prefix too, with gradients and without a
+ * cache (shared-prefix-gradients.ts).
  */
 
 /**

@@ -44,8 +44,23 @@ export interface SequenceLayout {
   positions: Int32Array;
   /** [batch, keyCapacity] 1 = real token, 0 = padding; null = all real. */
   keyMask: Float32Array | null;
-  /** Slot of the first new token in the cache (0 without a cache). */
+  /** Slot of the first new token: in the cache, or after `keysValues.before` (else 0). */
   queryStart: number;
+  /** Keys and values with gradients around the pass's own (see ForwardInput.keysValues). */
+  keysValues: LayerKeysValues | null;
+}
+
+/**
+ * What a pass with gradients does with each layer's keys and values: the ones its queries
+ * attend to, given its own [batch, length, kvHeads·headDim] — another pass's `before` slots
+ * followed by its own (a prefix computed once for the rows that share it,
+ * shared-prefix-gradients.ts) — and it may keep them for a later pass.
+ */
+export interface LayerKeysValues {
+  /** Key slots before the pass's first token: its queries start there. */
+  readonly before: number;
+  /** Layer `layerIndex`'s keys and values, [batch, before + length, kvHeads·headDim]. */
+  attend(layerIndex: number, key: Tensor, value: Tensor): { key: Tensor; value: Tensor };
 }
 
 export class SelfAttention extends Module {
@@ -116,6 +131,11 @@ export class SelfAttention extends Module {
       const stored = cache.append(layerIndex, key, value, layout.queryStart);
       keys = stored.key; // [B, capacity, KvH·D]
       values = stored.value;
+      keyLength = layout.queryStart + layout.length;
+    } else if (layout.keysValues) {
+      const attended = layout.keysValues.attend(layerIndex, key, value);
+      keys = attended.key; // [B, before + T, KvH·D]
+      values = attended.value;
       keyLength = layout.queryStart + layout.length;
     }
     const mixed = attention(query, keys, values, {
@@ -224,6 +244,11 @@ export interface ForwardInput {
   /** Decoding: keys/values of earlier tokens; this call appends to it. No gradients. */
   cache?: KeyValueCache | null;
   /**
+   * Instead of a cache, with gradients: keys and values before the pass's own (`before`
+   * slots; keyMask then covers before + length) or kept for a later pass.
+   */
+  keysValues?: LayerKeysValues | null;
+  /**
    * Only these flattened rows (b·length + t) get logits: scoring needs logits only at
    * completion positions, and the LM head is the widest matmul of a small model.
    */
@@ -281,7 +306,9 @@ export class TransformerLM extends Module {
     const cache = input.cache ?? null;
     if (cache && isGradientEnabled())
       throw new Error('a KV cache is for decoding: run it under noGrad()');
-    const queryStart = cache ? cache.length : 0;
+    const keysValues = input.keysValues ?? null;
+    if (cache && keysValues) throw new Error('forward: a KV cache or keysValues, not both');
+    const queryStart = cache ? cache.length : (keysValues?.before ?? 0);
     if (queryStart + length > this.config.maxPositions) {
       throw new ShapeError(
         `sequence of ${queryStart + length} tokens exceeds the model's maxPositions ${this.config.maxPositions}`,
@@ -294,6 +321,7 @@ export class TransformerLM extends Module {
       positions,
       keyMask: input.keyMask ?? null,
       queryStart,
+      keysValues,
     };
     let hidden = embedding(this.tokenEmbedding, ids, [batch, length]); // [B, T, C]
     if (this.positionEmbedding) {

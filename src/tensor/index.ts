@@ -7,6 +7,7 @@ export {
   parameter,
   noGrad,
   isGradientEnabled,
+  backwardFrom,
   shapeSize,
   formatShape,
 } from './tensor.js';

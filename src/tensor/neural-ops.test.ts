@@ -10,14 +10,18 @@ import {
   gelu,
   layerNorm,
   logSoftmax,
+  multiply,
+  prependRows,
   rmsNorm,
   rope,
   selectRows,
   softmax,
   swiglu,
+  sum,
   tensor,
   Tensor,
 } from './index.js';
+import { backwardFrom } from './tensor.js';
 import { checkGradients, forEachBackend, randomLeaf } from './test-support/gradient-check.js';
 
 describe('neural-network ops on every backend', () => {
@@ -176,5 +180,38 @@ describe('neural-network ops on every backend', () => {
       random,
     });
     assert.ok(selectRows(x, Int32Array.from([1])) instanceof Tensor);
+  });
+
+  test('prependRows: picked source rows (or zeros) before each sequence; gradients summed', () => {
+    const random = new RandomGenerator(7);
+    const source = randomLeaf([2, 3, 4], random); // six rows of four
+    const own = randomLeaf([3, 2, 4], random);
+    // Sequence 0 and 2 pick the same rows (a shared prefix), 1 has a zero row first.
+    const indices = Int32Array.from([4, 5, -1, 1, 4, 5]);
+    const joined = prependRows(source, indices, own);
+    assert.deepEqual(joined.shape, [3, 4, 4]);
+    assert.deepEqual(joined.data.subarray(0, 8), source.data.subarray(16, 24));
+    assert.deepEqual(joined.data.subarray(16, 20), new Float32Array(4));
+    assert.deepEqual(joined.data.subarray(8, 16), own.data.subarray(0, 8));
+    checkGradients({ inputs: [source, own], fn: ([s, x]) => prependRows(s!, indices, x!), random });
+    assert.throws(() => prependRows(source, Int32Array.from([6, 0, 0]), own), /prependRows/);
+  });
+
+  test('backwardFrom: several roots of one graph pass their shared part on once, complete', () => {
+    const random = new RandomGenerator(8);
+    const x = randomLeaf([5], random);
+    const first = multiply(x, x); // both roots depend on it
+    const second = multiply(first, x);
+    const weights = [randomLeaf([5], random).data, randomLeaf([5], random).data];
+    backwardFrom([
+      { tensor: first, gradient: weights[0]! },
+      { tensor: second, gradient: weights[1]! },
+    ]);
+    // d/dx Σ w₀·x² + w₁·x³ = 2·w₀·x + 3·w₁·x²
+    x.data.forEach((value, index) => {
+      const expected = 2 * weights[0]![index]! * value + 3 * weights[1]![index]! * value ** 2;
+      assert.ok(Math.abs(x.grad![index]! - expected) <= 1e-5 * Math.max(1, Math.abs(expected)));
+    });
+    assert.throws(() => backwardFrom([{ tensor: sum(x), gradient: new Float32Array(2) }]));
   });
 });

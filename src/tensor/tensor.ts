@@ -206,30 +206,56 @@ export class Tensor implements Disposable {
     if (gradient && gradient.length !== this.size) {
       throw new ShapeError(`gradient of length ${gradient.length} for tensor of size ${this.size}`);
     }
-    const order = topologicalOrder(this);
     const seed = gradientOf(this);
     if (gradient) for (let index = 0; index < this.size; index++) seed[index]! += gradient[index]!;
     else seed[0]! += 1;
-    for (let index = order.length - 1; index >= 0; index--) {
-      const tensor = order[index]!;
-      const node = tensor.gradientNode!;
-      if (tensor.grad) node.backward(tensor.grad);
-      node.release?.();
-      tensor.gradientNode = null;
-      // Intermediate gradients are not needed once propagated.
-      if (tensor !== this && tensor.grad) {
-        release(tensor.grad);
-        tensor.grad = null;
-      }
+    propagate([this]);
+  }
+}
+
+/**
+ * Backpropagates from several tensors of one graph at once, each seeded with its gradient
+ * (added to any it holds): one topological order over all of them, so a tensor that several
+ * of them depend on passes its gradient on once, complete. Separate backward calls could not:
+ * the first would release the shared part of the graph with only its own share.
+ */
+export function backwardFrom(
+  roots: ReadonlyArray<{ tensor: Tensor; gradient: Float32Array }>,
+): void {
+  for (const { tensor, gradient } of roots) {
+    if (!tensor.requiresGrad || gradient.length !== tensor.size)
+      throw new ShapeError(
+        `backwardFrom: a gradient of length ${gradient.length} for a tensor of shape ${formatShape(tensor.shape)}${tensor.requiresGrad ? '' : ' that does not require grad'}`,
+      );
+    const seed = gradientOf(tensor);
+    for (let index = 0; index < tensor.size; index++) seed[index]! += gradient[index]!;
+  }
+  propagate(roots.map(({ tensor }) => tensor));
+}
+
+/** The reverse loop over the graph behind `roots`, whose gradients are seeded; they keep them. */
+function propagate(roots: readonly Tensor[]): void {
+  const order = topologicalOrder(roots);
+  const kept = new Set(roots);
+  for (let index = order.length - 1; index >= 0; index--) {
+    const tensor = order[index]!;
+    const node = tensor.gradientNode!;
+    if (tensor.grad) node.backward(tensor.grad);
+    node.release?.();
+    tensor.gradientNode = null;
+    // Intermediate gradients are not needed once propagated.
+    if (!kept.has(tensor) && tensor.grad) {
+      release(tensor.grad);
+      tensor.grad = null;
     }
   }
 }
 
-function topologicalOrder(root: Tensor): Tensor[] {
+function topologicalOrder(roots: readonly Tensor[]): Tensor[] {
   const order: Tensor[] = [];
   const visited = new Set<Tensor>();
   // Iterative depth-first search: graphs of deep models overflow a recursive one.
-  const stack: Array<{ tensor: Tensor; expanded: boolean }> = [{ tensor: root, expanded: false }];
+  const stack = roots.map((tensor) => ({ tensor, expanded: false }));
   while (stack.length > 0) {
     const entry = stack.pop()!;
     if (entry.expanded) {

@@ -1,8 +1,9 @@
 import { broadcastToTokens, type PolicyLoss } from '../rl/index.js';
-import { scoreCompletions, scoreCompletionsKeepingHidden, type ScoringItem } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
-import { tidy } from '../tensor/index.js';
+import { planStepPasses, runStepPasses, type StepPasses } from './step-passes.js';
 import { fromGrid, toGrid, type UnitTokens } from './token-grid.js';
+
+export { activationBytes, microBatches } from './step-passes.js';
 
 /**
  * Bytes a gradient step may keep for its backward pass (every layer's saved activations and
@@ -29,13 +30,20 @@ export interface GradientStepOptions {
    * right after its forward and asks once all have run, undoing their gradients when refused.
    */
   afterForward?: (forward: StepForward) => boolean;
+  /**
+   * Whether a prompt several items begin with runs once (step-passes.ts; only on models that
+   * sum in one order). False gives the plain passes, which tests compare with. @default true
+   */
+  sharePrefixes?: boolean;
 }
 
 /**
  * Forward, the objective's loss (pure, from src/rl), and its gradient injected into the graph.
  * A minibatch within the activation budget is one forward and backward pass. A larger one runs
  * in micro-batches (microBatchedStep), so that only one micro-batch's activations live at a
- * time while the parameters' gradient is the same sum.
+ * time while the parameters' gradient is the same sum. Either way a prompt that several items
+ * begin with runs once, where the model sums in one order (step-passes.ts): the hidden states,
+ * log-probs and loss are the plain passes' bit for bit, the gradient moves in its last bits.
  */
 export function gradientStep(
   model: TransformerLM,
@@ -58,15 +66,17 @@ export function gradientStep(
       mask: tokens.mask,
       rows: tokens.rows,
     });
-  if (activationBytes(model, tokens.items) > budget)
-    return microBatchedStep(model, tokens, lossOf, budget, options.afterForward);
-  return tidy(() => {
-    const scores = scoreCompletionsKeepingHidden(model, tokens.items);
+  const passes = planStepPasses(model, tokens.items, budget, options.sharePrefixes ?? true);
+  if (passes.groups.length > 1 || passes.groups[0]!.parts.length > 1)
+    return microBatchedStep(model, tokens, passes, lossOf, options.afterForward);
+  let result: { loss: number; clipFraction: number } | null = null;
+  runStepPasses(model, tokens.items, passes, (_part, scores) => {
     if (options.afterForward?.({ hidden: scores.hidden }) === false) return null;
-    const surrogate = lossOf(toGrid(tokens, scores.logProbs.data));
-    scores.logProbs.backward(fromGrid(tokens, surrogate.gradLogProbs));
-    return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
+    const surrogate = lossOf(toGrid(tokens, scores.logProbs));
+    result = { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
+    return fromGrid(tokens, surrogate.gradLogProbs);
   });
+  return result;
 }
 
 type LossOf = (logProbs: Float32Array) => ReturnType<PolicyLoss>;
@@ -79,52 +89,58 @@ type LossOf = (logProbs: Float32Array) => ReturnType<PolicyLoss>;
  * depends on that token's log-prob alone (the aggregation weights depend on the mask only), that
  * is already the final gradient; it is checked bit for bit against the gradient of the complete
  * grid, and a loss that couples micro-batches gets its micro-batches run again with the final
- * gradient. The hidden states each forward pass produced are kept for `afterForward`.
+ * gradient. The hidden states each forward pass produced are kept for `afterForward`, in the
+ * minibatch's scoring order (micro-batches sharing a prompt run its items together).
  */
 function microBatchedStep(
   model: TransformerLM,
   tokens: UnitTokens,
+  passes: StepPasses,
   lossOf: LossOf,
-  budget: number,
   afterForward: GradientStepOptions['afterForward'],
 ): { loss: number; clipFraction: number } | null {
-  const parts = microBatches(model, tokens.items, budget);
   const earlier = gradientCopies(model);
   const logProbs = Float32Array.from(tokens.oldLogProbs);
-  const flatIndex = tokens.gridIndex;
-  const used: Float32Array[] = [];
-  const hidden: Float32Array[] = [];
-  for (const part of parts) {
-    tidy(() => {
-      const scores = scoreCompletionsKeepingHidden(model, part.items);
-      hidden.push(scores.hidden);
-      scores.logProbs.data.forEach((value, offset) => {
-        logProbs[flatIndex[part.start + offset]!] = value;
-      });
-      const gradient = fromGrid(tokens, lossOf(logProbs).gradLogProbs);
-      used.push(gradient.slice(part.start, part.start + part.positions));
-      scores.logProbs.backward(used.at(-1)!);
+  const size = model.config.hiddenSize;
+  const hidden = new Float32Array(tokens.totalTokens * size);
+  const firstToken = [0];
+  for (const item of tokens.items) firstToken.push(firstToken.at(-1)! + item.completion.length);
+  /** Flat scoring positions of a part's tokens, item by item. */
+  const positionsOf = (part: readonly number[]) =>
+    part.flatMap((index) =>
+      Array.from(
+        { length: tokens.items[index]!.completion.length },
+        (_, k) => firstToken[index]! + k,
+      ),
+    );
+  const used: Array<{ positions: number[]; gradient: Float32Array }> = [];
+  runStepPasses(model, tokens.items, passes, (part, scores) => {
+    const positions = positionsOf(part);
+    positions.forEach((position, offset) => {
+      logProbs[tokens.gridIndex[position]!] = scores.logProbs[offset]!;
+      hidden.set(scores.hidden.subarray(offset * size, (offset + 1) * size), position * size);
     });
-  }
-  if (afterForward?.({ hidden: concatenate(hidden) }) === false) {
+    const gradient = fromGrid(tokens, lossOf(logProbs).gradLogProbs);
+    used.push({
+      positions,
+      gradient: Float32Array.from(positions, (position) => gradient[position]!),
+    });
+    return used.at(-1)!.gradient;
+  });
+  if (afterForward?.({ hidden }) === false) {
     restoreGradients(model, earlier);
     return null;
   }
   const surrogate = lossOf(logProbs);
   const gradient = fromGrid(tokens, surrogate.gradLogProbs);
-  const coupled = parts.some((part, index) =>
-    gradient
-      .subarray(part.start, part.start + part.positions)
-      .some((value, offset) => !Object.is(value, used[index]![offset])),
+  const coupled = used.some(({ positions, gradient: seen }) =>
+    positions.some((position, offset) => !Object.is(gradient[position], seen[offset])),
   );
   if (coupled) {
     restoreGradients(model, earlier);
-    for (const part of parts) {
-      tidy(() => {
-        const scores = scoreCompletions(model, part.items);
-        scores.logProbs.backward(gradient.slice(part.start, part.start + part.positions));
-      });
-    }
+    runStepPasses(model, tokens.items, passes, (part) =>
+      Float32Array.from(positionsOf(part), (position) => gradient[position]!),
+    );
   }
   return { loss: surrogate.loss, clipFraction: surrogate.metrics.clipFraction };
 }
@@ -140,48 +156,4 @@ function restoreGradients(model: TransformerLM, copies: ReadonlyArray<Float32Arr
     if (copy) tensor.grad!.set(copy);
     else tensor.zeroGrad();
   });
-}
-
-/**
- * Bytes a forward pass with gradients keeps for the backward pass on `items` packed into one
- * batch, estimated per position and layer: about a dozen hidden-size vectors (norms,
- * projections, residuals), four intermediate-size ones (gate, up, their product) and two rows
- * of attention weights per head; plus logits and their gradient at the completion positions.
- */
-export function activationBytes(model: TransformerLM, items: readonly ScoringItem[]): number {
-  const { hiddenSize, intermediateSize, heads, layers, vocabSize } = model.config;
-  const length = Math.max(1, ...items.map((item) => item.context.length + item.completion.length));
-  const perPosition = 12 * hiddenSize + 4 * intermediateSize + 2 * heads * length;
-  const completions = items.reduce((total, item) => total + item.completion.length, 0);
-  return 4 * (items.length * length * layers * perPosition + 2 * completions * vocabSize);
-}
-
-/** Consecutive items whose activations fit `budget` (an item that does not fit is its own). */
-export function microBatches(
-  model: TransformerLM,
-  items: readonly ScoringItem[],
-  budget: number,
-): Array<{ items: ScoringItem[]; start: number; positions: number }> {
-  const parts: Array<{ items: ScoringItem[]; start: number; positions: number }> = [];
-  let current = { items: [] as ScoringItem[], start: 0, positions: 0 };
-  for (const item of items) {
-    if (current.items.length > 0 && activationBytes(model, [...current.items, item]) > budget) {
-      parts.push(current);
-      current = { items: [], start: current.start + current.positions, positions: 0 };
-    }
-    current.items.push(item);
-    current.positions += item.completion.length;
-  }
-  if (current.items.length > 0) parts.push(current);
-  return parts;
-}
-
-function concatenate(arrays: readonly Float32Array[]): Float32Array {
-  const result = new Float32Array(arrays.reduce((total, array) => total + array.length, 0));
-  let offset = 0;
-  for (const array of arrays) {
-    result.set(array, offset);
-    offset += array.length;
-  }
-  return result;
 }

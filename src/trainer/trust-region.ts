@@ -55,7 +55,8 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
  * that minibatch's hidden states from it and runs the layers only over the other tokens, and the
  * step's backward pass follows only if the parameters are in region (else its graph is dropped).
  * π_old takes the first step's forward pass the same way. A step too large for the activation
- * budget runs in micro-batches and shares nothing (gradient-step.ts). No number changes.
+ * budget runs in micro-batches, each backward right after its forward, and the measurement then
+ * decides whether the accumulated gradient is kept (gradient-step.ts). No number changes.
  */
 export function trustRegionUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
   const { unit, batch } = options;

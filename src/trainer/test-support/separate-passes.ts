@@ -12,7 +12,9 @@ import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '
  * The trust-region update as it ran before measurements shared the gradient steps' forward
  * passes: π_old from a pass of its own over every token, and after every step a measurement
  * with a pass of its own over every token, the next minibatch drawn only once it is in region,
- * and no context prefix computed once for the items that share it.
+ * and no context prefix computed once for the items that share it in those passes. The
+ * gradient steps are the update's own (gradientStep, which runs a shared prompt once on models
+ * that sum in one order: their gradients' last bits depend on it).
  * The reference that trustRegionUpdate must reproduce bit for bit (trust-region-passes.test.ts).
  */
 export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {

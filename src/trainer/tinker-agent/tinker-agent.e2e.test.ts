@@ -104,7 +104,7 @@ function filesUnder(directory: string): string[] {
 }
 
 describe('an agent trained on a Tinker service, in a TeamTR team', () => {
-  test('its first update equals the same update done locally (same batch, same seed), to 1e-6 in log-prob', async () => {
+  test('its first update equals the same update done locally (same batch, same seed), to 1e-5 in log-prob', async () => {
     const service = await startService(path.join(fixture.directory, 'state-compare'));
     const config = trainConfigSchema.parse(
       tinkerConfig(service.url, {
@@ -202,8 +202,11 @@ describe('an agent trained on a Tinker service, in a TeamTR team', () => {
     const moved = maxDifference(localAfter, localBefore);
     const difference = maxDifference(remoteAfter, localAfter);
     assert.ok(moved > 1e-2, `the update moved the policy (${moved})`);
+    // The local steps run a prompt their items share once (trainer/step-passes.ts), the
+    // service's engine every item whole: the gradients differ in their last bits, and after four
+    // Adam steps that move log-probs by 1.3 the two differ by 1.1e-6 (0 with plain local steps).
     assert.ok(
-      difference <= 1e-6,
+      difference <= 1e-5,
       `service vs local after the update: ${difference} (moved ${moved})`,
     );
     assert.ok(Math.abs(update.result.lossMean - localResult.lossMean) < 1e-5);
