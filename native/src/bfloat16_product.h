@@ -111,10 +111,13 @@ typedef struct {
 static inline task_grid plan_tasks(const bfloat16_problem *g, int64_t columns) {
   task_grid grid = {columns, chunk_count(g->n, columns), g->m, 1};
   if (g->m <= IN_PLACE_ROWS) return grid;
-  int64_t wanted = TASKS_PER_THREAD * pool_thread_count();
+  int64_t threads = pool_thread_count();
+  int64_t wanted = TASKS_PER_THREAD * threads;
   int64_t parts = (wanted + grid.column_tasks - 1) / grid.column_tasks;
   int64_t most = g->m / PART_ROWS > 1 ? g->m / PART_ROWS : 1;
   parts = parts < most ? parts : most;
+  /* Fewer, larger parts rather than a last round with idle threads (3 × 3 tasks on 2 threads). */
+  while (parts > 1 && grid.column_tasks * parts % threads != 0) parts--;
   int64_t rows = (g->m + parts - 1) / parts;
   grid.rows = (rows + 11) / 12 * 12; /* whole blocks of 4 rows (B [n×k]) and of 6 (B [k×n]) */
   grid.row_tasks = chunk_count(g->m, grid.rows);
