@@ -36,6 +36,8 @@ char *openblas_get_config(void);
    cheap, while packing B (the weights, read once per product) is pure overhead: panels win at
    any depth. Decode steps at rollout batch sizes (16–256 rows) are these products. */
 #define PANEL_ANY_DEPTH_MAX_ROWS 256
+/* At least this many rows for few columns to take the transposed product (few_columns_product). */
+#define FEW_COLUMNS_MIN_ROWS 64
 /* Batch items smaller than this (multiply-adds) are spread over threads one item each. */
 #define SMALL_ITEM_WORK 1000000.0
 
@@ -128,6 +130,28 @@ static void scale_only(const gemm_problem *g) {
   else for (int64_t i = 0; i < count; i++) g->c[i] *= g->beta;
 }
 
+/*
+ * Few columns and many rows (a LoRA up-projection's weight gradient, [out × rank] = dYᵀ·X over
+ * the batch's tokens): the transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ has few rows, which the
+ * skinny kernels run in place, and C takes it back transposed. The column panels spent ~0.3 ms
+ * on [192 × 8] × depth 212 (a panel is 64 columns wide, 8 of them used); this path 0.008 ms.
+ */
+static void few_columns_product(const gemm_problem *g, bool parallel) {
+  float *transposed = malloc((size_t)(g->m * g->n) * sizeof(float));
+  if (!transposed) abort();
+  gemm_problem flipped = {g->b, g->a, transposed, g->n, g->m, g->k,
+                          !g->transpose_b, !g->transpose_a, g->alpha, 0.0f};
+  skinny_product(&flipped, parallel);
+  for (int64_t r = 0; r < g->m; r++) {
+    float *row = g->c + r * g->n;
+    for (int64_t j = 0; j < g->n; j++) {
+      float value = transposed[j * g->m + r];
+      row[j] = g->beta == 0.0f ? value : g->beta * row[j] + value;
+    }
+  }
+  free(transposed);
+}
+
 static void product(const gemm_problem *g, bool parallel) {
   if (g->k == 0) {
     scale_only(g);
@@ -135,6 +159,10 @@ static void product(const gemm_problem *g, bool parallel) {
   }
   if (g->m <= SKINNY_ROWS) {
     skinny_product(g, parallel);
+    return;
+  }
+  if (g->n <= SKINNY_ROWS && g->m >= FEW_COLUMNS_MIN_ROWS) {
+    few_columns_product(g, parallel);
     return;
   }
 #ifdef TEAMTR_OPENBLAS

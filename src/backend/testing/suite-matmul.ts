@@ -65,6 +65,9 @@ export function matmulTests(backend: KernelBackend): void {
         [13, 70, 300],
         [16, 37, 64],
         [6, 9, 17],
+        // Few columns, many rows (a LoRA up-projection's weight gradient: native takes the
+        // transposed product).
+        [70, 8, 212],
       ];
       let seed = 1;
       for (const [m, n, k] of sizes) {
@@ -133,6 +136,11 @@ export function matmulTests(backend: KernelBackend): void {
       );
       runCase(
         backend,
+        { batch: 1, m: 100, n: 8, k: 33, transposeA: true, transposeB: false, alpha: 2, beta: 0.5 },
+        35,
+      );
+      runCase(
+        backend,
         {
           batch: 1,
           m: 11,
@@ -148,23 +156,26 @@ export function matmulTests(backend: KernelBackend): void {
     });
 
     test('beta = 0 overwrites C, even where C held NaN', () => {
-      const a = allocate(6).fill(1);
-      const b = allocate(6).fill(2);
-      const c = allocate(4).fill(NaN);
-      backend.matmul({
-        a,
-        b,
-        c,
-        batch: 1,
-        m: 2,
-        n: 2,
-        k: 3,
-        transposeA: false,
-        transposeB: false,
-        strideA: 0,
-        strideB: 0,
-      });
-      assert.deepEqual(Array.from(c), [6, 6, 6, 6]);
+      // 2 rows, and 64 rows of 2 columns (native: the transposed few-column product).
+      for (const m of [2, 64]) {
+        const a = allocate(3 * m).fill(1);
+        const b = allocate(6).fill(2);
+        const c = allocate(2 * m).fill(NaN);
+        backend.matmul({
+          a,
+          b,
+          c,
+          batch: 1,
+          m,
+          n: 2,
+          k: 3,
+          transposeA: false,
+          transposeB: false,
+          strideA: 0,
+          strideB: 0,
+        });
+        assert.deepEqual(Array.from(c), new Array<number>(2 * m).fill(6));
+      }
     });
 
     test('NaN and infinity in the inputs propagate', () => {
