@@ -3,7 +3,6 @@ import { describe, test } from 'node:test';
 import { tidy } from '../tensor/index.js';
 import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { RandomGenerator } from '../util/random.js';
-import type { ModelConfigInput } from './config.js';
 import { scoreCompletionsKeepingHidden, type ScoringItem } from './score.js';
 import {
   PrefixPass,
@@ -12,20 +11,13 @@ import {
   type TrainingPrefixPlan,
 } from './shared-prefix-gradients.js';
 import { attachChangingLora } from './test-support/sampled-and-scored.js';
+import {
+  assertBitForBit,
+  assertCloseGradients,
+  sharedPrefixTestConfig,
+} from './test-support/shared-prefix.js';
 import { teamItems } from './test-support/team-items.js';
 import { TransformerLM } from './transformer.js';
-
-// As shared-prefix-scoring.test.ts: wide enough for the fixed-order kernels, off their vectors.
-const config: ModelConfigInput = {
-  architecture: 'llama',
-  vocabSize: 53,
-  hiddenSize: 72,
-  layers: 2,
-  heads: 4,
-  kvHeads: 2,
-  intermediateSize: 100,
-  maxPositions: 96,
-};
 
 /** LoRA agents on a float32 or a bfloat16 frozen base: the models real teams train. */
 const loraKinds: Array<[name: string, build: () => TransformerLM]> = [
@@ -34,7 +26,7 @@ const loraKinds: Array<[name: string, build: () => TransformerLM]> = [
 ];
 
 function loraModel(bfloat16: boolean): TransformerLM {
-  const built = new TransformerLM(config, new RandomGenerator(3));
+  const built = new TransformerLM(sharedPrefixTestConfig, new RandomGenerator(3));
   attachChangingLora(built);
   if (bfloat16) built.storeFrozenWeightsAsBfloat16();
   return built;
@@ -112,37 +104,6 @@ function sharedPass(
   return { logProbs, hidden, gradients: gradients(model) };
 }
 
-function assertBitForBit(actual: Float32Array, expected: Float32Array, label: string): void {
-  assert.equal(actual.length, expected.length, label);
-  for (let index = 0; index < expected.length; index++)
-    if (!Object.is(actual[index], expected[index]))
-      assert.fail(`${label}[${index}]: ${actual[index]} vs ${expected[index]}`);
-}
-
-/**
- * The shared pass sums a prefix key's gradient over its items before it flows through the
- * prefix's layers, where the plain pass sums the items' contributions to each weight's gradient
- * later, and the backward's products run over other row counts (natively, other kernels): the
- * gradients move in their last bits, which this sharp tiny model amplifies. Measured: at most
- * 2.0e-5 of an entry (or of a hundredth of the largest, for entries that cancel to near zero)
- * natively, 6e-6 on the TypeScript backend; 1e-4 leaves five times that, as the micro-batch
- * tests of gradient-step.test.ts allow. Losing a prefix's share of one item, or attending to
- * another group's prompt, moves gradients by percents.
- */
-function assertCloseGradients(actual: Float32Array[], expected: Float32Array[], label: string) {
-  const largest = Math.max(...expected.flatMap((values) => [...values].map(Math.abs)));
-  assert.ok(largest > 0, `${label}: the pass has a gradient`);
-  expected.forEach((values, index) =>
-    values.forEach((value, position) => {
-      const got = actual[index]![position]!;
-      assert.ok(
-        Math.abs(got - value) <= 1e-4 * Math.max(Math.abs(value), 1e-2 * largest),
-        `${label}: parameter ${index}[${position}]: ${got} vs ${value}`,
-      );
-    }),
-  );
-}
-
 describe('a prefix pass with gradients and the items’ passes after it', () => {
   for (const [name, build] of loraKinds)
     test(`${name}: the plain pass's hidden states and log-probs bit for bit, its gradients within 1e-4`, () => {
@@ -167,7 +128,7 @@ describe('a prefix pass with gradients and the items’ passes after it', () => 
     });
 
   test('plans nothing for a model that does not sum in one order, or items that share little', () => {
-    const full = new TransformerLM(config, new RandomGenerator(3));
+    const full = new TransformerLM(sharedPrefixTestConfig, new RandomGenerator(3));
     assert.equal(planTrainingPrefixes(full, teamItems(5)), null);
     const lora = loraModel(false);
     const random = new RandomGenerator(8);

@@ -7,21 +7,10 @@ import { generate } from './generate.js';
 import { completionHiddenStates } from './score.js';
 import { completionHiddenStatesSharingPrefixes, sumsInOneOrder } from './shared-prefix-scoring.js';
 import { attachChangingLora } from './test-support/sampled-and-scored.js';
+import { sharedPrefixTestConfig } from './test-support/shared-prefix.js';
 import { randomTokens as tokens, teamItems } from './test-support/team-items.js';
 import { TransformerLM } from './transformer.js';
 
-// At least 64 wide, so frozen float32 weights take matmulGemmOrder; widths off the kernels'
-// 16-float vectors, so tails run too.
-const llamaConfig: ModelConfigInput = {
-  architecture: 'llama',
-  vocabSize: 53,
-  hiddenSize: 72,
-  layers: 2,
-  heads: 4,
-  kvHeads: 2,
-  intermediateSize: 100,
-  maxPositions: 96,
-};
 const gpt2Config: ModelConfigInput = {
   architecture: 'gpt2',
   vocabSize: 59,
@@ -44,16 +33,16 @@ function model(config: ModelConfigInput, prepare: (model: TransformerLM) => void
 // The model kinds whose sampled log-probs equal scored ones exactly (bfloat16, float32-fixed-order
 // tests): frozen weights and LoRA agents on a float32 or bfloat16 base.
 const exactKinds: ModelKind[] = [
-  ['frozen llama', () => model(llamaConfig, (built) => built.setTrainable(false))],
+  ['frozen llama', () => model(sharedPrefixTestConfig, (built) => built.setTrainable(false))],
   [
     'frozen gpt2 (learned positions, tied head)',
     () => model(gpt2Config, (built) => built.setTrainable(false)),
   ],
-  ['LoRA on a float32 base', () => model(llamaConfig, attachChangingLora)],
+  ['LoRA on a float32 base', () => model(sharedPrefixTestConfig, attachChangingLora)],
   [
     'LoRA on a bfloat16 base',
     () =>
-      model(llamaConfig, (built) => {
+      model(sharedPrefixTestConfig, (built) => {
         attachChangingLora(built);
         built.storeFrozenWeightsAsBfloat16();
       }),
@@ -102,7 +91,7 @@ describe('completionHiddenStatesSharingPrefixes', () => {
 
   test('trainable float32 matrices (kernels chosen by row count) take the plain pass', () => {
     forEachBackend(() => {
-      const built = model(llamaConfig, () => {});
+      const built = model(sharedPrefixTestConfig, () => {});
       assert.equal(sumsInOneOrder(built), false);
       const items = teamItems(6);
       const rows = countRows(built);
@@ -117,7 +106,7 @@ describe('completionHiddenStatesSharingPrefixes', () => {
   });
 
   test('a context of one token, or items that share nothing, take the plain pass', () => {
-    const built = model(llamaConfig, (prepared) => prepared.setTrainable(false));
+    const built = model(sharedPrefixTestConfig, (prepared) => prepared.setTrainable(false));
     const random = new RandomGenerator(8);
     const items = [1, 2, 3].map((first) => ({ context: [first], completion: tokens(random, 5) }));
     assert.deepEqual(
@@ -127,7 +116,7 @@ describe('completionHiddenStatesSharingPrefixes', () => {
   });
 
   test('an empty context is refused by name', () => {
-    const built = model(llamaConfig, (prepared) => prepared.setTrainable(false));
+    const built = model(sharedPrefixTestConfig, (prepared) => prepared.setTrainable(false));
     assert.throws(
       () => completionHiddenStatesSharingPrefixes(built, [{ context: [], completion: [1] }]),
       /item 0 has an empty context/,

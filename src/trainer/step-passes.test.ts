@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ModelConfigInput } from '../nn/config.js';
 import type { ScoringItem } from '../nn/score.js';
 import { attachChangingLora } from '../nn/test-support/sampled-and-scored.js';
+import {
+  assertBitForBit,
+  assertCloseGradients,
+  sharedPrefixTestConfig,
+} from '../nn/test-support/shared-prefix.js';
 import { teamItems } from '../nn/test-support/team-items.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { forEachBackend } from '../tensor/test-support/gradient-check.js';
@@ -17,20 +21,8 @@ import {
 import { clippedSettings } from './test-support/trust-region-settings.js';
 import type { UnitTokens } from './token-grid.js';
 
-// As shared-prefix-scoring.test.ts: wide enough for the fixed-order kernels, off their vectors.
-const config: ModelConfigInput = {
-  architecture: 'llama',
-  vocabSize: 53,
-  hiddenSize: 72,
-  layers: 2,
-  heads: 4,
-  kvHeads: 2,
-  intermediateSize: 100,
-  maxPositions: 96,
-};
-
 function loraModel(bfloat16: boolean): TransformerLM {
-  const model = new TransformerLM(config, new RandomGenerator(3));
+  const model = new TransformerLM(sharedPrefixTestConfig, new RandomGenerator(3));
   attachChangingLora(model);
   if (bfloat16) model.storeFrozenWeightsAsBfloat16();
   return model;
@@ -103,28 +95,6 @@ function logProbsOf(model: TransformerLM, items: ScoringItem[], passes: StepPass
   return logProbs;
 }
 
-function assertBitForBit(actual: Float32Array, expected: Float32Array, label: string): void {
-  assert.equal(actual.length, expected.length, label);
-  for (let index = 0; index < expected.length; index++)
-    if (!Object.is(actual[index], expected[index]))
-      assert.fail(`${label}[${index}]: ${actual[index]} vs ${expected[index]}`);
-}
-
-/** As shared-prefix-gradients.test.ts (measured there: at most 2.0e-5 natively). */
-function assertCloseGradients(actual: Float32Array[], expected: Float32Array[], label: string) {
-  const largest = Math.max(...expected.flatMap((values) => [...values].map(Math.abs)));
-  assert.ok(largest > 0, `${label}: the step has a gradient`);
-  expected.forEach((values, index) =>
-    values.forEach((value, position) => {
-      const got = actual[index]![position]!;
-      assert.ok(
-        Math.abs(got - value) <= 1e-4 * Math.max(Math.abs(value), 1e-2 * largest),
-        `${label}: parameter ${index}[${position}]: ${got} vs ${value}`,
-      );
-    }),
-  );
-}
-
 describe('a gradient step sharing its items’ prompts', () => {
   for (const [name, bfloat16] of [
     ['LoRA on a float32 base', false],
@@ -164,7 +134,7 @@ describe('a gradient step sharing its items’ prompts', () => {
     });
 
   test('a model trained in full in float32 keeps the plain passes', () => {
-    const model = new TransformerLM(config, new RandomGenerator(3));
+    const model = new TransformerLM(sharedPrefixTestConfig, new RandomGenerator(3));
     const items = teamItems(5);
     for (const budget of [Infinity, activationBytes(model, items.slice(0, 3))])
       assert.deepEqual(
