@@ -82,6 +82,28 @@ static inline void store(const bfloat16_problem *g, int64_t r, int64_t j, float 
   *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
 }
 
+/*
+ * A block of B, row by row: bfloat16 read in place (few rows of A) or a task's widened float32
+ * copy (many rows, where each B vector would otherwise be widened again for every block of
+ * rows of A); exactly one of the two pointers is set, and both give the same values. Its rows
+ * are `stride` values apart: B's rows j0.. on the B [n×k] path, depths p0.. on the B [k×n] one.
+ */
+typedef struct {
+  const uint16_t *half;
+  const float *single;
+  int64_t stride;
+} weight_rows;
+
+static inline vfloat weight_vector(const weight_rows *rows, int64_t row, int64_t column) {
+  return rows->half ? vload_bfloat16(rows->half + row * rows->stride + column)
+                    : vload(rows->single + row * rows->stride + column);
+}
+
+static inline float weight_entry(const weight_rows *rows, int64_t row, int64_t column) {
+  return rows->half ? widen(rows->half[row * rows->stride + column])
+                    : rows->single[row * rows->stride + column];
+}
+
 /* C's block of rows [r0, r1) × columns [j0, j1) scaled by beta, before the sums are added. */
 static inline void prepare_c(const bfloat16_problem *g, int64_t r0, int64_t r1, int64_t j0,
                              int64_t j1) {

@@ -48,30 +48,15 @@
 /* ---- B [n×k]: dot products of A rows with B rows ------------------------------------------ */
 
 /*
- * B rows j0..j0+4 as either bfloat16 (streamed, widened in registers) or float32 (a task's
- * widened scratch); exactly one of the two pointers is set. Both give the same values.
- */
-typedef struct {
-  const uint16_t *half;
-  const float *single;
-  int64_t k;
-} column_rows;
-
-static inline vfloat load_row(const column_rows *rows, int c, int64_t p) {
-  return rows->half ? vload_bfloat16(rows->half + c * rows->k + p)
-                    : vload(rows->single + c * rows->k + p);
-}
-
-/*
- * total + Σ a[q]·b[q] for q < count, one FMA at a time in index order. Written with explicit
+ * total + Σ a[q]·b[c][q] for p ≤ q < k, one FMA at a time in index order. Written with explicit
  * fmaf and kept out of the vectorizer: GCC otherwise vectorizes such a tail in some inlined
  * copies (products rounded by vmulps, then added in order) and not in others (scalar FMAs),
  * and the two copies give different bits for the same row (found by the m-independence test).
  */
 __attribute__((noinline, optimize("no-tree-vectorize"))) static float
-tail_sum(float total, const float *a, const column_rows *rows, int c, int64_t p) {
-  for (int64_t q = p; q < rows->k; q++) {
-    float weight = rows->half ? widen(rows->half[c * rows->k + q]) : rows->single[c * rows->k + q];
+tail_sum(float total, const float *a, const weight_rows *rows, int c, int64_t p, int64_t k) {
+  for (int64_t q = p; q < k; q++) {
+    float weight = weight_entry(rows, c, q);
     total = __builtin_fmaf(a[q], weight, total);
   }
   return total;
@@ -85,7 +70,7 @@ tail_sum(float total, const float *a, const column_rows *rows, int c, int64_t p)
  * streamed side gained its prefetch shares. `prefetch` (streamed only): this block's share of
  * the next block's 4 B rows, fetched while it computes; `shares` blocks split them.
  */
-static inline void dot_block(const bfloat16_problem *g, const column_rows *b, int64_t r0,
+static inline void dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0,
                              int rows, int64_t j0, const bool streamed, const uint16_t *prefetch,
                              int shares) {
   int64_t k = g->k;
@@ -133,7 +118,7 @@ static inline void dot_block(const bfloat16_problem *g, const column_rows *b, in
     for (int c = 0; c < 4; c++) {
       float total = totals[r * 4 + c];
       /* A call only when there is a tail: the call costs about as much as a block's FMAs. */
-      if (p < k) total = tail_sum(total, g->a + (r0 + r) * k, b, c, p);
+      if (p < k) total = tail_sum(total, g->a + (r0 + r) * k, b, c, p, k);
       store(g, r0 + r, j0 + c, total);
     }
   }
@@ -143,21 +128,21 @@ static inline void dot_block(const bfloat16_problem *g, const column_rows *b, in
  * One entry the same way as dot_block (lane sums, the same tree, then the tail), for the
  * columns left over after blocks of 4: the tree is run on a tile whose other rows are zero.
  */
-static void dot_single(const bfloat16_problem *g, const column_rows *b, int64_t r, int64_t j) {
+static void dot_single(const bfloat16_problem *g, const weight_rows *b, int64_t r, int64_t j) {
   int64_t k = g->k;
   vfloat tile[VECTOR_WIDTH] = {{0}};
   int64_t p = 0;
   for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH)
-    tile[0] += vload(g->a + r * k + p) * load_row(b, 0, p);
+    tile[0] += vload(g->a + r * k + p) * weight_vector(b, 0, p);
   float total = vsum_rows(tile)[0];
-  if (p < k) total = tail_sum(total, g->a + r * k, b, 0, p);
+  if (p < k) total = tail_sum(total, g->a + r * k, b, 0, p, k);
   store(g, r, j, total);
 }
 
 /* Rows of A per tile: a tile (≤ 192 KB) stays in L2 while every column of the block runs over it. */
 #define ROW_TILE_BYTES (192 * 1024)
 
-static void dots_columns(const bfloat16_problem *g, const column_rows *block, int64_t r0,
+static void dots_columns(const bfloat16_problem *g, const weight_rows *block, int64_t r0,
                          int64_t r1, int64_t j0, int64_t j1, bool prefetch) {
   int64_t tile = ROW_TILE_BYTES / (g->k * (int64_t)sizeof(float));
   tile = tile < 4 ? 4 : tile - tile % 4;
@@ -165,7 +150,7 @@ static void dots_columns(const bfloat16_problem *g, const column_rows *block, in
     int64_t last = first + tile < r1 ? first + tile : r1;
     int64_t j = j0;
     for (; j + 4 <= j1; j += 4) {
-      column_rows b = *block;
+      weight_rows b = *block;
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
       const uint16_t *next = prefetch && g->b && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
@@ -196,7 +181,7 @@ static void dots_columns(const bfloat16_problem *g, const column_rows *block, in
       }
     }
     for (; j < j1; j++) {
-      column_rows b = *block;
+      weight_rows b = *block;
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
       for (int64_t r = first; r < last; r++) dot_single(g, &b, r, j);
@@ -212,11 +197,11 @@ static void dots_task(void *context, size_t index, int thread) {
   task_block(g, &tasks->grid, index, &r0, &r1, &j0, &j1);
   prepare_c(g, r0, r1, j0, j1);
   if (g->b_single) {
-    column_rows single = {NULL, g->b_single + j0 * g->k, g->k};
+    weight_rows single = {NULL, g->b_single + j0 * g->k, g->k};
     dots_columns(g, &single, r0, r1, j0, j1, false);
     return;
   }
-  column_rows block = {g->b + j0 * g->k, NULL, g->k};
+  weight_rows block = {g->b + j0 * g->k, NULL, g->k};
   if (g->m <= IN_PLACE_ROWS) {
     dots_columns(g, &block, r0, r1, j0, j1, true);
     return;
@@ -226,7 +211,7 @@ static void dots_task(void *context, size_t index, int thread) {
   float *scratch = malloc((size_t)count * sizeof(float));
   if (!scratch) abort();
   for (int64_t i = 0; i < count; i++) scratch[i] = widen(block.half[i]);
-  column_rows widened = {NULL, scratch, g->k};
+  weight_rows widened = {NULL, scratch, g->k};
   dots_columns(g, &widened, r0, r1, j0, j1, false);
   free(scratch);
 }

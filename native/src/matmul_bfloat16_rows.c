@@ -13,22 +13,6 @@
 #define ROW_VECTORS 4
 
 /*
- * B [k×n] columns j0.. as rows of `width` values with stride `stride`: bfloat16 in place (few
- * rows of A) or a task's widened float32 copy of its column block (many rows, where each B
- * vector would otherwise be widened again for every 4 rows of A).
- */
-typedef struct {
-  const uint16_t *half;
-  const float *single;
-  int64_t stride;
-} row_panel;
-
-static inline vfloat panel_vector(const row_panel *b, int64_t p, int64_t column) {
-  return b->half ? vload_bfloat16(b->half + p * b->stride + column)
-                 : vload(b->single + p * b->stride + column);
-}
-
-/*
  * Depth per pass: a pass's slice of B's column block (256 × 64 floats, 64 KB widened) stays in
  * cache while every row of A runs over it; without it a long k (the tied LM head's backward,
  * k = 49,152) streams a 12 MB panel from L3 for every 4 rows.
@@ -46,7 +30,7 @@ static inline vfloat panel_vector(const row_panel *b, int64_t p, int64_t column)
  * which is exact (a float stored and loaded back is the same float), so each entry is summed
  * p = 0, 1, …, k−1 however the depth is split.
  */
-static inline void axpy_block(const bfloat16_problem *g, const row_panel *b, int64_t r0,
+static inline void axpy_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0,
                               int rows, int64_t column, int64_t p0, int64_t depth,
                               float *partial, int64_t width) {
   vfloat sums[BLOCK_ROWS][ROW_VECTORS] = {{{0}}};
@@ -58,7 +42,7 @@ static inline void axpy_block(const bfloat16_problem *g, const row_panel *b, int
   for (int64_t q = 0; q < depth; q++) {
     vfloat bv[ROW_VECTORS];
     for (int v = 0; v < ROW_VECTORS; v++)
-      bv[v] = in_register(panel_vector(b, q, column + v * VECTOR_WIDTH));
+      bv[v] = in_register(weight_vector(b, q, column + v * VECTOR_WIDTH));
 #pragma GCC unroll 6
     for (int r = 0; r < BLOCK_ROWS; r++) {
       if (r >= rows) break;
@@ -116,14 +100,14 @@ static void rows_task(void *context, size_t index, int thread) {
     if (!partial || (widened && !scratch)) abort();
     for (int64_t p0 = 0; p0 < g->k; p0 += DEPTH_BLOCK) {
       int64_t depth = g->k - p0 < DEPTH_BLOCK ? g->k - p0 : DEPTH_BLOCK;
-      row_panel panel = g->b ? (row_panel){g->b + p0 * g->n + j0, NULL, g->n}
-                             : (row_panel){NULL, g->b_single + p0 * g->n + j0, g->n};
+      weight_rows panel = g->b ? (weight_rows){g->b + p0 * g->n + j0, NULL, g->n}
+                             : (weight_rows){NULL, g->b_single + p0 * g->n + j0, g->n};
       if (scratch) {
         for (int64_t q = 0; q < depth; q++) {
           for (int64_t column = 0; column < width; column++)
             scratch[q * width + column] = widen(g->b[(p0 + q) * g->n + j0 + column]);
         }
-        panel = (row_panel){NULL, scratch, width};
+        panel = (weight_rows){NULL, scratch, width};
       }
       for (int64_t r = r0; r < r1; r += BLOCK_ROWS) {
         int rows = r1 - r < BLOCK_ROWS ? (int)(r1 - r) : BLOCK_ROWS;
