@@ -131,10 +131,13 @@ static void scale_only(const gemm_problem *g) {
 }
 
 /*
- * Few columns and many rows (a LoRA up-projection's weight gradient, [out × rank] = dYᵀ·X over
- * the batch's tokens): the transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ has few rows, which the
- * skinny kernels run in place, and C takes it back transposed. The column panels spent ~0.3 ms
- * on [192 × 8] × depth 212 (a panel is 64 columns wide, 8 of them used); this path 0.008 ms.
+ * A weight gradient with few columns and many rows (a LoRA up-projection's, [out × rank] = dYᵀ·X
+ * over the batch's tokens, A read transposed): the transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ has
+ * few rows, which the skinny kernels run in place, and C takes it back transposed. The column
+ * panels spent ~0.3 ms on [192 × 8] × depth 212 (a panel is 64 columns wide, 8 of them used);
+ * this path 0.008 ms. Only for a transposed A: a forward product (x·Wᵀ) keeps the panels at any
+ * row count above SKINNY_ROWS, so a float32 model's rows come out the same in a micro-batch as
+ * in the whole batch (gradient-step.test.ts, trust-region-passes.test.ts).
  */
 static void few_columns_product(const gemm_problem *g, bool parallel) {
   float *transposed = malloc((size_t)(g->m * g->n) * sizeof(float));
@@ -161,7 +164,7 @@ static void product(const gemm_problem *g, bool parallel) {
     skinny_product(g, parallel);
     return;
   }
-  if (g->n <= SKINNY_ROWS && g->m >= FEW_COLUMNS_MIN_ROWS) {
+  if (g->transpose_a && g->n <= SKINNY_ROWS && g->m >= FEW_COLUMNS_MIN_ROWS) {
     few_columns_product(g, parallel);
     return;
   }

@@ -65,8 +65,8 @@ export function matmulTests(backend: KernelBackend): void {
         [13, 70, 300],
         [16, 37, 64],
         [6, 9, 17],
-        // Few columns, many rows (a LoRA up-projection's weight gradient: native takes the
-        // transposed product).
+        // Few columns, many rows (a LoRA up-projection's weight gradient: with A transposed,
+        // native takes the transposed product).
         [70, 8, 212],
       ];
       let seed = 1;
@@ -156,7 +156,8 @@ export function matmulTests(backend: KernelBackend): void {
     });
 
     test('beta = 0 overwrites C, even where C held NaN', () => {
-      // 2 rows, and 64 rows of 2 columns (native: the transposed few-column product).
+      // 2 rows, and 64 rows of 2 columns with A transposed (native: the transposed
+      // few-column product; A is all ones, so its layout does not change the product).
       for (const m of [2, 64]) {
         const a = allocate(3 * m).fill(1);
         const b = allocate(6).fill(2);
@@ -169,7 +170,7 @@ export function matmulTests(backend: KernelBackend): void {
           m,
           n: 2,
           k: 3,
-          transposeA: false,
+          transposeA: m > 2,
           transposeB: false,
           strideA: 0,
           strideB: 0,
