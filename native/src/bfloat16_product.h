@@ -115,8 +115,10 @@ static inline void prepare_c(const bfloat16_problem *g, int64_t r0, int64_t r1, 
 
 /*
  * How a product's C is cut into tasks: blocks of `columns` columns, and with many rows (more
- * than IN_PLACE_ROWS) each block also cut into parts of `rows` rows when there are too few
- * column blocks to keep every thread busy to the end. SmolLM2's key and value projections
+ * than IN_PLACE_ROWS) each block also cut into parts of `rows` rows when the column blocks
+ * alone would leave a thread idle in the last round: the fewest parts that make a task count
+ * the threads divide (tasks are of equal size but for the last column block). SmolLM2's key
+ * and value projections
  * (n = 192) made 3 column tasks for 2 threads: 0.71 of the float32 GEMM's speed, against
  * 0.84 on one thread. Task t is column block t % column_tasks of row part t / column_tasks.
  * Each entry is still computed by one task, in its one order.
@@ -125,23 +127,25 @@ typedef struct {
   int64_t columns, column_tasks, rows, row_tasks;
 } task_grid;
 
-/* Tasks wanted per thread, so that the last round of a pool run leaves little idle time. */
-#define TASKS_PER_THREAD 8
-/* Fewest rows in a row part: below it, widening a task's B block costs too much per row. */
-#define PART_ROWS 64
+/*
+ * Fewest rows in a row part: below it, widening a task's B block costs too much per row. At 64
+ * a 60-row backward product (a prompt's pass in a gradient step) kept 3 column tasks for 2
+ * threads: 0.79 of the float32 GEMM-order kernel.
+ */
+#define PART_ROWS 24
 
-static inline task_grid plan_tasks(const bfloat16_problem *g, int64_t columns) {
+/* `block_rows`: the rows of A the path's register blocks take; parts are whole blocks. */
+static inline task_grid plan_tasks(const bfloat16_problem *g, int64_t columns, int64_t block_rows) {
   task_grid grid = {columns, chunk_count(g->n, columns), g->m, 1};
   if (g->m <= IN_PLACE_ROWS) return grid;
   int64_t threads = pool_thread_count();
-  int64_t wanted = TASKS_PER_THREAD * threads;
-  int64_t parts = (wanted + grid.column_tasks - 1) / grid.column_tasks;
   int64_t most = g->m / PART_ROWS > 1 ? g->m / PART_ROWS : 1;
-  parts = parts < most ? parts : most;
-  /* Fewer, larger parts rather than a last round with idle threads (3 × 3 tasks on 2 threads). */
-  while (parts > 1 && grid.column_tasks * parts % threads != 0) parts--;
+  /* The fewest parts whose task count the threads divide (each part widens B once more). */
+  int64_t parts = 1;
+  while (parts < most && grid.column_tasks * parts % threads != 0) parts++;
+  if (grid.column_tasks * parts % threads != 0) parts = 1;
   int64_t rows = (g->m + parts - 1) / parts;
-  grid.rows = (rows + 11) / 12 * 12; /* whole blocks of 4 rows (B [n×k]) and of 6 (B [k×n]) */
+  grid.rows = (rows + block_rows - 1) / block_rows * block_rows;
   grid.row_tasks = chunk_count(g->m, grid.rows);
   return grid;
 }

@@ -233,7 +233,7 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     return;
   }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  product_tasks tasks = {g, plan_tasks(g, COLUMN_BLOCK)};
+  product_tasks tasks = {g, plan_tasks(g, COLUMN_BLOCK, 4)};
   run_maybe_parallel(task_count(&tasks.grid), dots_task, &tasks, share);
 }
 

@@ -129,7 +129,7 @@ static void rows_task(void *context, size_t index, int thread) {
 
 void matmul_bfloat16_rows(const bfloat16_problem *g) {
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  product_tasks tasks = {g, plan_tasks(g, rows_column_block(g))};
+  product_tasks tasks = {g, plan_tasks(g, rows_column_block(g), BLOCK_ROWS)};
   run_maybe_parallel(task_count(&tasks.grid), rows_task, &tasks, share);
 }
 

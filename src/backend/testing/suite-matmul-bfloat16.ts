@@ -108,7 +108,7 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
         runCase(backend, kind, { m: 5, n: 70, k: 40, transposeB, alpha: 0.5, beta: 1 }, seed++);
         runCase(backend, kind, { m: 18, n: 9, k: 33, transposeB, alpha: 2, beta: -0.5 }, seed++);
         runCase(backend, kind, { m: 40, n: 67, k: 6, transposeB, alpha: 2, beta: 1 }, seed++);
-        runCase(backend, kind, { m: 150, n: 67, k: 20, transposeB, alpha: 2, beta: -0.5 }, seed++);
+        runCase(backend, kind, { m: 150, n: 131, k: 20, transposeB, alpha: 2, beta: -0.5 }, seed++);
         runCase(backend, kind, { m: 3, n: 4, k: 0, transposeB, beta: 0.25 }, seed++);
       }
     });
