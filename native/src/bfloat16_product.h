@@ -160,11 +160,21 @@ typedef struct {
   task_grid grid;
 } product_tasks;
 
-/* Rows [*r0, *r1) and columns [*j0, *j1) of task `index`. */
-static inline void task_block(const bfloat16_problem *g, const task_grid *grid, size_t index,
-                              int64_t *r0, int64_t *r1, int64_t *j0, int64_t *j1) {
-  chunk_range((int64_t)index % grid->column_tasks, grid->columns, g->n, j0, j1);
-  chunk_range((int64_t)index / grid->column_tasks, grid->rows, g->m, r0, r1);
+/* The rows [r0, r1) and columns [j0, j1) of C a task computes. */
+typedef struct {
+  int64_t r0, r1, j0, j1;
+} task_span;
+
+/* Task `index`'s block of C, scaled by beta before the task adds its sums. */
+static inline task_span start_task(const product_tasks *tasks, size_t index) {
+  const task_grid *grid = &tasks->grid;
+  task_span span;
+  chunk_range((int64_t)index % grid->column_tasks, grid->columns, tasks->problem->n, &span.j0,
+              &span.j1);
+  chunk_range((int64_t)index / grid->column_tasks, grid->rows, tasks->problem->m, &span.r0,
+              &span.r1);
+  prepare_c(tasks->problem, span.r0, span.r1, span.j0, span.j1);
+  return span;
 }
 
 /* B [k×n] (dInput = dOutput·W for a frozen W): one running sum per entry (matmul_bfloat16_rows.c). */

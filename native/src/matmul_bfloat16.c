@@ -193,9 +193,8 @@ static void dots_task(void *context, size_t index, int thread) {
   (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
-  int64_t r0, r1, j0, j1;
-  task_block(g, &tasks->grid, index, &r0, &r1, &j0, &j1);
-  prepare_c(g, r0, r1, j0, j1);
+  task_span span = start_task(tasks, index);
+  int64_t r0 = span.r0, r1 = span.r1, j0 = span.j0, j1 = span.j1;
   if (g->b_single) {
     weight_rows single = {NULL, g->b_single + j0 * g->k, g->k};
     dots_columns(g, &single, r0, r1, j0, j1, false);

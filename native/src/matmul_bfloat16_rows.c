@@ -88,9 +88,8 @@ static void rows_task(void *context, size_t index, int thread) {
   (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
-  int64_t r0, r1, j0, j1;
-  task_block(g, &tasks->grid, index, &r0, &r1, &j0, &j1);
-  prepare_c(g, r0, r1, j0, j1);
+  task_span span = start_task(tasks, index);
+  int64_t r0 = span.r0, r1 = span.r1, j0 = span.j0, j1 = span.j1;
   int64_t width = (j1 - j0) / (ROW_VECTORS * VECTOR_WIDTH) * (ROW_VECTORS * VECTOR_WIDTH);
   if (width > 0) {
     float *partial = calloc((size_t)((r1 - r0) * width), sizeof(float));
