@@ -190,7 +190,6 @@ static void dots_columns(const bfloat16_problem *g, const weight_rows *block, in
 }
 
 static void dots_task(void *context, size_t index, int thread) {
-  (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
   task_span span = start_task(tasks, index);
@@ -207,12 +206,11 @@ static void dots_task(void *context, size_t index, int thread) {
   }
   /* Many rows: widen this block of B once; every 4-row block then reads float32. */
   int64_t count = (j1 - j0) * g->k;
-  float *scratch = malloc((size_t)count * sizeof(float));
+  float *scratch = pool_scratch(thread, 0, (size_t)count * sizeof(float));
   if (!scratch) abort();
   for (int64_t i = 0; i < count; i++) scratch[i] = widen(block.half[i]);
   weight_rows widened = {NULL, scratch, g->k};
   dots_columns(g, &widened, r0, r1, j0, j1, false);
-  free(scratch);
 }
 
 static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {

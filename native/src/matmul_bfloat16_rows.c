@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bfloat16_product.h"
 
@@ -85,18 +86,22 @@ static int64_t rows_column_block(const bfloat16_problem *g) {
 }
 
 static void rows_task(void *context, size_t index, int thread) {
-  (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
   task_span span = start_task(tasks, index);
   int64_t r0 = span.r0, r1 = span.r1, j0 = span.j0, j1 = span.j1;
   int64_t width = (j1 - j0) / (ROW_VECTORS * VECTOR_WIDTH) * (ROW_VECTORS * VECTOR_WIDTH);
   if (width > 0) {
-    float *partial = calloc((size_t)((r1 - r0) * width), sizeof(float));
+    /* The thread's kept scratch, not malloc: freeing a few hundred KB per task gave its pages
+       back to the system, and every task faulted them in again. */
+    size_t partial_bytes = (size_t)((r1 - r0) * width) * sizeof(float);
+    float *partial = pool_scratch(thread, 4, partial_bytes);
     /* Many rows: widen each depth slice once instead of once per 4 rows. */
     bool widened = g->b && g->m > IN_PLACE_ROWS;
-    float *scratch = widened ? malloc((size_t)(DEPTH_BLOCK * width) * sizeof(float)) : NULL;
+    float *scratch =
+        widened ? pool_scratch(thread, 0, (size_t)(DEPTH_BLOCK * width) * sizeof(float)) : NULL;
     if (!partial || (widened && !scratch)) abort();
+    memset(partial, 0, partial_bytes);
     for (int64_t p0 = 0; p0 < g->k; p0 += DEPTH_BLOCK) {
       int64_t depth = g->k - p0 < DEPTH_BLOCK ? g->k - p0 : DEPTH_BLOCK;
       weight_rows panel = g->b ? (weight_rows){g->b + p0 * g->n + j0, NULL, g->n}
@@ -118,8 +123,6 @@ static void rows_task(void *context, size_t index, int thread) {
       for (int64_t column = 0; column < width; column++)
         store(g, r, j0 + column, partial[(r - r0) * width + column]);
     }
-    free(scratch);
-    free(partial);
   }
   for (int64_t j = j0 + width; j < j1; j++) {
     for (int64_t r = r0; r < r1; r++) axpy_single(g, r, j);
@@ -139,7 +142,7 @@ void matmul_bfloat16_rows(const bfloat16_problem *g) {
  * vectorized along columns, instead of one scalar chain per entry. Same bits, either way.
  */
 void matmul_shallow_transposed(const bfloat16_problem *g) {
-  float *copy = malloc((size_t)(g->k * g->n) * sizeof(float));
+  float *copy = pool_scratch(0, 3, (size_t)(g->k * g->n) * sizeof(float));
   if (!copy) abort();
   for (int64_t j = 0; j < g->n; j++) {
     for (int64_t p = 0; p < g->k; p++) copy[p * g->n + j] = b_entry(g, j * g->k + p);
@@ -148,5 +151,4 @@ void matmul_shallow_transposed(const bfloat16_problem *g) {
   rows.b = NULL;
   rows.b_single = copy;
   matmul_bfloat16_rows(&rows);
-  free(copy);
 }

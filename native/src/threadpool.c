@@ -18,7 +18,7 @@
 #endif
 
 #define MAX_THREADS 64
-#define SCRATCH_SLOTS 4
+#define SCRATCH_SLOTS 5
 /*
  * After a job, workers spin this many pause-iterations (a few tens of microseconds) before
  * sleeping: kernels often arrive back to back. The caller never waits for a sleeping worker

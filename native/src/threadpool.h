@@ -30,7 +30,8 @@ void pool_run(size_t count, pool_task task, void *context);
  * Per-thread scratch memory, 64-byte aligned, grown on demand, kept between calls (NULL if
  * memory runs out). Slots: 0 = task-local rows and tiles (any thread); 1, 2 = packed gemm
  * operands; 3 = per-call buffers the calling thread shares with its workers (attention's Kᵀ,
- * norm-gradient partials). A kernel never holds a slot across calls.
+ * norm-gradient partials, a transposed LoRA factor); 4 = a task's second buffer (the bfloat16
+ * product's running sums). A kernel never holds a slot across calls.
  */
 void *pool_scratch(int thread, int slot, size_t bytes);
 
