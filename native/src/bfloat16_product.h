@@ -71,12 +71,6 @@ static inline float b_entry(const bfloat16_problem *g, int64_t index) {
   return g->b ? widen(g->b[index]) : g->b_single[index];
 }
 
-/* Same trick as matmul_skinny.c: keeps a loaded vector in a register instead of re-loading it. */
-static inline vfloat in_register(vfloat value) {
-  __asm__("" : "+v"(value));
-  return value;
-}
-
 static inline void store(const bfloat16_problem *g, int64_t r, int64_t j, float total) {
   float *target = g->c + r * g->n + j;
   *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
@@ -118,9 +112,8 @@ static inline void prepare_c(const bfloat16_problem *g, int64_t r0, int64_t r1, 
  * than IN_PLACE_ROWS) each block also cut into parts of `rows` rows when the column blocks
  * alone would leave a thread idle in the last round: the fewest parts that make a task count
  * the threads divide (tasks are of equal size but for the last column block). SmolLM2's key
- * and value projections
- * (n = 192) made 3 column tasks for 2 threads: 0.71 of the float32 GEMM's speed, against
- * 0.84 on one thread. Task t is column block t % column_tasks of row part t / column_tasks.
+ * and value projections (n = 192) made 3 column tasks for 2 threads: 0.71 of the float32
+ * GEMM's speed, against 0.84 on one thread. Task t is column block t % column_tasks of row part t / column_tasks.
  * Each entry is still computed by one task, in its one order.
  */
 typedef struct {

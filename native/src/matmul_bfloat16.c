@@ -34,9 +34,9 @@
  * reuses it for every row, and a block is cut by rows too when the blocks alone are too few to
  * keep every thread busy (plan_tasks). Measured against the float32 kernels in one process:
  * batch-1 decode products 2.0–2.2× as fast, 32–256 rows 0.96–1.3×, the tied LM head's backward
- * 1.5×; at 2,048 rows on SmolLM2-135M's layer shapes 0.97 of the float32 GEMM-order kernel
- * over the seven products (two threads; 0.91 before the row cuts and the cheaper reduction
- * tree of simd.h).
+ * 1.5×; at 2,048 rows on SmolLM2-135M's layer shapes, both layouts of B, 1.01–1.04 of the
+ * float32 GEMM-order kernel (two threads; 0.91 before the row cuts, the 6-row blocks of
+ * matmul_bfloat16_rows.c and the cheaper reduction tree of simd.h).
  */
 #include <stdint.h>
 #include <stdlib.h>

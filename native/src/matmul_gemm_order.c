@@ -84,12 +84,6 @@ static inline void transpose_tile(vfloat rows[16]) {
 static inline void transpose_tile(vfloat rows[VECTOR_WIDTH]) { vtranspose(rows); }
 #endif
 
-/* Keeps a value in a register (see matmul_skinny.c: stops GCC re-loading it per use). */
-static inline vfloat in_register(vfloat value) {
-  __asm__("" : "+v"(value));
-  return value;
-}
-
 /*
  * accumulators[r] (lane c = column j0 + c) continues its chain over depths [p0, p1) for rows
  * r < ROWS (a constant in each inlined copy). B rows j0 + c for c < columns are read in place;

@@ -49,16 +49,6 @@ static void rows_product(const skinny_context *t, int64_t j0, int64_t j1) {
 }
 
 /*
- * Keeps a loaded vector in a register: without this GCC folds the load into every
- * multiply-add that uses it (one load per FMA instead of one per row or column of the
- * register block), and the kernel becomes load-bound at half the FMA rate.
- */
-static inline vfloat in_register(vfloat value) {
-  __asm__("" : "+v"(value));
-  return value;
-}
-
-/*
  * C[r, j0..j0+4) for rows r0..r0+rows of A, each a dot product over k. `prefetch`, when not
  * NULL, is the next block's 4 rows of B (4·k contiguous floats), fetched into cache while this
  * block computes: decode-sized products stream weights that live in L3 or DRAM, and the
