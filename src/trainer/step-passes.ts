@@ -44,11 +44,7 @@ export function planStepPasses(
   share = true,
 ): StepPasses {
   const all = items.map((_item, index) => index);
-  const fitsPlain = (part: readonly number[]) =>
-    activationBytes(
-      model,
-      part.map((index) => items[index]!),
-    ) <= budget;
+  const fitsPlain = fitsBudget(model, items, budget);
   const plainParts = consecutiveParts(all, fitsPlain);
   const plain: StepPasses = { plan: null, groups: [{ prefixes: [], parts: plainParts }] };
   const plan = share ? planTrainingPrefixes(model, items) : null;
@@ -150,6 +146,19 @@ export function runStepPasses(
   return true;
 }
 
+/** Whether the plain pass over a part of `items` (indices) keeps at most `budget` bytes. */
+function fitsBudget(
+  model: TransformerLM,
+  items: readonly ScoringItem[],
+  budget: number,
+): (part: readonly number[]) => boolean {
+  return (part) =>
+    activationBytes(
+      model,
+      part.map((index) => items[index]!),
+    ) <= budget;
+}
+
 /** Consecutive runs of `indices` that `fits` (an index that fits alone nowhere runs alone). */
 function consecutiveParts(
   indices: readonly number[],
@@ -235,13 +244,8 @@ export function microBatches(
   budget: number,
 ): Array<{ items: ScoringItem[]; start: number; positions: number }> {
   const all = items.map((_item, index) => index);
-  const fits = (part: readonly number[]) =>
-    activationBytes(
-      model,
-      part.map((index) => items[index]!),
-    ) <= budget;
   let start = 0;
-  return consecutiveParts(all, fits).map((part) => {
+  return consecutiveParts(all, fitsBudget(model, items, budget)).map((part) => {
     const partItems = part.map((index) => items[index]!);
     const positions = partItems.reduce((total, item) => total + item.completion.length, 0);
     start += positions;
