@@ -185,16 +185,9 @@ export function scoreAfterPrefixes(
     const { tokens } = entries[index]!;
     ids.set(own[index]!, index * length);
     own[index]!.forEach((_token, slot) => (positions[index * length + slot] = tokens + slot));
-    keyMask.fill(
-      1,
-      index * (before + length) + before - tokens,
-      index * (before + length) + before,
-    );
-    keyMask.fill(
-      1,
-      index * (before + length) + before,
-      index * (before + length) + before + own[index]!.length,
-    );
+    // The prefix's slots (right-aligned in `before`), then the item's own tokens.
+    const row = index * (before + length) + before;
+    keyMask.fill(1, row - tokens, row + own[index]!.length);
     // Completion token k is predicted from context position context.length − 1 + k.
     item.completion.forEach((token, offset) => {
       rows.push(index * length + item.context.length - 1 - tokens + offset);
