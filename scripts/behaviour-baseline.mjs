@@ -171,6 +171,16 @@ function weightsBodyHash(stateDirectory, weightsPath) {
   return null;
 }
 
+/**
+ * state.json without wall-clock time, the length of metrics.jsonl (which holds elapsed seconds)
+ * and the checksums of files hashed here anyway (metrics.jsonl with its clock).
+ */
+function comparableState(state) {
+  const comparable = { ...state };
+  for (const key of ['elapsedSeconds', 'metricsBytes', 'integrity']) delete comparable[key];
+  return comparable;
+}
+
 /** What a run wrote that behaviour determines, with wall-clock fields and random names removed. */
 function digestRun(runDirectory, stateDirectory) {
   const metrics = readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8')
@@ -186,11 +196,7 @@ function digestRun(runDirectory, stateDirectory) {
   for (const file of filesUnder(checkpointDirectory)) {
     const name = path.relative(checkpointDirectory, file);
     if (name === 'state.json') {
-      // Wall-clock time, and checksums of files hashed here anyway (metrics with their clock).
-      const state = JSON.parse(readFileSync(file, 'utf8'));
-      delete state.elapsedSeconds;
-      delete state.integrity;
-      checkpoint[name] = state;
+      checkpoint[name] = comparableState(JSON.parse(readFileSync(file, 'utf8')));
     } else if (name.endsWith('tinker.json')) {
       const saved = JSON.parse(readFileSync(file, 'utf8'));
       checkpoint[name] = {
@@ -328,8 +334,10 @@ function differences(before, after) {
             `${name}: record ${index} (${record.type}) ${key}: ${JSON.stringify(record[key])} vs ${JSON.stringify(other[key])}`,
           );
     });
+    const comparable = (checkpoint, file) =>
+      JSON.stringify(file === 'state.json' ? comparableState(checkpoint[file]) : checkpoint[file]);
     for (const file of new Set([...Object.keys(a.checkpoint), ...Object.keys(b.checkpoint)]))
-      if (JSON.stringify(a.checkpoint[file]) !== JSON.stringify(b.checkpoint[file]))
+      if (comparable(a.checkpoint, file) !== comparable(b.checkpoint, file))
         found.push(`${name}: checkpoint/${file} differs`);
   }
   return found;
