@@ -1,21 +1,21 @@
 import { taskFingerprint, type Problem, type Task } from '../tasks/index.js';
 import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
-import { buildTeam, type BuiltTeam } from './build-team.js';
-import { trainConfigSchema, type TrainConfig } from './config.js';
-import { moveRemoteEndpoints } from './move-endpoints.js';
-import { RunDirectory } from './run-directory.js';
-import { assertNotActive } from './run-lock.js';
+import { buildTeam, type BuiltTeam } from './build/build-team.js';
+import { trainConfigSchema, type TrainConfig } from './config/train-config.js';
+import { moveRemoteEndpoints } from './run/move-endpoints.js';
+import { RunDirectory } from './run/run-directory.js';
+import { assertNotActive } from './run/run-lock.js';
 import { schedules } from './schedules.js';
 import type { StageHook } from './stage-hooks.js';
-import { adaptiveDeltaHook } from './adaptive-delta.js';
-import { stageRollbackHook } from './stage-rollback.js';
-import type { TrainableUnit } from './units.js';
+import { adaptiveDeltaHook } from './step-control/adaptive-delta.js';
+import { stageRollbackHook } from './step-control/stage-rollback.js';
+import type { TrainableUnit } from './update/units.js';
 import type { StageSettings } from './stage.js';
 import { resolveStageSettings } from './stage-settings.js';
-import { swapHook } from './swap.js';
-import { configAtStage, validateSwaps } from './swap-plan.js';
-import { asTask, resolveRunTask } from './task-source.js';
+import { swapHook } from './swap/swap.js';
+import { configAtStage, validateSwaps } from './swap/swap-plan.js';
+import { asTask, resolveRunTask } from './build/task-source.js';
 import type { TrainOptions, TrainProgress } from './train-options.js';
 
 /** What stays fixed while a run trains. */

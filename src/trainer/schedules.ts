@@ -1,4 +1,4 @@
-import type { ScheduleName } from './config.js';
+import type { ScheduleName } from './config/train-config.js';
 import type { AgentUpdate, Stage, StageOutcome } from './stage.js';
 import { pairedImprovement } from './stage.js';
 

@@ -1,5 +1,5 @@
 import type { MetricsRecord, StageRecord, UpdateRecord } from './records.js';
-import type { RunState } from './run-state.js';
+import type { RunState } from './run/run-state.js';
 
 /**
  * Work the run loop does around every stage without knowing what it is (swaps are one). Records

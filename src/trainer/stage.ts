@@ -10,17 +10,17 @@ import { rollout } from '../team/rollout.js';
 import { firstTurnOf, hasSeveralRounds, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
-import { certifyUpdate, tokenHorizon, type UpdateCertificate } from './certify.js';
-import { HeldOutEvidence } from './certificate-evidence.js';
-import { OccupancyTracker } from './occupancy.js';
+import { certifyUpdate, tokenHorizon, type UpdateCertificate } from './certificate/certify.js';
+import { HeldOutEvidence } from './update/local/certificate-evidence.js';
+import { OccupancyTracker } from './certificate/occupancy.js';
 import type { UpdateRecord } from './records.js';
 import {
   trustRegionUpdate,
   type TrustRegionResult,
   type TrustRegionSettings,
-} from './trust-region.js';
-import type { TinkerUnit, TrainableUnit } from './units.js';
-import { updateOnService, type ServiceEstimates } from './tinker-agent/update.js';
+} from './update/trust-region.js';
+import type { TinkerUnit, TrainableUnit } from './update/units.js';
+import { updateOnService, type ServiceEstimates } from './update/tinker/update.js';
 
 /** How every stage of a run samples, updates and certifies (resolved once from the config). */
 export interface StageSettings {

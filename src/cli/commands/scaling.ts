@@ -7,7 +7,7 @@ import type { ScalingRun } from '../../experiments/scaling-analysis.js';
 import { loadRuns } from '../../report/runs.js';
 import { renderSvgChart } from '../../report/svg.js';
 import { workedChainMaxAgents } from '../../tasks/index.js';
-import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
+import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';

@@ -1,12 +1,12 @@
 import { inRegionTolerance, meanTokenKl } from '../../rl/index.js';
 import { clipGradientNorm } from '../../optim/clip.js';
-import { EvidenceCollector } from '../certificate-evidence.js';
-import { gradientStep } from '../gradient-step.js';
-import { minibatches } from '../minibatches.js';
-import { captureSnapshot } from '../parameter-state.js';
-import { ReferenceDistributions } from '../reference-distributions.js';
-import { collectUnitTokens, rowValues, type UnitTokens } from '../token-grid.js';
-import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '../trust-region.js';
+import { EvidenceCollector } from '../update/local/certificate-evidence.js';
+import { gradientStep } from '../update/local/gradient-step.js';
+import { minibatches } from '../update/minibatches.js';
+import { captureSnapshot } from '../update/parameter-state.js';
+import { ReferenceDistributions } from '../update/local/reference-distributions.js';
+import { collectUnitTokens, rowValues, type UnitTokens } from '../update/token-grid.js';
+import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '../update/trust-region.js';
 
 /**
  * The trust-region update as it ran before measurements shared the gradient steps' forward
