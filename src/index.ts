@@ -57,7 +57,7 @@ export { getBackend, setBackend, availableBackends } from './backend/index.js';
 export { RandomGenerator } from './util/random.js';
 export { TeamtrError, ConfigError, FileFormatError, ShapeError } from './util/errors.js';
 export { certificateStatistics } from './trainer/summary.js';
-export { scheduleSwap } from './trainer/swap/swap-plan.js';
+export { scheduleSwap } from './trainer/schedule-swap.js';
 // The applications the CLI runs, as functions: serve a team or model over an OpenAI-compatible
 // API, the live dashboard, the static report, and export to a Hugging Face directory.
 export { startServer, type ServerOptions, type RunningServer } from './serve/server.js';

@@ -11,7 +11,8 @@ import type { Agent, Team } from '../../team/team.js';
 import type { Task } from '../../tasks/index.js';
 import type { AgentConfig, TrainConfig } from '../config/train-config.js';
 import type { Schedule } from '../schedules.js';
-import { buildUnit, type TrainableUnit } from '../update/units.js';
+import type { TrainableUnit } from '../update/units.js';
+import { buildUnit } from './build-unit.js';
 import { connectTinkerAgents, validateTinkerAgents } from './connect-tinker.js';
 
 export interface BuiltTeam {

@@ -1,7 +1,8 @@
 import { ConfigError } from '../../util/errors.js';
 import type { AgentConfig, TrainConfig } from '../config/train-config.js';
 import { loadAgentTokenizer, TinkerAgent, TinkerPolicy } from '../update/tinker/agent.js';
-import type { TinkerUnit } from '../update/tinker/unit.js';
+import type { TinkerUnit } from '../update/units.js';
+import { unitSettings } from './build-unit.js';
 
 /**
  * The agents of a team that train on a Tinker service (`agents[].engine.tinker`): each gets a
@@ -35,8 +36,7 @@ export async function connectTinkerAgents(
         name: agentConfig.name,
         agent,
         agentIndices: [index],
-        delta: agentConfig.delta ?? config.trustRegion.delta,
-        learningRate: agentConfig.learningRate ?? config.optimizer.learningRate,
+        ...unitSettings(agentConfig, config),
         adam: {
           beta1: config.optimizer.beta1,
           beta2: config.optimizer.beta2,

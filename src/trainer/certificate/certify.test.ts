@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Team } from '../../team/team.js';
 import type { TeamBatch } from '../../team/types.js';
-import type { CertificateEvidence } from '../update/local/certificate-evidence.js';
+import type { CertificateEvidence } from '../update/engine.js';
 import { certificateBounds, tokenHorizon } from './certify.js';
 import type { UnitTokens } from '../update/token-grid.js';
 

@@ -11,12 +11,54 @@ import {
 } from '../../rl/index.js';
 import { turnTokenLimit, type Team } from '../../team/team.js';
 import type { TeamBatch } from '../../team/types.js';
-import type { RankShiftSummary, UpdateCertificate } from '../records.js';
-
-export type { UpdateCertificate } from '../records.js';
 import { rowValues } from '../update/token-grid.js';
 import type { TrustRegionResult } from '../update/trust-region.js';
-import type { CertificateEvidence } from '../update/local/certificate-evidence.js';
+import type { CertificateEvidence } from '../update/engine.js';
+
+export interface RankShiftSummary {
+  lowestRank: number;
+  highestRank: number;
+  meanShift: number;
+  massShiftPerPosition: number;
+}
+
+/** Every certificate quantity of one update (docs/method.md §5), as certifyEvidence computes it. */
+export interface UpdateCertificate {
+  /** Surrogate gain L (unclipped importance-weighted advantage, reward units). */
+  surrogate: number;
+  surrogateStandardError: number;
+  /**
+   * 2ε·E[Σ_k Σ_{j<k} √(KL_j/2)] over every step k up to the agent's horizon (its turns × the
+   * longest turn): the first-order penalty, a bound.
+   */
+  penalty: number;
+  /** Extra term of the sequential-stale schedule (earlier agents' trajectory shift). */
+  stalePenalty: number;
+  /** Certified lower bound L − penalty − stalePenalty (first order). */
+  certificate: number;
+  /**
+   * ε·E[Σ_k |W_k − 1|·TV_k] (docs/method.md §5): the second-order penalty, also a bound. Absent
+   * in runs recorded before it existed.
+   */
+  secondOrderPenalty?: number;
+  /** L − secondOrderPenalty − stalePenalty: the second-order certified lower bound. */
+  secondOrderCertificate?: number;
+  /**
+   * The same bounds on the held-out batch (sampled before the update on prompts it never saw):
+   * unbiased estimates of them, where those above read high (the update maximized the surrogate
+   * on its own batch). Null, or absent in older runs, when held-out measurement is off.
+   */
+  heldOutSurrogate?: number | null;
+  heldOutSurrogateStandardError?: number | null;
+  heldOutCertificate?: number | null;
+  heldOutSecondOrderCertificate?: number | null;
+  /** Σ over the agent's tokens of E√(KL/2): its own trajectory-level shift. */
+  trajectoryShift: number;
+  offPolicyEstimate: number;
+  offPolicyStandardError: number;
+  offPolicyLowerBound: number;
+  probabilityShiftByRank: RankShiftSummary[];
+}
 
 /** The certificate's settings and what the stage knows beyond the batch. */
 export interface CertificateSettings {

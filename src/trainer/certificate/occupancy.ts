@@ -1,8 +1,9 @@
 import { occupancyGap } from '../../rl/index.js';
-import { scoreToArrays, type ScoringItem } from '../../nn/score.js';
+import type { ScoringItem } from '../../nn/score.js';
 import type { TeamBatch } from '../../team/types.js';
 import { collectUnitTokens } from '../update/token-grid.js';
-import type { LocalUnit, TrainableUnit } from '../update/units.js';
+import type { UnitEngine } from '../update/engine.js';
+import type { TrainableUnit } from '../update/units.js';
 
 /**
  * How far the team has moved, within a stage, from the team that sampled the stage's first
@@ -36,31 +37,24 @@ export class OccupancyTracker {
   }
 
   /**
-   * After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch. `known`:
-   * log π_new of the update's own tokens in scoring order (the update measured them); when those
-   * are the first batch's tokens of the unit — the first update of a stage, or a later one whose
-   * turns suffix resampling kept — they are used instead of scoring the batch again.
+   * After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch, scored by
+   * its engine. `known`: log π_new of the update's own tokens in scoring order (the update
+   * measured them); when those are the first batch's tokens of the unit — the first update of a
+   * stage, or a later one whose turns suffix resampling kept — they are used instead of scoring
+   * the batch again.
    */
-  advance(
-    unit: LocalUnit,
+  async advance(
+    unit: TrainableUnit,
+    engine: Pick<UnitEngine, 'completionLogProbs'>,
     known: { items: ScoringItem[]; logProbs: Float32Array } | null = null,
-  ): void {
+  ): Promise<void> {
     const scored = this.pending(unit);
     if (!scored) return;
     const logProbs =
       known && sameItems(known.items, scored.items)
         ? splitByItem(known.items, known.logProbs)
-        : scoreToArrays(unit.model, scored.items).map((score) => score.logProbs);
+        : await engine.completionLogProbs(scored.items);
     this.add(unit, scored, logProbs);
-  }
-
-  /** `advance` for a unit whose log-probs come from elsewhere (a service), item by item. */
-  async advanceWith(
-    unit: TrainableUnit,
-    score: (items: ScoringItem[]) => Promise<ArrayLike<number>[]>,
-  ): Promise<void> {
-    const scored = this.pending(unit);
-    if (scored) this.add(unit, scored, await score(scored.items));
   }
 
   private pending(unit: TrainableUnit) {

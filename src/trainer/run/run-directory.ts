@@ -18,12 +18,11 @@ import {
 import { readJsonFile } from '../../io/json-file.js';
 import { FileFormatError, TeamtrError } from '../../util/errors.js';
 import { parseWithSchema } from '../../util/schema.js';
-import type { MetricsRecord } from '../records.js';
 import { hashDirectory, hashFile, verifyCheckpoint } from './checkpoint-integrity.js';
-import { assertNotActive, runLockFile } from './run-lock.js';
+import { holdRun, runLockFile, type HeldLock } from './run-lock.js';
 import { runStateSchema, type RunState } from './run-state.js';
 import type { TrainableUnit } from '../update/units.js';
-import { restoreUnitCheckpoint, saveUnitCheckpoint } from '../update/local/unit-checkpoint.js';
+import { unitEngine } from '../update/engines.js';
 
 /**
  * A run directory:
@@ -56,12 +55,12 @@ const markerSchema = z.strictObject({
 /** Leftovers of io/atomic.ts writes (`.<name>.tmp-<pid>-<hex>`, `.<name>.old-…`). */
 const atomicLeftover = /^\.(.+)\.(tmp|old)-\d+-[0-9a-f]+$/;
 
-function isAtomicWriteLeftover(name: string): boolean {
+export function isAtomicWriteLeftover(name: string): boolean {
   return atomicLeftover.test(name);
 }
 
 /** A file a run writes before its first checkpoint, or a temp copy of one (or of a checkpoint). */
-function isRunEntry(name: string): boolean {
+export function isRunEntry(name: string): boolean {
   const base = atomicLeftover.exec(name)?.[1] ?? name;
   const ownFiles: string[] = [
     runFiles.marker,
@@ -73,57 +72,29 @@ function isRunEntry(name: string): boolean {
   return ownFiles.includes(base) || (base === runFiles.checkpoint && name !== base);
 }
 
-/**
- * Empties a directory that holds a run which never reached its first checkpoint; refuses any
- * other non-empty directory (a run with a checkpoint is continued with --resume).
- */
-async function clearUnstartedRun(directory: string): Promise<void> {
-  const entries = readdirSync(directory);
-  if (entries.length === 0) return;
-  assertNotActive(directory);
-  await recoverInterruptedReplace(path.join(directory, runFiles.checkpoint));
-  if (existsSync(path.join(directory, runFiles.checkpoint, runFiles.state)))
-    throw new TeamtrError(
-      `run directory ${directory} holds a run with a checkpoint; continue it with --resume, or choose another --run-dir`,
-    );
-  const ours =
-    entries.every(isRunEntry) &&
-    (entries.includes(runFiles.marker) || entries.every(isAtomicWriteLeftover));
-  if (!ours)
-    throw new TeamtrError(`run directory ${directory} is not empty; choose another --run-dir`);
-  for (const entry of readdirSync(directory))
-    rmSync(path.join(directory, entry), { recursive: true, force: true });
+/** One line of metrics.jsonl: a record, discriminated by `type` (records.ts). */
+export interface MetricsLine {
+  type: string;
 }
 
+/**
+ * A run directory as anyone may read it (the report, the dashboard, `eval`, `serve`). Writing
+ * into a run that a trainer may hold goes through HeldRun (held-run.ts), which holds its lock.
+ */
 export class RunDirectory {
-  private constructor(readonly directory: string) {}
+  protected constructor(readonly directory: string) {}
 
   get metricsPath(): string {
     return path.join(this.directory, runFiles.metrics);
   }
 
   /**
-   * A new run in an empty (or absent) directory, or in one left by a run that stopped before
-   * its first checkpoint (nothing there can be resumed, so it starts over). The marker is
-   * written first: a run killed at any moment leaves a directory this recognizes.
+   * A new run, created as HeldRun.create does and not held afterwards: for tools and fixtures
+   * that write a run no trainer works on.
    */
   static async create(directory: string, config: unknown): Promise<RunDirectory> {
-    if (existsSync(directory)) {
-      if (!statSync(directory).isDirectory())
-        throw new TeamtrError(
-          `${directory} exists and is not a directory; choose another --run-dir`,
-        );
-      await clearUnstartedRun(directory);
-    }
-    mkdirSync(directory, { recursive: true });
-    const run = new RunDirectory(directory);
-    await writeJsonAtomic(path.join(directory, runFiles.marker), {
-      format: 'teamtr-run',
-      version: 1,
-      createdAt: new Date().toISOString(),
-    });
-    await writeJsonAtomic(path.join(directory, runFiles.config), config);
-    appendFileSync(run.metricsPath, '');
+    const run = await HeldRun.create(directory, config);
+    run.release();
     return run;
   }
 
@@ -156,7 +127,7 @@ export class RunDirectory {
     return readJsonFile(path.join(this.directory, runFiles.config));
   }
 
-  appendMetrics(records: readonly MetricsRecord[]): void {
+  appendMetrics(records: readonly MetricsLine[]): void {
     if (records.length === 0) return;
     appendFileSync(
       this.metricsPath,
@@ -168,14 +139,15 @@ export class RunDirectory {
     return statSync(this.metricsPath).size;
   }
 
-  readMetrics(): MetricsRecord[] {
+  /** The complete records of metrics.jsonl (records.ts: MetricsRecord, for a trainer's run). */
+  readMetrics<Line extends MetricsLine = MetricsLine>(): Line[] {
     if (!existsSync(this.metricsPath)) return [];
     const lines = readFileSync(this.metricsPath, 'utf8').split('\n');
     const complete = lines.slice(0, -1); // the text after the last newline is still being written
     return complete.flatMap((line, index) => {
       if (!line.trim()) return [];
       try {
-        return [JSON.parse(line) as MetricsRecord];
+        return [JSON.parse(line) as Line];
       } catch {
         throw new FileFormatError(
           this.metricsPath,
@@ -204,7 +176,7 @@ export class RunDirectory {
       path.join(this.directory, runFiles.checkpoint),
       async (temporary) => {
         for (const unit of units)
-          await saveUnitCheckpoint(path.join(temporary, 'units', unit.name), unit, {
+          await unitEngine(unit).save(path.join(temporary, 'units', unit.name), {
             tokenizer: tokenizers.get(unit.name),
             baseWeights: options.baseWeights ?? false,
           });
@@ -252,7 +224,7 @@ export class RunDirectory {
         metricsBytes: state.metricsBytes,
       });
     for (const unit of units)
-      await restoreUnitCheckpoint(path.join(checkpointDirectory, 'units', unit.name), unit);
+      await unitEngine(unit).load(path.join(checkpointDirectory, 'units', unit.name));
     // Records written after the checkpoint are produced again, identically, by the resumed run.
     if (options.truncateMetrics ?? true) this.truncateMetrics(state.metricsBytes);
     return state;
@@ -267,4 +239,105 @@ export class RunDirectory {
   async writeSummary(summary: unknown): Promise<void> {
     await writeJsonAtomic(path.join(this.directory, runFiles.summary), summary);
   }
+}
+
+/**
+ * A run directory this process holds (running.json, run-lock.ts): how a trainer, or anything
+ * that rewrites an existing run's files, gets one. The lock is taken before anything in the
+ * directory is changed, and `release` gives it up.
+ */
+export class HeldRun extends RunDirectory {
+  private constructor(
+    directory: string,
+    private readonly lock: HeldLock,
+  ) {
+    super(directory);
+  }
+
+  /**
+   * A new run in an empty (or absent) directory, or in one left by a run that stopped before
+   * its first checkpoint (nothing there can be resumed, so it starts over). The marker is
+   * written first: a run killed at any moment leaves a directory this recognizes.
+   */
+  static override async create(directory: string, config: unknown): Promise<HeldRun> {
+    if (existsSync(directory)) {
+      if (!statSync(directory).isDirectory())
+        throw new TeamtrError(
+          `${directory} exists and is not a directory; choose another --run-dir`,
+        );
+      if (!readdirSync(directory).every((name) => isRunEntry(name) || name === runFiles.checkpoint))
+        throw notEmpty(directory);
+    }
+    mkdirSync(directory, { recursive: true });
+    return HeldRun.holding(directory, async (run) => {
+      await clearUnstartedRun(directory);
+      await writeJsonAtomic(path.join(directory, runFiles.marker), {
+        format: 'teamtr-run',
+        version: 1,
+        createdAt: new Date().toISOString(),
+      });
+      await writeJsonAtomic(path.join(directory, runFiles.config), config);
+      appendFileSync(run.metricsPath, '');
+    });
+  }
+
+  /** An existing run (RunDirectory.open's checks), held: to resume it, or to edit its config. */
+  static override async open(directory: string): Promise<HeldRun> {
+    await RunDirectory.open(directory);
+    return HeldRun.holding(directory, async () => undefined);
+  }
+
+  /** Says the trainer is alive (after every stage). */
+  beat(): Promise<void> {
+    return this.lock.beat();
+  }
+
+  release(): void {
+    this.lock.release();
+  }
+
+  /** Holds `directory`, then runs `prepare` on it; gives the lock back if that fails. */
+  private static async holding(
+    directory: string,
+    prepare: (run: HeldRun) => Promise<void>,
+  ): Promise<HeldRun> {
+    const run = new HeldRun(directory, await holdRun(directory));
+    try {
+      await prepare(run);
+      return run;
+    } catch (error) {
+      run.release();
+      throw error;
+    }
+  }
+}
+
+function notEmpty(directory: string): TeamtrError {
+  return new TeamtrError(`run directory ${directory} is not empty; choose another --run-dir`);
+}
+
+/**
+ * Empties a directory that holds a run which never reached its first checkpoint, but for the
+ * lock this trainer holds; refuses any other non-empty directory (a run with a checkpoint is
+ * continued with --resume).
+ */
+async function clearUnstartedRun(directory: string): Promise<void> {
+  const entries = readdirSync(directory).filter((name) => !isLockEntry(name));
+  if (entries.length === 0) return;
+  await recoverInterruptedReplace(path.join(directory, runFiles.checkpoint));
+  if (existsSync(path.join(directory, runFiles.checkpoint, runFiles.state)))
+    throw new TeamtrError(
+      `run directory ${directory} holds a run with a checkpoint; continue it with --resume, or choose another --run-dir`,
+    );
+  const ours =
+    entries.every(isRunEntry) &&
+    (entries.includes(runFiles.marker) || entries.every(isAtomicWriteLeftover));
+  if (!ours) throw notEmpty(directory);
+  for (const entry of readdirSync(directory).filter((name) => !isLockEntry(name)))
+    rmSync(path.join(directory, entry), { recursive: true, force: true });
+}
+
+/** running.json, or a temporary file of it (run-lock.ts). */
+function isLockEntry(name: string): boolean {
+  return (atomicLeftover.exec(name)?.[1] ?? name) === runLockFile;
 }

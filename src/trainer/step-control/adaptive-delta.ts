@@ -1,7 +1,6 @@
 import type { TrainConfig } from '../config/train-config.js';
-import type { MetricsRecord, StageRecord, UpdateRecord } from '../records.js';
 import type { RunState } from '../run/run-state.js';
-import type { StageHook } from '../stage-hooks.js';
+import type { CompletedUpdate, StageHook } from '../run/stage-hooks.js';
 import type { TrainableUnit } from '../update/units.js';
 
 /** trustRegion.adaptiveDelta, resolved. */
@@ -15,7 +14,10 @@ export type AdaptiveDeltaSettings = NonNullable<TrainConfig['trustRegion']['adap
  */
 export function nextDelta(
   delta: number,
-  update: Pick<UpdateRecord, 'heldOutImprovement' | 'heldOutImprovementStandardError' | 'inRegion'>,
+  update: Pick<
+    CompletedUpdate,
+    'heldOutImprovement' | 'heldOutImprovementStandardError' | 'inRegion'
+  >,
   settings: AdaptiveDeltaSettings,
 ): number {
   const improvement = update.heldOutImprovement;
@@ -36,19 +38,15 @@ export function nextDelta(
 export function adaptiveDeltaHook(
   units: readonly TrainableUnit[],
   settings: AdaptiveDeltaSettings,
-): StageHook {
+): StageHook<never> {
   // Read at every call: a swap may replace a unit in `units`.
   const trainable = () => units.filter((unit) => unit.delta > 0);
   return {
-    beforeStage: async (state: RunState): Promise<MetricsRecord[]> => {
+    beforeStage: async (state: RunState) => {
       for (const unit of trainable()) unit.delta = state.deltas?.[unit.name] ?? unit.delta;
       return [];
     },
-    afterStage: (
-      state: RunState,
-      _stage: StageRecord,
-      updates: readonly UpdateRecord[],
-    ): MetricsRecord[] => {
+    afterStage: async (state: RunState, _stage, updates: readonly CompletedUpdate[]) => {
       for (const update of updates) {
         const unit = trainable().find((candidate) => candidate.name === update.agent);
         if (unit) unit.delta = nextDelta(unit.delta, update, settings);

@@ -69,7 +69,7 @@ describe('stage rollback', () => {
 
     await hook.beforeStage(state);
     step(unit);
-    const kept = hook.afterStage(state, stage, [measured(0.05, 0.03)] as UpdateRecord[]);
+    const kept = await hook.afterStage(state, stage, [measured(0.05, 0.03)] as UpdateRecord[]);
     assert.deepEqual(kept, []);
     assert.notDeepEqual(unit.model.trainableParameters()[0]!.tensor.data, before[0]);
 
@@ -78,7 +78,7 @@ describe('stage rollback', () => {
     assert.notEqual(optimizerMoved, optimizerBefore);
     await hook.beforeStage(state);
     step(unit);
-    const records = hook.afterStage(state, stage, [measured(-0.1, 0.03)] as UpdateRecord[]);
+    const records = await hook.afterStage(state, stage, [measured(-0.1, 0.03)] as UpdateRecord[]);
     assert.deepEqual(
       unit.model.trainableParameters().map(({ tensor }) => tensor.data),
       moved,

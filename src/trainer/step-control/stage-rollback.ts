@@ -1,10 +1,20 @@
-import type { AdamWState } from '../../optim/adamw.js';
 import type { TrainConfig } from '../config/train-config.js';
-import { captureSnapshot, restoreSnapshot, type ParameterSnapshot } from '../update/parameter-state.js';
-import type { MetricsRecord, RollbackRecord, StageRecord, UpdateRecord } from '../records.js';
-import type { RunState } from '../run/run-state.js';
-import type { StageHook } from '../stage-hooks.js';
-import type { LocalUnit, TrainableUnit } from '../update/units.js';
+import type { CompletedStage, CompletedUpdate, StageHook } from '../run/stage-hooks.js';
+import type { EngineSnapshot } from '../update/engine.js';
+import { unitEngine } from '../update/engines.js';
+import type { TrainableUnit } from '../update/units.js';
+
+/** A stage undone because its held-out change was confidently negative (trustRegion.rollback). */
+export interface RollbackRecord {
+  type: 'rollback';
+  stage: number;
+  generatedTokens: number;
+  /** Σ of the stage's updates' held-out improvements, and its standard error. */
+  heldOutChange: number;
+  heldOutChangeStandardError: number;
+  /** The units set back to their parameters and optimizer state before the stage. */
+  agents: string[];
+}
 
 /** trustRegion.rollback, resolved. */
 export type RollbackSettings = NonNullable<TrainConfig['trustRegion']['rollback']>;
@@ -15,7 +25,10 @@ export type RollbackSettings = NonNullable<TrainConfig['trustRegion']['rollback'
  * (√Σ se²). Null when an update of the stage has no held-out measurement. Pure.
  */
 export function stageHeldOutChange(
-  updates: readonly Pick<UpdateRecord, 'heldOutImprovement' | 'heldOutImprovementStandardError'>[],
+  updates: readonly Pick<
+    CompletedUpdate,
+    'heldOutImprovement' | 'heldOutImprovementStandardError'
+  >[],
 ): { change: number; standardError: number } | null {
   if (updates.length === 0) return null;
   let change = 0;
@@ -37,49 +50,31 @@ export function confidentlyNegative(
   return evidence.standardError > 0 && evidence.change <= -confidence * evidence.standardError;
 }
 
-interface UnitSnapshot {
-  unit: LocalUnit;
-  parameters: ParameterSnapshot;
-  optimizer: AdamWState;
-}
-
 /**
- * Stage rollback as a stage hook (docs/method.md §3): before each stage it copies every
- * trainable unit's parameters and optimizer state; after it, when the stage's held-out change
- * is confidently negative, every unit goes back to that copy (parameters and Adam moments and
- * step: the stage is undone as if it had not run, except for the tokens it spent) and a
- * `rollback` record says so. The copy costs one model's parameters and two moment buffers per
- * trainable unit, for the length of a stage.
+ * Stage rollback as a stage hook (docs/method.md §3): before each stage it takes a snapshot of
+ * every trainable unit (its engine's: parameters and optimizer state); after it, when the
+ * stage's held-out change is confidently negative, every unit goes back to its snapshot
+ * (parameters and Adam moments and step: the stage is undone as if it had not run, except for
+ * the tokens it spent) and a `rollback` record says so. A local unit's snapshot costs one
+ * model's parameters and two moment buffers, for the length of a stage.
  */
 export function stageRollbackHook(
   units: readonly TrainableUnit[],
   settings: RollbackSettings,
-): StageHook {
-  let snapshots: UnitSnapshot[] = [];
+): StageHook<RollbackRecord> {
+  let snapshots: Array<{ unit: TrainableUnit; snapshot: EngineSnapshot }> = [];
   return {
-    beforeStage: async (): Promise<MetricsRecord[]> => {
+    beforeStage: async () => {
+      snapshots = [];
       // Read at every stage: a swap may replace a unit in `units`.
-      snapshots = units
-        // Units on a Tinker service are refused with rollback (build-team.ts).
-        .filter((unit): unit is LocalUnit => unit.kind !== 'tinker' && unit.delta > 0)
-        .map((unit) => ({
-          unit,
-          parameters: captureSnapshot(unit.model.trainableParameters()),
-          optimizer: unit.optimizer.stateDict(),
-        }));
+      for (const unit of units.filter((candidate) => candidate.delta > 0))
+        snapshots.push({ unit, snapshot: await unitEngine(unit).snapshot() });
       return [];
     },
-    afterStage: (
-      _state: RunState,
-      stage: StageRecord,
-      updates: readonly UpdateRecord[],
-    ): MetricsRecord[] => {
+    afterStage: async (_state, stage: CompletedStage, updates: readonly CompletedUpdate[]) => {
       const evidence = stageHeldOutChange(updates);
       if (!evidence || !confidentlyNegative(evidence, settings.confidence)) return [];
-      for (const { unit, parameters, optimizer } of snapshots) {
-        restoreSnapshot(unit.model.trainableParameters(), parameters);
-        unit.optimizer.loadStateDict(optimizer);
-      }
+      for (const { snapshot } of snapshots) await snapshot.restore();
       const record: RollbackRecord = {
         type: 'rollback',
         stage: stage.stage,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ConfigError, TeamtrError } from '../../util/errors.js';
 import type { SwapRecord } from '../records.js';
-import { scheduleSwap, type SwapRequest } from './swap-plan.js';
+import { scheduleSwap, type SwapRequest } from '../schedule-swap.js';
 import { createTrainingFixture } from '../test-support/fixture.js';
 import { directorySnapshot, readRecords } from '../test-support/run-files.js';
 import { createSwapModels } from '../test-support/swap-models.js';

@@ -1,23 +1,12 @@
-import path from 'node:path';
 import { loadModel, type LoadedModel } from '../../models/load.js';
 import type { Task } from '../../tasks/index.js';
 import { LocalPolicy } from '../../team/policy.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../../team/render.js';
 import { ConfigError, TeamtrError } from '../../util/errors.js';
-import { parseWithSchema } from '../../util/schema.js';
 import { resolveAlignmentMode, sharesVocabulary } from './alignment.js';
 import { defaultAgents } from '../build/build-team.js';
-import {
-  swapConfigSchema,
-  trainConfigSchema,
-  type AgentConfig,
-  type SwapConfig,
-  type TrainConfig,
-} from '../config/train-config.js';
-import { RunDirectory } from '../run/run-directory.js';
-import { resolveRunTask } from '../build/task-source.js';
+import type { AgentConfig, SwapConfig, TrainConfig } from '../config/train-config.js';
 import type { SwapProgress } from '../run/run-state.js';
-import { schedules } from '../schedules.js';
 
 /**
  * Which model each agent has at each stage, and whether a planned swap can work, decided from
@@ -76,10 +65,15 @@ export function configAtStage(
 export async function validateSwaps(
   config: TrainConfig,
   task: Task,
-  options: { completedStage: number; applied: SwapProgress['applied'] },
+  options: {
+    completedStage: number;
+    applied: SwapProgress['applied'];
+    /** The run's schedule plays every role with one model. */
+    sharedModel: boolean;
+  },
 ): Promise<void> {
   if (config.swaps.length === 0) return;
-  if (schedules[config.schedule].sharedModel) {
+  if (options.sharedModel) {
     throw new ConfigError(
       'swaps',
       `schedule "${config.schedule}" plays every role with one model; swaps need one model per agent`,
@@ -279,82 +273,4 @@ function longestInputTokens(
       (prompt) => policy.encodeInput(renderAgentInput(speaker, prompt, earlier)).length,
     ),
   );
-}
-
-export interface SwapRequest {
-  runDirectory: string;
-  agent: string;
-  model: string;
-  rolePrompt?: string;
-  learningRate?: number;
-  measureProblems?: number;
-  alignment?: {
-    steps?: number;
-    mode?: string;
-    learningRate?: number;
-    warmupSteps?: number;
-    minibatches?: number;
-    epochs?: number;
-  };
-}
-
-export interface ScheduledSwap {
-  runDirectory: string;
-  /** The swap as written to config.json (it happens right before this stage runs). */
-  swap: SwapConfig;
-  /** The stage of the checkpoint the next `train --resume` continues from. */
-  checkpointStage: number;
-}
-
-/**
- * Schedules a swap on an existing run at the stage after its checkpoint, by rewriting the run's
- * config.json atomically once every check passed; `teamtr train --resume` applies it. On any
- * error the run directory is left exactly as it was.
- */
-export async function scheduleSwap(request: SwapRequest): Promise<ScheduledSwap> {
-  const run = await RunDirectory.open(request.runDirectory);
-  const configPath = path.join(request.runDirectory, 'config.json');
-  const config = parseWithSchema(trainConfigSchema, await run.readConfig(), configPath);
-  const state = await run.readCheckpointState();
-  if (!state)
-    throw new TeamtrError(
-      `${request.runDirectory} has no checkpoint yet; a swap is applied when a run resumes from one`,
-    );
-  const budgetSpent =
-    state.generatedTokens >= config.budget.generatedTokens ||
-    (config.budget.maxStages !== undefined && state.stage >= config.budget.maxStages);
-  if (budgetSpent)
-    throw new TeamtrError(
-      `${request.runDirectory} has spent its budget (stage ${state.stage}, ${state.generatedTokens} generated tokens), so a swap would never run; start a new run with a \`swaps\` entry in its config`,
-    );
-  const model = request.model.startsWith('builtin:') ? request.model : path.resolve(request.model);
-  const swap = parseWithSchema(
-    swapConfigSchema,
-    {
-      stage: state.stage + 1,
-      agent: request.agent,
-      model,
-      ...(request.rolePrompt !== undefined ? { rolePrompt: request.rolePrompt } : {}),
-      ...(request.learningRate !== undefined ? { learningRate: request.learningRate } : {}),
-      ...(request.measureProblems !== undefined
-        ? { measureProblems: request.measureProblems }
-        : {}),
-      alignment: Object.fromEntries(
-        Object.entries(request.alignment ?? {}).filter(([, value]) => value !== undefined),
-      ),
-    },
-    'swap',
-  );
-  const updated = parseWithSchema(
-    trainConfigSchema,
-    { ...config, swaps: [...config.swaps, swap] },
-    configPath,
-  );
-  const task = await resolveRunTask(updated, undefined);
-  await validateSwaps(updated, task, {
-    completedStage: state.stage,
-    applied: state.swaps.applied,
-  });
-  await run.writeConfig(updated);
-  return { runDirectory: request.runDirectory, swap, checkpointStage: state.stage };
 }

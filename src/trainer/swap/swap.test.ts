@@ -4,7 +4,11 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadCheckpoint } from '../../io/checkpoint.js';
 import { tinyTask } from '../../team/test-support/tiny-team.js';
-import { swapConfigSchema, trainConfigSchema, type TrainConfigInput } from '../config/train-config.js';
+import {
+  swapConfigSchema,
+  trainConfigSchema,
+  type TrainConfigInput,
+} from '../config/train-config.js';
 import { openRun } from '../open-run.js';
 import type { StageRecord, SwapRecord, SwapRecoveryRecord } from '../records.js';
 import type { RunState } from '../run/run-state.js';

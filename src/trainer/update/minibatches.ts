@@ -38,17 +38,17 @@ export function* minibatches(options: MinibatchOptions, tokens: UnitTokens): Gen
 }
 
 /**
- * Minibatches drawn one at a time, each before the measurement that decides whether it is
- * stepped on (that measurement shares its forward pass). The first minibatch of an epoch draws
- * the epoch's shuffle from the update's random stream; `putBack` returns the stream to where it
- * was before the last draw, so an update that ends before stepping on a drawn minibatch leaves
- * the stream exactly where drawing only the minibatches stepped on would have: the next
- * agent's update, the next stage and a resumed run draw what they always drew.
+ * Minibatches drawn one at a time. The first minibatch of an epoch draws the epoch's shuffle
+ * from the update's random stream. `peek` draws the next one early (an engine may start on it
+ * while the step before is measured); `close` gives a peeked minibatch that was never taken
+ * back to the stream, so an update that ends early leaves the stream exactly where drawing only
+ * the minibatches stepped on would have: the next agent's update, the next stage and a resumed
+ * run draw what they always drew.
  */
 export class MinibatchDraws {
   private readonly source: Iterator<UnitTokens>;
   private readonly random: RandomGenerator;
-  private stateBeforeLastDraw: RandomState | null = null;
+  private peeked: { minibatch: UnitTokens | null; stateBefore: RandomState } | null = null;
 
   constructor(options: MinibatchOptions, tokens: UnitTokens) {
     this.source = minibatches(options, tokens);
@@ -57,13 +57,24 @@ export class MinibatchDraws {
 
   /** The next minibatch, or null after the last. */
   next(): UnitTokens | null {
-    this.stateBeforeLastDraw = this.random.getState();
-    const drawn = this.source.next();
-    return drawn.done ? null : drawn.value;
+    const minibatch = this.peek();
+    this.peeked = null;
+    return minibatch;
   }
 
-  /** Undoes the last draw's use of the random stream (the minibatch is not stepped on). */
-  putBack(): void {
-    if (this.stateBeforeLastDraw) this.random.setState(this.stateBeforeLastDraw);
+  /** The minibatch `next` returns, drawn now if it was not yet. */
+  peek(): UnitTokens | null {
+    if (!this.peeked) {
+      const stateBefore = this.random.getState();
+      const drawn = this.source.next();
+      this.peeked = { minibatch: drawn.done ? null : drawn.value, stateBefore };
+    }
+    return this.peeked.minibatch;
+  }
+
+  /** Ends the draws; a peeked minibatch never taken gives back its use of the random stream. */
+  close(): void {
+    if (this.peeked) this.random.setState(this.peeked.stateBefore);
+    this.peeked = null;
   }
 }

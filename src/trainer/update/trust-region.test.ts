@@ -63,7 +63,7 @@ describe('trust-region update', () => {
       learningRate: 1e-4,
     };
     const trajectories = batch.trajectories.map((_trajectory, index) => index);
-    const result = trustRegionUpdate({
+    const result = await trustRegionUpdate({
       unit,
       batch,
       advantages,
@@ -115,7 +115,7 @@ describe('trust-region update', () => {
         const { model, batch, advantages } = await oneAgentBatch();
         const unit = soloUnit(model, 0.002, learningRate);
         const trajectories = batch.trajectories.map((_trajectory, index) => index);
-        const result = trustRegionUpdate({
+        const result = await trustRegionUpdate({
           unit,
           batch,
           advantages,
@@ -138,7 +138,7 @@ describe('trust-region update', () => {
     const { model, batch, advantages } = await oneAgentBatch();
     const before = model.stateDict();
     const unit = soloUnit(model, 0, 1e-3);
-    trustRegionUpdate({
+    await trustRegionUpdate({
       unit,
       batch,
       advantages,
@@ -161,7 +161,7 @@ describe('trust-region update in bounded memory', () => {
   ) {
     const { model, batch, advantages } = await oneAgentBatch();
     const unit = soloUnit(model, 0.002, 1e-2);
-    const result = trustRegionUpdate({
+    const result = await trustRegionUpdate({
       unit,
       batch,
       advantages,

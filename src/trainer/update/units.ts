@@ -1,19 +1,16 @@
-import type { LoadedModel } from '../../models/load.js';
 import type { TransformerLM } from '../../nn/transformer.js';
-import { AdamW, decayExempt } from '../../optim/adamw.js';
-import type { AgentConfig, TrainConfig } from '../config/train-config.js';
-import type { TinkerUnit } from './tinker/unit.js';
-
-export type { TinkerUnit } from './tinker/unit.js';
-
-/** What the trainer updates: a local model, or an agent's model on a Tinker service. */
-export type TrainableUnit = LocalUnit | TinkerUnit;
+import type { AdamW } from '../../optim/adamw.js';
+import type { TinkerAgent } from './tinker/agent.js';
 
 /**
- * A model the trainer updates, with everything its updates need: the one home of an agent's
- * trust-region radius, learning rate and optimizer state. The team runtime's `Agent` knows
- * none of these; it only plays turns.
+ * What the trainer updates: an agent's model here, or on a Tinker service. A unit is the one
+ * home of an agent's trust-region radius δ and learning rate (build/build-unit.ts resolves them
+ * from the config); what can be done to its model is its engine's (engines.ts). The team
+ * runtime's `Agent` knows none of this; it only plays turns.
  */
+export type TrainableUnit = LocalUnit | TinkerUnit;
+
+/** A model in this process, with its optimizer. */
 export interface LocalUnit {
   kind?: 'local';
   /** The agent's name (the shared model's for `single`); names its checkpoint folder. */
@@ -33,38 +30,17 @@ export interface LocalUnit {
   source?: string;
 }
 
-/** The unit of an agent (or, for `single`, of the model shared by `agentIndices`). */
-export function buildUnit(options: {
-  agentConfig: AgentConfig;
-  loaded: LoadedModel;
+/**
+ * A trainable agent whose model lives on a Tinker service: its weights and Adam state are the
+ * service's (`agent.model`); its radius δ and learning rate are kept here like a local unit's.
+ */
+export interface TinkerUnit {
+  kind: 'tinker';
+  name: string;
+  agent: TinkerAgent;
   agentIndices: number[];
-  config: TrainConfig;
-}): LocalUnit {
-  const { agentConfig, loaded, config } = options;
-  const learningRate = agentConfig.learningRate ?? config.optimizer.learningRate;
-  return {
-    name: agentConfig.name,
-    model: loaded.model,
-    optimizer: createOptimizer(loaded, learningRate, config),
-    agentIndices: options.agentIndices,
-    delta: agentConfig.trainable ? (agentConfig.delta ?? config.trustRegion.delta) : 0,
-    learningRate,
-    source: loaded.source,
-  };
-}
-
-/** A fresh AdamW for a unit's model under the run's optimizer settings. */
-export function createOptimizer(
-  model: LoadedModel,
-  learningRate: number,
-  config: TrainConfig,
-): AdamW {
-  return new AdamW(model.model.trainableParameters(), {
-    learningRate,
-    beta1: config.optimizer.beta1,
-    beta2: config.optimizer.beta2,
-    epsilon: 1e-8,
-    weightDecay: config.optimizer.weightDecay,
-    noDecay: decayExempt,
-  });
+  delta: number;
+  learningRate: number;
+  /** Adam settings sent with every optim_step (the run's optimizer settings). */
+  adam: { beta1: number; beta2: number; weightDecay: number };
 }

@@ -6,19 +6,8 @@ import {
 } from '../../../tensor/distribution-comparison.js';
 import type { TeamBatch } from '../../../team/types.js';
 import { ReferenceDistributions, type DistributionPair } from './reference-distributions.js';
+import type { CertificateEvidence } from '../engine.js';
 import { collectUnitTokens, toGrid, type UnitTokens } from '../token-grid.js';
-
-/**
- * What a certificate reads from one batch sampled by π_old: the agent's tokens and, per token,
- * log π_new of the sampled token, the exact KL(π_old ‖ π_new) and the exact TV(π_old, π_new) of
- * its whole next-token distribution. Grids are [rows·length] (token-grid.ts).
- */
-export interface CertificateEvidence {
-  tokens: UnitTokens;
-  newLogProbs: Float32Array;
-  perTokenKl: Float32Array;
-  perTokenTotalVariation: Float32Array;
-}
 
 /** Pre-update rank buckets of the "probability shift by rank" diagnostic (docs/method.md §5). */
 export const rankBuckets = [1, 2, 3, 5, 10, Infinity];

@@ -7,7 +7,7 @@ import { withSampledHidden } from './sampled-hidden.js';
 import { flatPositionsIn, type UnitTokens } from '../token-grid.js';
 
 /** One exact-KL measurement of the current parameters, with the evidence gathered on the way. */
-export interface Measurement {
+export interface KlMeasurement {
   kl: number;
   max: number;
   evidence: EvidenceCollector;
@@ -36,6 +36,11 @@ export class KlMeter {
     private readonly budgetBytes?: number,
   ) {}
 
+  /** Whether π_old is fixed yet. */
+  get isStarted(): boolean {
+    return this.reference !== null;
+  }
+
   /**
    * Takes the current parameters as π_old; call before they first change. With a forward pass
    * to check them against, the hidden states kept while sampling stand in for the layers'
@@ -54,7 +59,7 @@ export class KlMeter {
   }
 
   /** The mean and maximum token KL, and the certificate's evidence, of the current parameters. */
-  measure(forward: SharedForward | null = null): Measurement {
+  measure(forward: SharedForward | null = null): KlMeasurement {
     const { tokens } = this;
     const reference = this.started();
     const evidence = new EvidenceCollector(tokens, this.model.config.vocabSize, {

@@ -131,7 +131,7 @@ function countForwardPositions(model: TransformerLM) {
 async function bothUpdates(setup: Setup) {
   const shared = await agentUpdate(setup);
   const separate = await agentUpdate(setup);
-  const result = trustRegionUpdate(shared.options);
+  const result = await trustRegionUpdate(shared.options);
   const expected = separatePassesUpdate(separate.options);
   return { shared, separate, result, expected };
 }

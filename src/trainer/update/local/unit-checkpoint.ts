@@ -9,14 +9,11 @@ import { loraLayers } from '../../../nn/lora.js';
 import type { TransformerLM } from '../../../nn/transformer.js';
 import { FileFormatError, TeamtrError } from '../../../util/errors.js';
 import { parseWithSchema } from '../../../util/schema.js';
-import type { LocalUnit, TrainableUnit } from '../units.js';
-import {
-  restoreTinkerUnitCheckpoint,
-  saveTinkerUnitCheckpoint,
-} from '../tinker/checkpoint.js';
+import type { SaveUnitOptions } from '../engine.js';
+import type { LocalUnit } from '../units.js';
 
 /**
- * One update unit's part of a run checkpoint, `checkpoint/units/<name>/`, in the layout of
+ * A local unit's part of a run checkpoint, `checkpoint/units/<name>/`, in the layout of
  * io/checkpoint.ts (config.json, optimizer.*, tokenizer.json) plus, for a unit that trains LoRA
  * adapters and nothing else:
  *
@@ -39,13 +36,6 @@ const loraReferenceSchema = z.looseObject({
     baseFingerprint: z.string(),
   }),
 });
-
-export interface SaveUnitOptions {
-  /** Tokenizer JSON saved with the unit. */
-  tokenizer: unknown;
-  /** Also save a LoRA unit's frozen base weights. @default false */
-  baseWeights?: boolean;
-}
 
 /**
  * True when the model trains LoRA adapters and nothing else, so its adapters and its base
@@ -81,10 +71,9 @@ export function baseWeightsFingerprint(model: TransformerLM): string {
 /** Writes one unit's checkpoint directory (see the file comment for the layout). */
 export async function saveUnitCheckpoint(
   directory: string,
-  unit: TrainableUnit,
+  unit: LocalUnit,
   options: SaveUnitOptions,
 ): Promise<void> {
-  if (unit.kind === 'tinker') return saveTinkerUnitCheckpoint(directory, unit, options.tokenizer);
   const optimizer = unit.optimizer.stateDict();
   const adaptersOnly = trainsOnlyAdapters(unit.model);
   await saveCheckpoint(directory, {
@@ -114,8 +103,7 @@ export async function saveUnitCheckpoint(
  * loaded, adapters attached, fresh optimizer): full weights when the checkpoint has them, else
  * the adapters, after checking that the base model is the one they were trained on.
  */
-export async function restoreUnitCheckpoint(directory: string, unit: TrainableUnit): Promise<void> {
-  if (unit.kind === 'tinker') return restoreTinkerUnitCheckpoint(directory, unit);
+export async function restoreUnitCheckpoint(directory: string, unit: LocalUnit): Promise<void> {
   const hasWeights = existsSync(path.join(directory, checkpointFiles.model));
   const saved = await loadCheckpoint(directory, { parameters: hasWeights });
   if (hasWeights) unit.model.loadStateDict(saved.parameters);

@@ -5,7 +5,7 @@ import { writeJsonAtomic } from '../../../io/atomic.js';
 import { readJsonFile } from '../../../io/json-file.js';
 import { FileFormatError, TeamtrError } from '../../../util/errors.js';
 import { parseWithSchema } from '../../../util/schema.js';
-import type { TinkerUnit } from './unit.js';
+import type { TinkerUnit } from '../units.js';
 
 /**
  * A Tinker-backed unit's part of a run checkpoint, `checkpoint/units/<name>/`:

@@ -20,7 +20,8 @@ import { createTrainingFixture } from '../../test-support/fixture.js';
 import { collectUnitTokens } from '../token-grid.js';
 import { train } from '../../trainer.js';
 import { trustRegionUpdate } from '../trust-region.js';
-import type { LocalUnit, TinkerUnit } from '../units.js';
+import { isOnService } from '../engines.js';
+import type { LocalUnit } from '../units.js';
 
 /**
  * A 3-agent team in which agent2 trains on `teamtr serve --tinker`'s service over real HTTP on
@@ -125,7 +126,7 @@ describe('an agent trained on a Tinker service, in a TeamTR team', () => {
     };
     const stage = new Stage(plan, built.team, task, built.units, settings);
     const batch = await stage.sample();
-    const unit = built.units.find((entry): entry is TinkerUnit => entry.kind === 'tinker')!;
+    const unit = built.units.find(isOnService)!;
     assert.equal(unit.name, 'agent2');
 
     // The same LoRA model, built locally as the service builds it (rank 2, alpha 4, seed 7).
@@ -187,7 +188,7 @@ describe('an agent trained on a Tinker service, in a TeamTR team', () => {
       agentActs: batch.trajectories.map(() => 1),
       settings: settings.objectiveSettings,
     });
-    const localResult = trustRegionUpdate({
+    const localResult = await trustRegionUpdate({
       unit: local,
       batch,
       advantages: estimate.advantages,
