@@ -142,7 +142,7 @@ describe('tasks and rewards written in code', () => {
     );
     const configPath = path.join(directory, 'team.json');
     writeFileSync(configPath, JSON.stringify(config));
-    const mainModule = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+    const mainModule = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
     const runDirectory = path.join(directory, 'run');
     const argv = [
       'train',
