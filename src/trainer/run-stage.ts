@@ -1,14 +1,25 @@
 import { stageRegressed } from '../rl/index.js';
-import type { Problem } from '../tasks/index.js';
+import type { Problem, Task } from '../tasks/index.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { pairedImprovement } from './certificate/paired-improvement.js';
 import { evaluateTeam, type EvaluationFigures } from './evaluate.js';
-import type { RunContext } from './run-context.js';
+import type { BuiltTeam } from './build/build-team.js';
+import type { TrainConfig } from './config/train-config.js';
 import type { RunState } from './run/run-state.js';
 import { schedules } from './schedules.js';
-import { Stage } from './stage.js';
+import { Stage, type StageSettings } from './stage.js';
 import type { UpdateRecord } from './update-record.js';
+
+/** What running a stage reads of the run (its RunContext). */
+export interface StageContext {
+  config: TrainConfig;
+  task: Task;
+  built: BuiltTeam;
+  settings: StageSettings;
+  /** The held-out problems evaluations run on. */
+  evalProblems: Problem[];
+}
 
 /** One stage as metrics.jsonl records it (runStage). */
 export interface StageRecord {
@@ -39,7 +50,7 @@ export interface EvaluationRecord extends EvaluationFigures {
 
 /** Runs stage `state.stage` under the run's schedule; advances the token and update counts. */
 export async function runStage(
-  context: RunContext,
+  context: StageContext,
   state: RunState,
 ): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord }> {
   const { config, task, built } = context;
@@ -85,7 +96,7 @@ export async function runStage(
  * The stage's held-out prompts: training problems other than the stage's own (neither the same
  * problem nor the same prompt text; a task whose prompts repeat falls back to other problems).
  */
-function heldOutProblems(context: RunContext, seed: string, stageProblems: Problem[]): Problem[] {
+function heldOutProblems(context: StageContext, seed: string, stageProblems: Problem[]): Problem[] {
   const count = context.config.certificate.heldOutProblems;
   if (count === 0) return [];
   const ids = new Set(stageProblems.map((problem) => problem.id));
@@ -102,7 +113,7 @@ function heldOutProblems(context: RunContext, seed: string, stageProblems: Probl
 }
 
 export async function evaluationRecord(
-  context: RunContext,
+  context: StageContext,
   state: RunState,
 ): Promise<EvaluationRecord> {
   const evaluation = await evaluateTeam({

@@ -1,5 +1,5 @@
 import type { TrainConfig, TrainConfigInput } from './config/train-config.js';
-import type { SwapRecord } from './records.js';
+import type { SwapRecord } from './swap/swap.js';
 import type { TaskInput } from './build/task-source.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */

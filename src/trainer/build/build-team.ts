@@ -10,7 +10,6 @@ import { speakerTagFor } from '../../team/render.js';
 import type { Agent, Team } from '../../team/team.js';
 import type { Task } from '../../tasks/index.js';
 import type { AgentConfig, TrainConfig } from '../config/train-config.js';
-import type { Schedule } from '../schedules.js';
 import type { TrainableUnit } from '../update/units.js';
 import { buildUnit } from './build-unit.js';
 import { connectTinkerAgents, validateTinkerAgents } from './connect-tinker.js';
@@ -60,7 +59,8 @@ export function defaultAgents(task: Task, sharedModel = false): AgentConfig[] {
 export async function buildTeam(
   config: TrainConfig,
   task: Task,
-  schedule: Schedule,
+  /** The run's schedule (schedules.ts): whether one model plays every role. */
+  schedule: { sharedModel: boolean },
 ): Promise<BuiltTeam> {
   const agentConfigs = config.agents ?? defaultAgents(task, schedule.sharedModel);
   validateAgents(agentConfigs, config, task, schedule.sharedModel);
