@@ -102,7 +102,7 @@ export class Stage {
    */
   async sample(reuseAfter?: { previous: TeamBatch; changed: TrainableUnit }): Promise<TeamBatch> {
     const batch = await this.rollout(this.plan.problems, this.plan.seed, reuseAfter, {
-      // An update of a unit reads π_old from them (kl-meter.ts checks they are its own), where
+      // An update of a unit reads π_old from them (update/local/kl-meter.ts checks they are its own), where
       // its engine can; elsewhere decoding's sums differ from scoring's.
       keepHiddenStatesOf: this.units.flatMap((unit) =>
         unitEngine(unit).keepsSampledHiddenStates ? unit.agentIndices : [],

@@ -59,7 +59,7 @@ export function defaultAgents(task: Task, sharedModel = false): AgentConfig[] {
 export async function buildTeam(
   config: TrainConfig,
   task: Task,
-  /** The run's schedule (schedules.ts): whether one model plays every role. */
+  /** The run's schedule (trainer/schedules.ts): whether one model plays every role. */
   schedule: { sharedModel: boolean },
 ): Promise<BuiltTeam> {
   const agentConfigs = config.agents ?? defaultAgents(task, schedule.sharedModel);
@@ -121,7 +121,7 @@ export function agentFromConfig(options: {
   /** Null for a remote agent or one on a training service. */
   loaded: LoadedModel | null;
   task: Task;
-  /** The policy of an agent on a training service (tinker-agent/build.ts). */
+  /** The policy of an agent on a training service (connect-tinker.ts). */
   policy?: AgentPolicy;
 }): Agent {
   const { agentConfig, index, loaded: source, task } = options;

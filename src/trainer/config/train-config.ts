@@ -120,7 +120,7 @@ export const agentConfigSchema = z
 export const scheduleNames = ['teamtr', 'sequential-stale', 'joint', 'single'] as const;
 export { objectiveNames } from '../../rl/objectives/index.js';
 
-// --- swaps (issue #7, see trainer/swap.ts) ---
+// --- swaps (issue #7, see trainer/swap/swap.ts) ---
 export const alignmentModes = ['sft', 'kl', 'sft+kl'] as const;
 
 /**

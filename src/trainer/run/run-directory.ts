@@ -72,7 +72,7 @@ export function isRunEntry(name: string): boolean {
   return ownFiles.includes(base) || (base === runFiles.checkpoint && name !== base);
 }
 
-/** One line of metrics.jsonl: a record, discriminated by `type` (records.ts). */
+/** One line of metrics.jsonl: a record, discriminated by `type` (trainer/records.ts). */
 export interface MetricsLine {
   type: string;
 }
@@ -139,7 +139,7 @@ export class RunDirectory {
     return statSync(this.metricsPath).size;
   }
 
-  /** The complete records of metrics.jsonl (records.ts: MetricsRecord, for a trainer's run). */
+  /** The complete records of metrics.jsonl (trainer/records.ts: MetricsRecord, for a trainer's run). */
   readMetrics<Line extends MetricsLine = MetricsLine>(): Line[] {
     if (!existsSync(this.metricsPath)) return [];
     const lines = readFileSync(this.metricsPath, 'utf8').split('\n');
@@ -164,7 +164,7 @@ export class RunDirectory {
   /**
    * Saves every unit and the run state as one atomic directory replacement. A LoRA unit saves
    * its adapters (PEFT layout) and a reference to its base model, not the base weights, unless
-   * `baseWeights` (unit-checkpoint.ts).
+   * `baseWeights` (update/local/unit-checkpoint.ts).
    */
   async saveCheckpoint(
     state: RunState,
