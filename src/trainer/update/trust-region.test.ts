@@ -1,40 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { broadcastToTokens, clippedSurrogate, grpoAdvantages } from '../../rl/index.js';
+import { broadcastToTokens, clippedSurrogate } from '../../rl/index.js';
 import { scoreCompletions } from '../../nn/score.js';
 import { TransformerLM } from '../../nn/transformer.js';
 import { AdamW } from '../../optim/adamw.js';
 import { clipGradientNorm } from '../../optim/clip.js';
 import { tidy } from '../../tensor/index.js';
-import { rollout } from '../../team/rollout.js';
-import { tinyTask, tinyTeam } from '../../team/test-support/tiny-team.js';
 import { RandomGenerator } from '../../util/random.js';
 import { collectUnitTokens, fromGrid, rowValues, toGrid } from './token-grid.js';
 import { trustRegionUpdate } from './trust-region.js';
 import { clippedSettings } from '../test-support/trust-region-settings.js';
+import { oneAgentBatch } from '../test-support/one-agent-batch.js';
 
 const settings = clippedSettings(1, 1);
-
-async function oneAgentBatch() {
-  const team = tinyTeam({ agents: 1, seed: 5, initStd: 6 });
-  const task = tinyTask(1);
-  const batch = await rollout({
-    team,
-    task,
-    problems: task.split('train', { seed: 0, count: 4 }),
-    groupSize: 8,
-    seed: 'ppo',
-  });
-  // Rewards that vary: reward trajectories whose answer is longer.
-  batch.trajectories.forEach(
-    (trajectory) => (trajectory.reward = trajectory.answerText.length > 1 ? 1 : 0),
-  );
-  const advantages = grpoAdvantages({
-    rewards: batch.trajectories.map((trajectory) => trajectory.reward),
-    groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
-  }).advantages;
-  return { model: team.agents[0]!.policy.model!, batch, advantages };
-}
 
 /** The one trainable unit of these tests: `model` with a fresh AdamW. */
 function soloUnit(model: TransformerLM, delta: number, learningRate: number) {

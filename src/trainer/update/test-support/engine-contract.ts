@@ -3,11 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { grpoAdvantages } from '../../../rl/index.js';
-import { rollout } from '../../../team/rollout.js';
-import { tinyTask, tinyTeam } from '../../../team/test-support/tiny-team.js';
 import type { Team } from '../../../team/team.js';
-import type { TeamBatch } from '../../../team/types.js';
+import { oneAgentBatch } from '../../test-support/one-agent-batch.js';
 import { clippedSettings } from '../../test-support/trust-region-settings.js';
 import type { UnitEngine, UpdatePlan, UpdateSession } from '../engine.js';
 import { unitEngine } from '../engines.js';
@@ -27,26 +24,6 @@ export interface EngineContractSetup {
 
 const learningRate = 3e-2;
 
-async function sampledBatch(): Promise<{ team: Team; batch: TeamBatch; advantages: Float64Array }> {
-  const team = tinyTeam({ agents: 1, seed: 5, initStd: 6 });
-  const task = tinyTask(1);
-  const batch = await rollout({
-    team,
-    task,
-    problems: task.split('train', { seed: 0, count: 4 }),
-    groupSize: 6,
-    seed: 'engine-contract',
-  });
-  // Rewards that vary: reward trajectories whose answer is longer.
-  for (const trajectory of batch.trajectories)
-    trajectory.reward = trajectory.answerText.length > 1 ? 1 : 0;
-  const advantages = grpoAdvantages({
-    rewards: batch.trajectories.map((trajectory) => trajectory.reward),
-    groupIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
-  }).advantages;
-  return { team, batch, advantages };
-}
-
 export function engineContract(name: string, setup: EngineContractSetup): void {
   describe(`UnitEngine contract: ${name}`, () => {
     const scratch = mkdtempSync(path.join(os.tmpdir(), 'teamtr-engine-contract-'));
@@ -58,7 +35,7 @@ export function engineContract(name: string, setup: EngineContractSetup): void {
 
     /** A unit on the tiny team's model, its engine, and an update plan over the batch. */
     async function started(delta = 10) {
-      const { team, batch, advantages } = await sampledBatch();
+      const { team, batch, advantages } = await oneAgentBatch();
       const unit = await setup.connect(team, learningRate);
       const engine = unitEngine(unit);
       engines.push(engine);
