@@ -14,7 +14,7 @@ export {
 } from './trainer/config/train-config.js';
 export { openRun, type OpenedRun } from './trainer/open-run.js';
 export { evaluateTeam, wilsonInterval, type Evaluation } from './trainer/evaluate.js';
-export { buildTeam, defaultAgents, type BuiltTeam } from './trainer/build/build-team.js';
+export { buildTeam, defaultAgents, type BuiltTeam } from './trainer/setup/build-team.js';
 export { schedules, type Schedule } from './trainer/schedules.js';
 export { RunDirectory, runFiles } from './trainer/run/run-directory.js';
 export type {

@@ -1,7 +1,7 @@
 import { taskFingerprint, type Problem, type Task } from '../tasks/index.js';
 import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
-import { buildTeam, type BuiltTeam } from './build/build-team.js';
+import { buildTeam, type BuiltTeam } from './setup/build-team.js';
 import { trainConfigSchema, type TrainConfig } from './config/train-config.js';
 import { moveRemoteEndpoints } from './run/move-endpoints.js';
 import { HeldRun } from './run/run-directory.js';
@@ -15,7 +15,7 @@ import type { StageSettings } from './stage.js';
 import { resolveStageSettings } from './stage-settings.js';
 import { swapHook } from './swap/swap.js';
 import { configAtStage, validateSwaps } from './swap/swap-plan.js';
-import { asTask, resolveRunTask } from './build/task-source.js';
+import { asTask, resolveRunTask } from './setup/task-source.js';
 import type { TrainOptions, TrainProgress } from './train-options.js';
 
 /** What stays fixed while a run trains. */

@@ -4,7 +4,7 @@ import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { pairedImprovement } from './certificate/paired-improvement.js';
 import { evaluateTeam, type EvaluationFigures } from './evaluate.js';
-import type { BuiltTeam } from './build/build-team.js';
+import type { BuiltTeam } from './setup/build-team.js';
 import type { TrainConfig } from './config/train-config.js';
 import type { RunState } from './run/run-state.js';
 import { schedules } from './schedules.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
-import { resolveRunTask } from './build/task-source.js';
+import { resolveRunTask } from './setup/task-source.js';
 import { swapConfigSchema, trainConfigSchema, type SwapConfig } from './config/train-config.js';
 import { HeldRun } from './run/run-directory.js';
 import { schedules } from './schedules.js';

@@ -1,6 +1,6 @@
 import type { TrainConfig, TrainConfigInput } from './config/train-config.js';
 import type { SwapRecord } from './swap/swap.js';
-import type { TaskInput } from './build/task-source.js';
+import type { TaskInput } from './setup/task-source.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
 export type TrainProgress =

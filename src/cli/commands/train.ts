@@ -8,7 +8,7 @@ import { TeamtrError } from '../../util/errors.js';
 import { addConfigFlags, configFlagsGiven, configFromFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
-import type { TaskInput } from '../../trainer/build/task-source.js';
+import type { TaskInput } from '../../trainer/setup/task-source.js';
 import { formatSummary } from '../format.js';
 
 export function defaultRunDirectory(schedule: string): string {

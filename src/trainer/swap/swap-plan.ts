@@ -4,7 +4,7 @@ import { LocalPolicy } from '../../team/policy.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../../team/render.js';
 import { ConfigError, TeamtrError } from '../../util/errors.js';
 import { resolveAlignmentMode, sharesVocabulary } from './alignment.js';
-import { defaultAgents } from '../build/build-team.js';
+import { defaultAgents } from '../setup/build-team.js';
 import type { AgentConfig, SwapConfig, TrainConfig } from '../config/train-config.js';
 import type { SwapProgress } from '../run/run-state.js';
 

@@ -6,14 +6,14 @@ import { firstTurnOf, hasSeveralRounds, type Agent, type Team } from '../../team
 import type { TeamBatch } from '../../team/types.js';
 import { RandomGenerator } from '../../util/random.js';
 import { alignNewcomer, type AlignmentOptions, type AlignmentResult } from './alignment.js';
-import { agentFromConfig, loadAgentModel, type BuiltTeam } from '../build/build-team.js';
+import { agentFromConfig, loadAgentModel, type BuiltTeam } from '../setup/build-team.js';
 import type { AgentConfig, SwapConfig, TrainConfig } from '../config/train-config.js';
 import type { RunState } from '../run/run-state.js';
 import { pairedImprovement } from '../certificate/paired-improvement.js';
 import type { CompletedStage, StageHook } from '../run/stage-hooks.js';
 import { unitEngine } from '../update/engines.js';
 import { agentConfigsAtStage, swappedAgentConfig } from './swap-plan.js';
-import { buildUnit } from '../build/build-unit.js';
+import { buildUnit } from '../setup/build-unit.js';
 
 /**
  * Plug-and-play replacement (docs/method.md §6), applied by the trainer right before a stage runs:

@@ -4,7 +4,7 @@ import type { TinkerAgent } from './tinker/agent.js';
 
 /**
  * What the trainer updates: an agent's model here, or on a Tinker service. A unit is the one
- * home of an agent's trust-region radius δ and learning rate (build/build-unit.ts resolves them
+ * home of an agent's trust-region radius δ and learning rate (setup/build-unit.ts resolves them
  * from the config); what can be done to its model is its engine's (engines.ts). The team
  * runtime's `Agent` knows none of this; it only plays turns.
  */
