@@ -13,7 +13,6 @@ import { trustRegionUpdate, type TrustRegionSettings } from './update/trust-regi
 import type { TrainableUnit } from './update/units.js';
 
 export type { AgentUpdate } from './update-record.js';
-export { pairedImprovement } from './certificate/paired-improvement.js';
 
 /** How every stage of a run samples, updates and certifies (resolved once from the config). */
 export interface StageSettings {

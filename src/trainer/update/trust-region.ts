@@ -14,7 +14,6 @@ import { collectUnitTokens } from './token-grid.js';
 import type { TrainableUnit } from './units.js';
 
 export type { TrustRegionSettings } from './engine.js';
-export { minibatches } from './minibatches.js';
 
 /** Where a trust-region update ended, and the steps it took to get there (update records). */
 export interface TrustRegionOutcome {
