@@ -203,6 +203,9 @@ function digestRun(runDirectory, stateDirectory) {
         baseModel: saved.baseModel,
         weightsSha256: stateDirectory ? weightsBodyHash(stateDirectory, saved.weightsPath) : null,
       };
+    } else if (name.endsWith('.json')) {
+      // A LoRA unit names its base model by path: the checkout's, wherever it is.
+      checkpoint[name] = sha256(readFileSync(file, 'utf8').replaceAll(root, '<package>'));
     } else checkpoint[name] = sha256(readFileSync(file));
   }
   return { metrics, checkpoint };
