@@ -38,6 +38,8 @@ export async function startHttpServer(
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const listener = getRequestListener(app.fetch, {
     overrideGlobalObjects: false,
+    // A request without a Host still gets a URL; the Host guard then judges the header itself.
+    hostname: 'host.invalid',
     // The adapter could not even build the request (a Host that is no host name).
     errorHandler: (error) =>
       Response.json({ error: `bad request: ${(error as Error).message}` }, { status: 400 }),
