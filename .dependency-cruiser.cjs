@@ -74,6 +74,11 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
+    // Resolve packages through their "exports" maps (e.g. @hono/node-server/utils/response).
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
     exclude: { path: '^(dist|build|node_modules)/' },
   },
 };

@@ -2,7 +2,7 @@ import { getRequestListener } from '@hono/node-server';
 import type { Hono, MiddlewareHandler } from 'hono';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isLoopbackHost, listenOrExplain, loopbackHosts } from '../util/listen.js';
+import { isLoopbackHost, listenOrExplain, loopbackHosts, PortInUseError } from '../util/listen.js';
 import type { NodeEnvironment } from './guards.js';
 
 /**
@@ -16,6 +16,8 @@ export interface HttpServerOptions {
   /** @default '127.0.0.1' */
   host?: string;
   port: number;
+  /** When `port` is taken, listen on any free port instead of failing. @default false */
+  orAnyFreePort?: boolean;
   /** @default 10_000 */
   headersTimeoutMs?: number;
   /** @default 60_000 */
@@ -52,7 +54,12 @@ export async function startHttpServer(
   server.headersTimeout = headersTimeout;
   server.requestTimeout = options.requestTimeoutMs ?? 60_000;
   const host = options.host ?? '127.0.0.1';
-  await listenOrExplain(server, host, options.port);
+  try {
+    await listenOrExplain(server, host, options.port);
+  } catch (error) {
+    if (!options.orAnyFreePort || !(error instanceof PortInUseError)) throw error;
+    await listenOrExplain(server, host, 0);
+  }
   const { port } = server.address() as AddressInfo;
   const shownHost = host.includes(':') ? `[${host}]` : host;
   return {
