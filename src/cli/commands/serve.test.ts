@@ -77,3 +77,34 @@ test('serving a run that has no checkpoint yet warns that its agents are the bas
     /warning: .*run has no checkpoint yet, so its agents are the untrained base models/,
   );
 });
+
+test('serve --tinker honours --max-body-bytes and --weights-dtype, logs each request, and --quiet silences it', async () => {
+  const modelDirectory = path.join(root, 'tiny-qwen-tinker');
+  writeHuggingFaceFixture(modelDirectory, { modelType: 'qwen2' });
+  const ready = /Tinker API on (http:\/\/127\.0\.0\.1:\d+)/;
+  const flags = ['--tinker', '--model', modelDirectory, '--port', '0', '--max-body-bytes', '200'];
+  const server = await startServeProcess(['serve', ...flags, '--weights-dtype', 'bfloat16'], ready);
+  const url = server.match[1]!;
+  const post = (body: string) =>
+    fetch(`${url}/api/v1/create_session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+  try {
+    assert.equal((await post(JSON.stringify({ tags: [], sdk_version: '0.25.0' }))).status, 200);
+    const large = JSON.stringify({ tags: ['x'.repeat(300)], sdk_version: '0.25.0' });
+    assert.equal((await post(large)).status, 413);
+  } finally {
+    assert.equal(await server.stop(), 0, server.stderr());
+  }
+  assert.match(server.stderr(), /POST \/api\/v1\/create_session 200 \d+ ms/);
+  assert.match(server.stderr(), /POST \/api\/v1\/create_session 413 \d+ ms — .*limit is 200/);
+  const quiet = await startServeProcess(['serve', ...flags, '--quiet'], ready);
+  try {
+    await fetch(`${quiet.match[1]!}/api/v1/healthz`);
+  } finally {
+    assert.equal(await quiet.stop(), 0, quiet.stderr());
+  }
+  assert.doesNotMatch(quiet.stderr(), /GET \/api\/v1\/healthz/);
+});
