@@ -233,6 +233,9 @@ def train(base_url, base_model, state_path, token_texts_path):
     check("list_checkpoints", "weights/checkpoint-a" in by_id and "sampler_weights/scorer" in by_id
           and by_id["weights/short-lived"].expires_at is not None,
           f"{sorted(by_id)}")
+    rest.delete_checkpoint(training.model_id, "sampler_weights/scorer").result()
+    remaining = {entry.checkpoint_id for entry in rest.list_checkpoints(training.model_id).result().checkpoints}
+    check("delete_checkpoint", "sampler_weights/scorer" not in remaining, f"{sorted(remaining)}")
     run = rest.get_training_run(training.model_id).result()
     check("get_training_run", run.base_model == base_model and run.lora_rank == 4 and run.is_lora,
           f"{run.training_run_id}: {run.base_model}, rank {run.lora_rank}")
