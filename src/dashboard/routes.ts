@@ -82,6 +82,23 @@ function runOf(context: AppContext, routeContext: RouteContext) {
   return { id, run: run! };
 }
 
+async function metrics(c: AppContext, routeContext: RouteContext): Promise<Response> {
+  await routeContext.store.refresh();
+  const { id } = runOf(c, routeContext);
+  const since = c.req.query('since') ?? '0';
+  if (!/^\d+$/.test(since))
+    refuse(400, 'since must be a byte offset (a non-negative integer) from a previous response');
+  return json(c, await routeContext.store.readMetrics(id, Number(since)));
+}
+
+async function summary(c: AppContext, routeContext: RouteContext): Promise<Response> {
+  await routeContext.store.refresh();
+  const { run } = runOf(c, routeContext);
+  if (!run.summary)
+    refuse(404, 'this run has no summary.json yet (it is written when the run ends)');
+  return json(c, run.summary);
+}
+
 /** The routes: path and handler (every one GET). */
 function routeTable(routeContext: RouteContext) {
   const refreshed = async () => routeContext.store.refresh();
@@ -116,20 +133,7 @@ function routeTable(routeContext: RouteContext) {
         return json(c, overview(routeContext));
       },
     },
-    {
-      path: '/api/runs/:id/metrics',
-      handle: async (c: AppContext) => {
-        await refreshed();
-        const { id } = runOf(c, routeContext);
-        const since = c.req.query('since') ?? '0';
-        if (!/^\d+$/.test(since))
-          return refuse(
-            400,
-            'since must be a byte offset (a non-negative integer) from a previous response',
-          );
-        return json(c, await routeContext.store.readMetrics(id, Number(since)));
-      },
-    },
+    { path: '/api/runs/:id/metrics', handle: (c: AppContext) => metrics(c, routeContext) },
     {
       path: '/api/runs/:id/config',
       handle: async (c: AppContext) => {
@@ -137,16 +141,7 @@ function routeTable(routeContext: RouteContext) {
         return json(c, runOf(c, routeContext).run.config);
       },
     },
-    {
-      path: '/api/runs/:id/summary',
-      handle: async (c: AppContext) => {
-        await refreshed();
-        const { run } = runOf(c, routeContext);
-        if (!run.summary)
-          return refuse(404, 'this run has no summary.json yet (it is written when the run ends)');
-        return json(c, run.summary);
-      },
-    },
+    { path: '/api/runs/:id/summary', handle: (c: AppContext) => summary(c, routeContext) },
     {
       path: '/api/runs/:id/files/*',
       handle: async (c: AppContext) => {
