@@ -251,8 +251,11 @@ async function startTinkerService(stateDirectory) {
       '--state-dir',
       stateDirectory,
     ],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  // Its request log is left out; what it says before it dies is not.
+  let errors = '';
+  child.stderr.on('data', (chunk) => (errors = (errors + chunk).slice(-4000)));
   const url = await new Promise((resolve, reject) => {
     let output = '';
     child.stdout.on('data', (chunk) => {
@@ -260,7 +263,9 @@ async function startTinkerService(stateDirectory) {
       const match = /baseURL (http:\/\/\S+)/.exec(output);
       if (match) resolve(match[1]);
     });
-    child.on('exit', (code) => reject(new Error(`teamtr serve --tinker exited (${code})`)));
+    child.on('exit', (code) =>
+      reject(new Error(`teamtr serve --tinker exited (${code}): ${errors}`)),
+    );
   });
   return { url, stop: () => child.kill('SIGINT') };
 }
