@@ -7,7 +7,8 @@ import OpenAI from 'openai';
 import { loadModel } from '../models/load.js';
 import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
 import type { Team } from '../team/team.js';
-import { modelEndpoint, teamEndpoint } from './endpoints.js';
+import { modelEndpoint } from './endpoints.js';
+import { teamEndpoint } from './team-endpoint.js';
 import { startServer, type RunningServer } from './server.js';
 import { charTeam } from './test-support/char-team.js';
 
