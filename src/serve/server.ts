@@ -207,7 +207,8 @@ async function complete(
   }
   // The stream opens at the first piece of text: an error before it (a prompt too long,
   // max_tokens past the context) is answered with its HTTP status, as without streaming.
-  const send = (frames: readonly string[]) => {
+  // Frames are made after the stream's opening ones: their sequence numbers follow.
+  const send = (frames: () => readonly string[]) => {
     if (!response.headersSent) {
       response.writeHead(200, {
         'content-type': 'text/event-stream',
@@ -216,19 +217,19 @@ async function complete(
       });
       for (const frame of answer.stream.start()) response.write(frame);
     }
-    for (const frame of frames) response.write(frame);
+    for (const frame of frames()) response.write(frame);
   };
   try {
     const [result] = await endpoint.complete(request, {
-      onDelta: (text, logprobs) => send(answer.stream.delta(text, logprobs)),
+      onDelta: (text, logprobs) => send(() => answer.stream.delta(text, logprobs)),
       signal: aborter.signal,
     });
-    send(answer.stream.end(result!));
+    send(() => answer.stream.end(result!));
   } catch (error) {
     if (!response.headersSent) throw error;
     // Headers are gone: report the failure in the stream itself.
     const known = error instanceof TeamtrError;
-    send(
+    send(() =>
       answer.stream.error(
         known ? error.message : 'internal error',
         known ? 'invalid_request_error' : 'server_error',
