@@ -2,6 +2,7 @@ import type { TokenLogprob } from './generation.js';
 import { normalizeRequest, type NormalizedRequest } from './protocol.js';
 import {
   errorBody,
+  logprobEntries,
   sseFrame,
   wireId,
   type ServedResult,
@@ -20,21 +21,6 @@ const usageOf = (result: ServedResult) => ({
   completion_tokens: result.completionTokens,
   total_tokens: result.promptTokens + result.completionTokens,
 });
-
-function chatLogprobs(logprobs: readonly TokenLogprob[]): unknown {
-  return {
-    content: logprobs.map((entry) => ({
-      token: entry.text,
-      logprob: entry.logprob,
-      bytes: entry.bytes,
-      top_logprobs: entry.top.map((alternative) => ({
-        token: alternative.text,
-        logprob: alternative.logprob,
-        bytes: alternative.bytes,
-      })),
-    })),
-  };
-}
 
 function legacyLogprobs(logprobs: readonly TokenLogprob[]): unknown {
   let offset = 0;
@@ -58,7 +44,7 @@ function logprobsBody(
   logprobs: readonly TokenLogprob[] | null | undefined,
 ): unknown {
   if (!request.logprobs || !logprobs) return null;
-  return request.kind === 'chat' ? chatLogprobs(logprobs) : legacyLogprobs(logprobs);
+  return request.kind === 'chat' ? { content: logprobEntries(logprobs) } : legacyLogprobs(logprobs);
 }
 
 /** The non-streamed response body. */

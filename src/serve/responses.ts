@@ -2,7 +2,14 @@ import { z } from 'zod';
 import type { ChatMessage } from '../models/chat.js';
 import type { TokenLogprob } from './generation.js';
 import { describeIssues, RequestError, type NormalizedRequest } from './protocol.js';
-import { sseFrame, wireId, type ServedResult, type StreamWriter, type WireFormat } from './wire.js';
+import {
+  logprobEntries,
+  sseFrame,
+  wireId,
+  type ServedResult,
+  type StreamWriter,
+  type WireFormat,
+} from './wire.js';
 
 /**
  * POST /v1/responses, the OpenAI Responses API, for its text subset: `input` as a string or as
@@ -157,20 +164,24 @@ export function normalizeResponsesRequest(raw: unknown): NormalizedRequest {
 }
 
 function logprobsBody(request: NormalizedRequest, logprobs: readonly TokenLogprob[] | null) {
-  if (!request.logprobs || !logprobs) return [];
-  return logprobs.map((entry) => ({
-    token: entry.text,
-    logprob: entry.logprob,
-    bytes: entry.bytes,
-    top_logprobs: entry.top.map((alternative) => ({
-      token: alternative.text,
-      logprob: alternative.logprob,
-      bytes: alternative.bytes,
-    })),
-  }));
+  return request.logprobs && logprobs ? logprobEntries(logprobs) : [];
 }
 
-function answerOf(request: NormalizedRequest) {
+const statusOf = (result: ServedResult | null) =>
+  !result ? 'in_progress' : result.finishReason === 'length' ? 'incomplete' : 'completed';
+
+function usageOf(result: ServedResult) {
+  return {
+    input_tokens: result.promptTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: result.completionTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: result.promptTokens + result.completionTokens,
+  };
+}
+
+/** The response object, its message item and its text part, before (null) or after the answer. */
+function responseShapes(request: NormalizedRequest) {
   const id = wireId('resp_');
   const messageId = wireId('msg_');
   const created = Math.floor(Date.now() / 1000);
@@ -180,12 +191,10 @@ function answerOf(request: NormalizedRequest) {
     annotations: [],
     logprobs: logprobsBody(request, result.logprobs),
   });
-  const status = (result: ServedResult) =>
-    result.finishReason === 'length' ? 'incomplete' : 'completed';
   const item = (result: ServedResult | null) => ({
     type: 'message',
     id: messageId,
-    status: result ? status(result) : 'in_progress',
+    status: statusOf(result),
     role: 'assistant',
     content: result ? [part(result)] : [],
   });
@@ -193,7 +202,7 @@ function answerOf(request: NormalizedRequest) {
     id,
     object: 'response',
     created_at: created,
-    status: result ? status(result) : 'in_progress',
+    status: statusOf(result),
     error: null,
     incomplete_details: result?.finishReason === 'length' ? { reason: 'max_output_tokens' } : null,
     model: request.model,
@@ -208,17 +217,14 @@ function answerOf(request: NormalizedRequest) {
     truncation: 'disabled',
     store: false,
     metadata: {},
-    usage: result
-      ? {
-          input_tokens: result.promptTokens,
-          input_tokens_details: { cached_tokens: 0 },
-          output_tokens: result.completionTokens,
-          output_tokens_details: { reasoning_tokens: 0 },
-          total_tokens: result.promptTokens + result.completionTokens,
-        }
-      : null,
+    usage: result ? usageOf(result) : null,
     ...result?.extra,
   });
+  return { messageId, part, item, response };
+}
+
+function answerOf(request: NormalizedRequest) {
+  const { messageId, part, item, response } = responseShapes(request);
   let sequence = 0;
   const event = (type: string, fields: Record<string, unknown>) =>
     sseFrame({ type, sequence_number: sequence++, ...fields }, type);
@@ -248,7 +254,7 @@ function answerOf(request: NormalizedRequest) {
       }),
       event('response.content_part.done', { ...place, part: part(result) }),
       event('response.output_item.done', { output_index: 0, item: item(result) }),
-      event(`response.${status(result)}`, { response: response(result) }),
+      event(`response.${statusOf(result)}`, { response: response(result) }),
     ],
     error: (message, type) => [event('error', { code: type, message, param: null })],
   };

@@ -44,6 +44,20 @@ export interface WireFormat {
   };
 }
 
+/** Log-probs as both OpenAI formats list them: token text, log-prob, bytes, alternatives. */
+export function logprobEntries(logprobs: readonly TokenLogprob[]) {
+  return logprobs.map((entry) => ({
+    token: entry.text,
+    logprob: entry.logprob,
+    bytes: entry.bytes,
+    top_logprobs: entry.top.map((alternative) => ({
+      token: alternative.text,
+      logprob: alternative.logprob,
+      bytes: alternative.bytes,
+    })),
+  }));
+}
+
 /** An id such as "chatcmpl-…" or "resp_…". */
 export function wireId(prefix: string): string {
   return `${prefix}${randomBytes(12).toString('hex')}`;
