@@ -23,8 +23,8 @@ const allowed = {
   theory: ['io', 'rl', 'util'],
   serve: ['models', 'nn', 'team', 'tensor', 'tokenizer', 'io', 'util'],
   tinker: ['models', 'nn', 'optim', 'rl', 'tensor', 'tokenizer', 'io', 'util'],
-  report: ['io', 'trainer', 'util'],
-  experiments: ['theory', 'trainer', 'util'],
+  report: ['io', 'rl', 'trainer', 'util'],
+  experiments: ['rl', 'theory', 'trainer', 'util'],
   dashboard: ['report', 'trainer', 'io', 'util'],
   bench: ['backend', 'nn', 'optim', 'rl', 'tensor', 'models', 'io', 'tokenizer', 'tasks', 'team', 'trainer', 'util'],
   cli: [

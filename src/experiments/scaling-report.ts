@@ -1,4 +1,4 @@
-import type { Estimate } from './bootstrap.js';
+import type { Estimate } from '../rl/index.js';
 import {
   cellsOf,
   occupancyGapByUpdateIndex,

@@ -1,3 +1,4 @@
+import { mean } from '../rl/index.js';
 import type { UpdateRecord } from '../trainer/records.js';
 import { certificateStatistics } from '../trainer/summary.js';
 import type { Figure, FigurePoint, FigureSeries } from './figure.js';
@@ -80,7 +81,7 @@ export function occupancyFigure(runs: readonly RunView[], colors: Map<string, st
       .sort(([a], [b]) => a - b)
       .map(([position, gaps]) => ({
         x: position + 1,
-        y: gaps.reduce((a, b) => a + b, 0) / gaps.length,
+        y: mean(gaps),
       }));
     return { label: run.label, color: colorOf(colors, run), style: 'line', markers: true, points };
   });

@@ -1,3 +1,4 @@
+import { mean } from '../rl/index.js';
 import type { UpdateRecord } from '../trainer/records.js';
 import type { Figure, FigurePoint, FigureSeries } from './figure.js';
 import { colorOf, finite, maximum, minimum, pointsOf, updatesOf, withData } from './figure-data.js';
@@ -53,8 +54,7 @@ export function klFigure(runs: readonly RunView[]): Figure {
       const updates = updatesOf(run);
       const outside = updates.filter((record) => record.inRegion === false).length;
       const meanKl = updates.length
-        ? updates.reduce((total, record) => total + (finite(record.kl) ? record.kl : 0), 0) /
-          updates.length
+        ? mean(updates.map((record) => (finite(record.kl) ? record.kl : 0)))
         : null;
       return `${run.label}: out of region ${outside}/${updates.length} updates (${formatPercent(updates.length ? outside / updates.length : null)}), mean KL ${formatValue(meanKl)}`;
     }),
@@ -101,9 +101,7 @@ function meanMassShift(
         )
         .map((entry) => entry.massShiftPerPosition),
     );
-    return values.length
-      ? [{ x: index, y: values.reduce((a, b) => a + b, 0) / values.length }]
-      : [];
+    return values.length ? [{ x: index, y: mean(values) }] : [];
   });
 }
 

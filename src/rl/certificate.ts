@@ -68,7 +68,7 @@
 import { TeamtrError } from '../util/errors.js';
 import { expectLength, resolveTokenGrid, type NumberArray } from './layout.js';
 import type { PerTokenKlGrid } from './kl.js';
-import { meanWithStandardError } from './statistics.js';
+import { meanWithStandardError } from './statistics/index.js';
 
 /** A batch estimate: the mean over trajectories and its standard error. */
 export interface TrajectoryEstimate {

@@ -4,7 +4,7 @@
  * teams or files; see README.md for the data layout and the certificate's derivation.
  */
 export * from './layout.js';
-export * from './statistics.js';
+export * from './statistics/index.js';
 export * from './advantages.js';
 export * from './aggregation.js';
 export * from './surrogate.js';

@@ -1,3 +1,4 @@
+import { mean } from '../rl/index.js';
 import type { TheoryConfig } from './config.js';
 import { createGame, gameFamilyByName } from './families.js';
 import { fitPowerLaw, type PowerLawFit } from './fit.js';
@@ -270,11 +271,9 @@ function fitMetric(
       .filter((outcome) => outcome.agentCount === agentCount)
       .map((outcome) => metric.read(outcome.schedules[metric.schedule]!)),
   }));
-  let improvementScale = 0;
-  for (const outcome of outcomes) {
-    improvementScale +=
-      Math.abs(outcome.schedules[metric.schedule]!.trueImprovement) / outcomes.length;
-  }
+  const improvementScale = mean(
+    outcomes.map((outcome) => Math.abs(outcome.schedules[metric.schedule]!.trueImprovement)),
+  );
   return fitPowerLaw({
     groups,
     bootstrapSamples: config.bootstrapSamples,

@@ -1,3 +1,4 @@
+import { quantileOfSorted } from '../rl/index.js';
 import { certificateBounds, type CertificateBoundKey } from './certificateBounds.js';
 import type { UpdateRecord } from './schedules.js';
 
@@ -100,14 +101,6 @@ export function allSchedules(bySchedule: TalliesBySchedule): BoundTallies {
   return mergeTallies(Object.values(bySchedule));
 }
 
-/** The p-quantile of sorted values, linear interpolation between order statistics. */
-export function quantile(sorted: readonly number[], probability: number): number {
-  const position = probability * (sorted.length - 1);
-  const below = Math.floor(position);
-  const above = Math.min(below + 1, sorted.length - 1);
-  return sorted[below]! + (position - below) * (sorted[above]! - sorted[below]!);
-}
-
 export interface BoundTightness {
   readonly description: string;
   readonly updates: number;
@@ -145,11 +138,11 @@ export function describeTightness(tallies: BoundTallies): Record<string, BoundTi
         sorted.length === 0
           ? null
           : {
-              q10: quantile(sorted, 0.1),
-              q25: quantile(sorted, 0.25),
-              median: quantile(sorted, 0.5),
-              q75: quantile(sorted, 0.75),
-              q90: quantile(sorted, 0.9),
+              q10: quantileOfSorted(sorted, 0.1),
+              q25: quantileOfSorted(sorted, 0.25),
+              median: quantileOfSorted(sorted, 0.5),
+              q75: quantileOfSorted(sorted, 0.75),
+              q90: quantileOfSorted(sorted, 0.9),
             },
     };
   }
