@@ -225,7 +225,7 @@ export interface CertificateCheck {
   readonly stepsMissingDelta: number;
   /** How much of its penalty the worst update's surrogate error used up. */
   readonly maxErrorShare: number;
-  /** Every certificate of certificateBounds.ts over the same updates, per schedule. */
+  /** Every certificate of certificate-bounds.ts over the same updates, per schedule. */
   readonly bounds: TalliesBySchedule;
 }
 

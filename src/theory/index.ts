@@ -38,7 +38,7 @@ export {
   trueImprovementOf,
   type ExactAnalysis,
 } from './exact.js';
-export { trustRegionStep, type TrustRegionStep, type TrustRegionStepInput } from './trustRegion.js';
+export { trustRegionStep, type TrustRegionStep, type TrustRegionStepInput } from './trust-region.js';
 export {
   computeCertificate,
   type CertificateInput,

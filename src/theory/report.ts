@@ -1,4 +1,4 @@
-import { certificateBounds } from './certificateBounds.js';
+import { certificateBounds } from './certificate-bounds.js';
 import { scalingMetrics, type FamilyResult, type TheoryExperimentResult } from './experiment.js';
 import { gameFamilyByName } from './families.js';
 import type { PowerLawFit } from './fit.js';
@@ -81,7 +81,7 @@ const tightnessHeader = [
   'q90',
 ] as const;
 
-/** One row per certificate of certificateBounds.ts, over every update of every family. */
+/** One row per certificate of certificate-bounds.ts, over every update of every family. */
 function tightnessRows(result: TheoryExperimentResult): string[][] {
   const tightness = describeTightness(allSchedules(result.check.bounds));
   return certificateBounds.map(({ summaryKey }) => {
@@ -132,7 +132,7 @@ export function renderTheoryTable(
     '',
     checkSentence(result),
     '',
-    'tighter certificates (src/theory/certificateBounds.ts):',
+    'tighter certificates (src/theory/certificate-bounds.ts):',
   );
   lines.push(
     ...padTable([[...tightnessHeader], ...tightnessRows(result)]).map((line) => `  ${line}`),
@@ -171,7 +171,7 @@ const methodText = [
 const codeText = [
   '- `src/theory/game.ts`, `families.ts`: the games and their reward families',
   '- `src/theory/policy.ts`, `exact.ts`: softmax tables; J, occupancy, Q, A, KL by dynamic programming',
-  '- `src/theory/trustRegion.ts`: the exact KL-δ natural-gradient step',
+  '- `src/theory/trust-region.ts`: the exact KL-δ natural-gradient step',
   '- `src/theory/certificate.ts`: surrogate bounds and their derivation',
   '- `src/theory/schedules.ts`: TeamTR (fresh), sequential-stale and joint stages',
   '- `src/theory/experiment.ts`, `fit.ts`: the scaling experiment, slopes and bootstrap',
@@ -231,7 +231,7 @@ export function renderTheoryReport(
   lines.push('', '## Certificate check', '', `${checkSentence(result)}.`);
   lines.push(
     '',
-    'Tighter certificates (derivations in `src/theory/certificateBounds.ts`), every update of every family:',
+    'Tighter certificates (derivations in `src/theory/certificate-bounds.ts`), every update of every family:',
     '',
     ...markdownTable(tightnessHeader, tightnessRows(result)),
     '',

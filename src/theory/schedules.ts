@@ -4,7 +4,7 @@ import {
   type PositionShift,
   type UpdateCertificate,
 } from './certificate.js';
-import { computeTighterCertificates, type TighterCertificates } from './certificateBounds.js';
+import { computeTighterCertificates, type TighterCertificates } from './certificate-bounds.js';
 import {
   analyzeTeam,
   computeOccupancy,
@@ -19,7 +19,7 @@ import {
 } from './exact.js';
 import { positionsOf, type TabularGame } from './game.js';
 import { withTables, type PositionTable, type TeamPolicy } from './policy.js';
-import { trustRegionStep, type TrustRegionStep } from './trustRegion.js';
+import { trustRegionStep, type TrustRegionStep } from './trust-region.js';
 
 /**
  * One stage of updates in a tabular game under each schedule of docs/method.md §4, computed exactly.
@@ -69,7 +69,7 @@ export interface UpdateRecord {
    */
   readonly occupancyGap: number;
   readonly certificate: UpdateCertificate;
-  /** The same update's tighter certificates (certificateBounds.ts), all exact. */
+  /** The same update's tighter certificates (certificate-bounds.ts), all exact. */
   readonly tighterCertificates: TighterCertificates;
 }
 

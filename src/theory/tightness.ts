@@ -1,9 +1,9 @@
 import { quantileOfSorted } from '../rl/index.js';
-import { certificateBounds, type CertificateBoundKey } from './certificateBounds.js';
+import { certificateBounds, type CertificateBoundKey } from './certificate-bounds.js';
 import type { UpdateRecord } from './schedules.js';
 
 /**
- * How tight each certificate of certificateBounds.ts is: per bound, its violations (certificate
+ * How tight each certificate of certificate-bounds.ts is: per bound, its violations (certificate
  * above the true improvement beyond rounding) and the ratio certificate / true improvement over
  * the updates that improved (true > 0). A valid bound has ratio ≤ 1; 1 is exact, 0 certifies
  * nothing, −10 means the certificate sits ten true improvements below zero.
