@@ -1,7 +1,7 @@
 import { mean } from '../rl/index.js';
 import type { UpdateRecord } from '../trainer/records.js';
 import { certificateStatistics } from '../trainer/summary.js';
-import type { Figure, FigurePoint, FigureSeries } from './figure.js';
+import type { Figure, FigurePoint, FigureSeries } from '../figures/figure.js';
 import {
   colorOf,
   finite,
@@ -11,9 +11,9 @@ import {
   updatesOf,
   withData,
 } from './figure-data.js';
-import { alertColor, shade } from './palette.js';
+import { alertColor, shade } from '../figures/palette.js';
 import type { RunView } from './runs.js';
-import { formatPercent, formatValue } from './ticks.js';
+import { formatPercent, formatValue } from '../figures/ticks.js';
 
 /** Whether updates improved the team as certified: certificates, occupancy gaps, regressions. */
 

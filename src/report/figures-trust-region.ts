@@ -1,10 +1,10 @@
 import { mean } from '../rl/index.js';
 import type { UpdateRecord } from '../trainer/records.js';
-import type { Figure, FigurePoint, FigureSeries } from './figure.js';
+import type { Figure, FigurePoint, FigureSeries } from '../figures/figure.js';
 import { colorOf, finite, maximum, minimum, pointsOf, updatesOf, withData } from './figure-data.js';
-import { paletteColor, referenceColor, shade } from './palette.js';
+import { paletteColor, referenceColor, shade } from '../figures/palette.js';
 import type { RunView } from './runs.js';
-import { formatPercent, formatValue } from './ticks.js';
+import { formatPercent, formatValue } from '../figures/ticks.js';
 
 /** How far each update moved its agent: KL against δ and probability shift by rank. */
 

@@ -2,7 +2,6 @@ import { certificateBounds } from './certificate-bounds.js';
 import { scalingMetrics, type FamilyResult, type TheoryExperimentResult } from './experiment.js';
 import { gameFamilyByName } from './families.js';
 import type { PowerLawFit } from './fit.js';
-import type { LogLogPlot, PlotSeries } from './plot.js';
 import { allSchedules, describeTightness } from './tightness.js';
 
 /**
@@ -175,7 +174,7 @@ const codeText = [
   '- `src/theory/certificate.ts`: surrogate bounds and their derivation',
   '- `src/theory/schedules.ts`: TeamTR (fresh), sequential-stale and joint stages',
   '- `src/theory/experiment.ts`, `fit.ts`: the scaling experiment, slopes and bootstrap',
-  '- `src/theory/report.ts`, `plot.ts`, `output.ts`: this report, the SVG plot, atomic writes',
+  '- `src/theory/report.ts`, `scaling-figure.ts`, `output.ts`: this report, the figure, atomic writes',
   '- `src/cli/commands/theory.ts`: the `teamtr theory` command',
 ].join('\n');
 
@@ -251,43 +250,4 @@ export function renderTheoryReport(
     '',
   );
   return lines.join('\n');
-}
-
-/** The log-log plot of the headline family: errors (solid) and penalties (dashed) with fits. */
-export function buildScalingPlot(result: TheoryExperimentResult): LogLogPlot {
-  const headline = result.families[0]!;
-  const styles: Readonly<Record<string, { color: string; dashed: boolean }>> = {
-    staleError: { color: '#c0392b', dashed: false },
-    freshError: { color: '#2471a3', dashed: false },
-    stalePenalty: { color: '#c0392b', dashed: true },
-    freshPenalty: { color: '#2471a3', dashed: true },
-  };
-  const series: PlotSeries[] = scalingMetrics
-    .filter((metric) => styles[metric.key])
-    .map((metric) => {
-      const fit = headline.fits[metric.key]!;
-      const slope = fit.slope === null ? 'n/a' : fit.slope.toFixed(2);
-      return {
-        label: `${metric.key.replace(/([A-Z])/g, ' $1').toLowerCase()} (slope ${slope})`,
-        color: styles[metric.key]!.color,
-        dashed: styles[metric.key]!.dashed,
-        points: fit.groups.map((group) => ({
-          x: group.agentCount,
-          y: group.mean,
-          low: group.mean - group.standardError,
-          high: group.mean + group.standardError,
-        })),
-        fit:
-          fit.slope !== null && fit.intercept !== null
-            ? { slope: fit.slope, intercept: fit.intercept }
-            : null,
-      };
-    });
-  return {
-    title: `Accumulated surrogate error and certificate penalty per stage (${headline.family})`,
-    xLabel: 'agents N (log scale)',
-    yLabel: 'mean per game (log scale)',
-    xTicks: [...result.config.agentCounts].sort((first, second) => first - second),
-    series,
-  };
 }
