@@ -13,6 +13,7 @@ export * from './kl.js';
 export * from './total-variation.js';
 export * from './certificate.js';
 export * from './improvement.js';
+export * from './occupancy-gap.js';
 export * from './diagnostics.js';
 export * from './rank-shift.js';
 export * from './objectives/index.js';
