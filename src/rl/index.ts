@@ -14,6 +14,7 @@ export * from './total-variation.js';
 export * from './certificate.js';
 export * from './improvement.js';
 export * from './occupancy-gap.js';
+export * from './certificate-confidence.js';
 export * from './diagnostics.js';
 export * from './rank-shift.js';
 export * from './objectives/index.js';

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RandomGenerator } from '../../util/random.js';
 import {
+  binomialInterval,
   empiricalBernsteinLowerBound,
   empiricalBernsteinRadius,
   normalLowerBound,
@@ -49,5 +50,17 @@ describe('one-sided bounds', () => {
     assert.ok(held / trials >= 0.9, `held ${held}/${trials}`);
     // The same samples show why a guarantee is needed: the normal bound falls short of 90%.
     assert.ok(normalHeld / trials < held / trials, `${normalHeld} vs ${held}`);
+  });
+});
+
+describe('binomialInterval (Wilson)', () => {
+  it('matches a reference value and stays in [0, 1] at the ends', () => {
+    // 81 of 100 at 95%: [0.7222, 0.8748] (Wilson, z = 1.95996).
+    const [low, high] = binomialInterval({ successes: 81, trials: 100 });
+    assert.ok(Math.abs(low - 0.72216) < 1e-4 && Math.abs(high - 0.87482) < 1e-4, `${low} ${high}`);
+    const [allLow, allHigh] = binomialInterval({ successes: 50, trials: 50 });
+    assert.ok(allHigh === 1 && allLow > 0.9 && allLow < 1);
+    assert.equal(binomialInterval({ successes: 0, trials: 10 })[0], 0);
+    assert.throws(() => binomialInterval({ successes: 11, trials: 10 }), /11 of 10/);
   });
 });

@@ -84,3 +84,37 @@ export function empiricalBernsteinLowerBound(options: {
   const radius = empiricalBernsteinRadius(options);
   return meanWithStandardError(options.values).mean - radius;
 }
+
+/**
+ * Wilson's score interval for a binomial proportion (successes of trials) at two-sided error α:
+ * the interval a measured coverage rate or violation rate is reported with. Stays within
+ * [0, 1] and is sensible at 0 or all successes, unlike p̂ ± z·√(p̂(1 − p̂)/n).
+ */
+export function binomialInterval({
+  successes,
+  trials,
+  alpha = 0.05,
+}: {
+  successes: number;
+  trials: number;
+  /** @default 0.05 */
+  alpha?: number;
+}): [number, number] {
+  checkAlpha(alpha, 'binomialInterval');
+  if (!(Number.isInteger(trials) && trials > 0 && successes >= 0 && successes <= trials)) {
+    throw new TeamtrError(
+      `binomialInterval: need 0 ≤ successes ≤ trials and trials > 0, got ${successes} of ${trials}`,
+    );
+  }
+  const z = normalQuantile(1 - alpha / 2);
+  const rate = successes / trials;
+  const denominator = 1 + (z * z) / trials;
+  const center = (rate + (z * z) / (2 * trials)) / denominator;
+  const half =
+    (z * Math.sqrt((rate * (1 - rate)) / trials + (z * z) / (4 * trials * trials))) / denominator;
+  // At 0 or all successes one end is exactly 0 or 1 (rounding would leave 3e-17).
+  return [
+    successes === 0 ? 0 : Math.max(0, center - half),
+    successes === trials ? 1 : Math.min(1, center + half),
+  ];
+}
