@@ -1,7 +1,7 @@
 import { analyzeTeam, computeOccupancy, totalVariation } from './exact.js';
-import { positionsOf, type TabularGame } from './game.js';
+import { positionsOf, prefixCount, type TabularGame } from './game.js';
 import { prefixOf } from './monte-carlo.js';
-import { withTables, type TeamPolicy } from './policy.js';
+import { tableFromLogits, withTables, type PositionTable, type TeamPolicy } from './policy.js';
 import { trustRegionStep } from './trust-region.js';
 
 /**
@@ -68,4 +68,25 @@ export function transcriptTotalVariation(
     computeOccupancy(game, first)[horizon]!,
     computeOccupancy(game, second)[horizon]!,
   );
+}
+
+/** The team with every row of `agent`'s tables set to the probabilities `row`. */
+export function withAgentRows(
+  game: TabularGame,
+  team: TeamPolicy,
+  agent: number,
+  row: readonly number[],
+): TeamPolicy {
+  if (row.length !== game.vocabularySize) {
+    throw new RangeError(`a row needs ${game.vocabularySize} probabilities, got ${row.length}`);
+  }
+  const tables = new Map<number, PositionTable>();
+  for (const position of positionsOf(game, agent)) {
+    const logits = Float64Array.from(
+      { length: prefixCount(game, position) * row.length },
+      (_, entry) => Math.log(row[entry % row.length]!),
+    );
+    tables.set(position, tableFromLogits(logits, game.vocabularySize));
+  }
+  return withTables(team, tables);
 }
