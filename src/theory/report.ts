@@ -178,23 +178,11 @@ const codeText = [
   '- `src/cli/commands/theory.ts`: the `teamtr theory` command',
 ].join('\n');
 
-/** The markdown report written next to the plot. */
-export function renderTheoryReport(
-  result: TheoryExperimentResult,
-  context: ReportContext = {},
-): string {
+function headlineLines(result: TheoryExperimentResult, context: ReportContext): string[] {
   const headline = result.families[0]!;
-  const lines: string[] = [
-    "# Exact check of TeamTR's theory in tabular team games",
-    '',
-    settingsLine(result) + '.',
-    '',
-  ];
-  lines.push(
+  const lines = [
     `## Headline: family \`${headline.family}\` (${gameFamilyByName(headline.family).description})`,
     '',
-  );
-  lines.push(
     ...markdownTable(
       ['quantity (accumulated over a stage)', 'slope vs N [95% CI]', 'paper'],
       scalingMetrics.map((metric) => [
@@ -203,10 +191,16 @@ export function renderTheoryReport(
         predictions[metric.key] ?? '—',
       ]),
     ),
-  );
+  ];
   if (context.plotFile) lines.push('', `![log-log scaling](${context.plotFile})`);
-  lines.push('', '## Slopes for every family', '');
-  lines.push(
+  return lines;
+}
+
+function familyLines(result: TheoryExperimentResult): string[] {
+  const lines = [
+    '',
+    '## Slopes for every family',
+    '',
     ...markdownTable(
       ['family', ...scalingMetrics.map((metric) => metric.label)],
       result.families.map((family) => [
@@ -214,7 +208,7 @@ export function renderTheoryReport(
         ...scalingMetrics.map((metric) => formatSlope(family.fits[metric.key]!)),
       ]),
     ),
-  );
+  ];
   for (const family of result.families) {
     lines.push('', `### ${family.family}: mean per game ± SE`, '');
     lines.push(
@@ -227,15 +221,32 @@ export function renderTheoryReport(
     for (const metric of notes)
       lines.push('', `${metric.label}: no slope, ${family.fits[metric.key]!.note}.`);
   }
-  lines.push('', '## Certificate check', '', `${checkSentence(result)}.`);
-  lines.push(
+  return lines;
+}
+
+/** The markdown report written next to the plot. */
+export function renderTheoryReport(
+  result: TheoryExperimentResult,
+  context: ReportContext = {},
+): string {
+  const lines: string[] = [
+    "# Exact check of TeamTR's theory in tabular team games",
+    '',
+    settingsLine(result) + '.',
+    '',
+    ...headlineLines(result, context),
+    ...familyLines(result),
+    '',
+    '## Certificate check',
+    '',
+    `${checkSentence(result)}.`,
     '',
     'Tighter certificates (derivations in `src/theory/certificate-bounds.ts`), every update of every family:',
     '',
     ...markdownTable(tightnessHeader, tightnessRows(result)),
     '',
     `${tightnessNote}.`,
-  );
+  ];
   if (context.wallSeconds !== undefined)
     lines.push('', `Wall time: ${context.wallSeconds.toFixed(1)} s.`);
   lines.push(
