@@ -21,7 +21,8 @@ const predictions: Readonly<Record<string, string>> = {
   freshError: '≈ 1',
 };
 
-function formatSlope(fit: PowerLawFit): string {
+/** A fitted slope with its interval, e.g. `0.38 [0.27, 0.50]`; n/a without a slope. */
+export function formatSlope(fit: PowerLawFit): string {
   if (fit.slope === null) return 'n/a';
   const interval = fit.interval
     ? ` [${fit.interval[0].toFixed(2)}, ${fit.interval[1].toFixed(2)}]`

@@ -2,6 +2,7 @@ import type { Figure, FigureSeries } from '../figures/figure.js';
 import { paletteColor } from '../figures/palette.js';
 import { scalingMetrics, type TheoryExperimentResult } from './experiment.js';
 import type { PowerLawFit } from './fit.js';
+import { formatSlope } from './report.js';
 
 /**
  * The scaling figure of `teamtr theory` (scaling.svg): for the headline family, the mean per
@@ -12,14 +13,6 @@ import type { PowerLawFit } from './fit.js';
 
 /** The metrics drawn, in legend order. */
 const drawn = ['staleError', 'freshError', 'stalePenalty', 'freshPenalty'] as const;
-
-function slopeText(fit: PowerLawFit): string {
-  if (fit.slope === null) return 'n/a';
-  const interval = fit.interval
-    ? ` [${fit.interval[0].toFixed(2)}, ${fit.interval[1].toFixed(2)}]`
-    : '';
-  return `${fit.slope.toFixed(2)}${interval}`;
-}
 
 function labelOf(key: string): string {
   return key.replace(/([A-Z])/g, ' $1').toLowerCase();
@@ -60,7 +53,7 @@ export function buildScalingFigure(result: TheoryExperimentResult): Figure {
   const series = metrics.flatMap((metric, index) =>
     seriesOf(headline.fits[metric.key]!, metric.key, paletteColor(index), xs),
   );
-  const slope = (key: string) => slopeText(headline.fits[key]!);
+  const slope = (key: string) => formatSlope(headline.fits[key]!);
   return {
     id: 'theory-scaling',
     title: `Accumulated surrogate error and certificate penalty per stage (${headline.family})`,

@@ -1,33 +1,15 @@
 /**
- * What the page reads from the dashboard's JSON API (src/dashboard/routes.ts). The figures are
- * the report's own model; the rest is stated here as the client uses it.
+ * What the page reads from the dashboard's JSON API (src/dashboard/routes.ts). The figures, the
+ * run rows and the config rows are the server's own types; the rest is stated here as the
+ * client uses it.
  */
 import type { Figure } from '../../figures/figure.js';
+import type { ConfigRow } from '../../report/config-table.js';
+import type { RunOverview } from '../../report/run-overview-type.js';
 
 export type { Figure, FigureSeries } from '../../figures/figure.js';
-
-/** A row of GET /api/overview's `runs` (report/run-overview.ts RunOverview). */
-export interface RunSummary {
-  id: string;
-  label: string;
-  directory: string;
-  schedule: string;
-  seed: number | null;
-  task: string;
-  status: string;
-  stages: number;
-  updates: number;
-  generatedTokens: number;
-  budget: number | null;
-  accuracyBefore: number | null;
-  accuracyLast: number | null;
-  rewardLast: number | null;
-  meanKl: number | null;
-  outOfRegionRate: number | null;
-  cumulativeRankCorrelation: number | null;
-  regressions: number;
-  records: number;
-}
+export type { ConfigRow } from '../../report/config-table.js';
+export type { RunOverview as RunSummary } from '../../report/run-overview-type.js';
 
 /** One metrics.jsonl record, as far as the feed reads it. */
 export interface MetricsRecord {
@@ -54,16 +36,9 @@ export interface FeedEntry {
   record: MetricsRecord;
 }
 
-/** A row of the configuration table: one value per run, null where a run has none. */
-export interface ConfigRow {
-  key: string;
-  values: (string | null)[];
-  differs: boolean;
-}
-
 /** GET /api/overview. */
 export interface Overview {
-  runs: RunSummary[];
+  runs: RunOverview[];
   runColors: Record<string, string>;
   figures: Figure[];
   config: ConfigRow[];
