@@ -1,4 +1,4 @@
-import { playEpisodes, generatedTokenCount } from '../team/episodes.js';
+import { generatedTokenCount, playEpisodes, type DrawnToken } from '../team/episodes.js';
 import { TurnDecoder } from '../team/policy.js';
 import type { Team } from '../team/team.js';
 import { TurnTextStream, type StreamedToken } from '../team/turn-stream.js';
@@ -87,9 +87,7 @@ function answerStream(team: Team, request: NormalizedRequest, onDelta: DeltaList
     return text;
   };
   return {
-    onToken: (
-      drawn: { episodeIndex: number; turnIndex: number; agentIndex: number } & StreamedToken,
-    ) => {
+    onToken: (drawn: DrawnToken) => {
       if (drawn.episodeIndex === 0 && drawn.turnIndex === team.protocol.answerTurn)
         open(drawn.agentIndex).push(drawn);
     },
@@ -110,16 +108,15 @@ function resultOf(team: Team, episode: Episode, request: NormalizedRequest): Ser
   const cut =
     episode.turns.length < team.protocol.turnOrder.length ||
     episode.turns.some((turn) => turn.finishReason === 'length');
-  const tokenizer = answer ? team.agents[answer.agentIndex]!.policy.tokenizer : null;
   return {
     text: answer?.text ?? '',
     finishReason: cut ? 'length' : 'stop',
     promptTokens: episode.turns.reduce((total, turn) => total + turn.inputIds.length, 0),
     completionTokens: episode.turns.reduce((total, turn) => total + generatedTokenCount(turn), 0),
     logprobs:
-      request.logprobs && answer && tokenizer
+      request.logprobs && answer
         ? tokenLogprobs(
-            tokenizer,
+            team.agents[answer.agentIndex]!.policy.tokenizer,
             answer.tokens.map((token, index) => ({ token, logProb: answer.logProbs[index]! })),
           )
         : null,
