@@ -146,8 +146,11 @@ function createLock(directory: string, lock: RunLock): boolean {
     linkSync(temporary, lockPath(directory));
     return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    throw new TeamtrError(
+      `could not take ${runLockFile} in ${directory}: the filesystem refused to link a file to it (${code}); the lock needs hard links, so put the run directory on a local filesystem`,
+    );
   } finally {
     rmSync(temporary, { force: true });
   }
