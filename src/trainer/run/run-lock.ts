@@ -148,6 +148,7 @@ function createLock(directory: string, lock: RunLock): boolean {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') return false;
+    if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes(code ?? '')) throw error;
     throw new TeamtrError(
       `could not take ${runLockFile} in ${directory}: the filesystem refused to link a file to it (${code}); the lock needs hard links, so put the run directory on a local filesystem`,
     );
