@@ -4,13 +4,16 @@
  * type is defined beside the code that produces it.
  */
 import type { UpdateRecord } from './update-record.js';
-import type { EvaluationRecord, StageRecord } from './run-stage.js';
+import type { StageRecord } from './run-stage.js';
+import type { EvaluationRecord } from './evaluations.js';
 import type { SwapRecord, SwapRecoveryRecord } from './swap/swap.js';
 import type { RollbackRecord } from './step-control/stage-rollback.js';
 
 export type { RankShiftSummary, UpdateCertificate } from './certificate/certify.js';
 export type { EvaluationFigures } from './evaluate.js';
 export type { TrustRegionOutcome } from './update/trust-region.js';
+export type { ResamplingDecision } from './update-record.js';
+export type { EvaluationMoment } from './evaluations.js';
 export type { UpdateRecord, StageRecord, EvaluationRecord };
 export type { SwapRecord, SwapRecoveryRecord, RollbackRecord };
 

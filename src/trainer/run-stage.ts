@@ -3,7 +3,12 @@ import type { Problem, Task } from '../tasks/index.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { pairedImprovement } from './certificate/paired-improvement.js';
-import { evaluateTeam, type EvaluationFigures } from './evaluate.js';
+import {
+  evaluationMarks,
+  type EvaluationContext,
+  type EvaluationRecord,
+  type RunPosition,
+} from './evaluations.js';
 import type { BuiltTeam } from './setup/build-team.js';
 import type { TrainConfig } from './config/train-config.js';
 import type { RunState } from './run/run-state.js';
@@ -37,28 +42,60 @@ export interface StageRecord {
   certificateSum: number;
   updates: number;
   outOfRegion: number;
-  /** Tokens generated to measure updates on held-out prompts (not in the training budget). */
+  /**
+   * Tokens generated only to measure (not in the training budget): updates on held-out
+   * prompts, and the closing batch of a stage the budget cut short.
+   */
   measurementTokens: number;
+  /**
+   * The run's token budget was reached in this stage: its last batch may hold fewer prompts
+   * (see its updates' batchPrompts) and it may make fewer updates than a full stage. Absent
+   * in older runs.
+   */
+  budgetReached?: boolean;
 }
 
-/** A held-out evaluation of the team as metrics.jsonl records it (evaluationRecord). */
-export interface EvaluationRecord extends EvaluationFigures {
-  type: 'eval';
-  stage: number;
-  generatedTokens: number;
+/** The evaluation settings of a run, for evaluationRecord. */
+export function evaluationContext(context: StageContext): EvaluationContext {
+  return {
+    team: context.built.team,
+    task: context.task,
+    problems: context.evalProblems,
+    temperature: context.config.evaluation.temperature,
+    seed: context.config.seed,
+  };
 }
 
-/** Runs stage `state.stage` under the run's schedule; advances the token and update counts. */
+/** Where the run stands after `state`'s last stage. */
+export function runPosition(state: RunState): RunPosition {
+  return { stage: state.stage, generatedTokens: state.generatedTokens, updates: state.updates };
+}
+
+/**
+ * Runs stage `state.stage` under the run's schedule; advances the token and update counts.
+ * `evaluations` are those taken inside the stage (at update and token marks); `updates` and
+ * them are in the order they happened.
+ */
 export async function runStage(
   context: StageContext,
   state: RunState,
-): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord }> {
+): Promise<{
+  updates: UpdateRecord[];
+  evaluations: EvaluationRecord[];
+  stageRecord: StageRecord;
+}> {
   const { config, task, built } = context;
   const started = Date.now();
   const seed = `${config.seed}/stage/${state.stage}`;
   const problems = task.split('train', {
     seed: new RandomGenerator(seed).nextUint32(),
     count: config.rollout.problemsPerBatch,
+  });
+  const { everyUpdates, everyTokens } = config.evaluation;
+  const marks = evaluationMarks(evaluationContext(context), {
+    stage: state.stage,
+    everyUpdates,
+    everyTokens,
   });
   const plan = {
     stage: state.stage,
@@ -67,6 +104,8 @@ export async function runStage(
     heldOutProblems: heldOutProblems(context, seed, problems),
     tokensBefore: state.generatedTokens,
     updatesBefore: state.updates,
+    tokenBudget: config.budget.generatedTokens,
+    watch: marks,
   };
   const stage = new Stage(plan, built.team, task, built.units, context.settings);
   const { first, last, records } = await schedules[config.schedule].runStage(stage);
@@ -88,8 +127,9 @@ export async function runStage(
     updates: records.length,
     outOfRegion: records.filter((record) => !record.inRegion).length,
     measurementTokens: stage.measurementTokens,
+    budgetReached: stage.budgetReached,
   };
-  return { updates: records, stageRecord };
+  return { updates: records, evaluations: marks.records, stageRecord };
 }
 
 /**
@@ -110,29 +150,6 @@ function heldOutProblems(context: StageContext, seed: string, stageProblems: Pro
   const unseen = candidates.filter((problem) => !prompts.has(problem.prompt));
   const repeated = candidates.filter((problem) => prompts.has(problem.prompt));
   return [...unseen, ...repeated].slice(0, count);
-}
-
-export async function evaluationRecord(
-  context: StageContext,
-  state: RunState,
-): Promise<EvaluationRecord> {
-  const evaluation = await evaluateTeam({
-    team: context.built.team,
-    task: context.task,
-    problems: context.evalProblems,
-    temperature: context.config.evaluation.temperature,
-    seed: `${context.config.seed}/eval`,
-  });
-  return {
-    type: 'eval',
-    stage: state.stage,
-    generatedTokens: state.generatedTokens,
-    accuracy: evaluation.accuracy,
-    interval: evaluation.interval,
-    count: evaluation.count,
-    meanReward: evaluation.meanReward,
-    agents: evaluation.agents,
-  };
 }
 
 function meanReward(batch: TeamBatch): number {

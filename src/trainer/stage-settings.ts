@@ -28,5 +28,8 @@ export function resolveStageSettings(config: TrainConfig): StageSettings {
       epsilon: config.certificate.epsilon,
       confidence: config.certificate.confidence,
     },
+    lazy: {
+      threshold: config.lazy.threshold === 'infinity' ? Infinity : config.lazy.threshold,
+    },
   };
 }

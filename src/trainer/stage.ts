@@ -7,7 +7,13 @@ import { RandomGenerator } from '../util/random.js';
 import { certifyUpdate, tokenHorizon } from './certificate/certify.js';
 import { OccupancyTracker } from './certificate/occupancy.js';
 import { pairedImprovement } from './certificate/paired-improvement.js';
-import { updateRecord, type AgentUpdate, type UpdateRecord } from './update-record.js';
+import { batchWithinBudget } from './token-budget.js';
+import {
+  updateRecord,
+  type AgentUpdate,
+  type ResamplingDecision,
+  type UpdateRecord,
+} from './update-record.js';
 import { unitEngine } from './update/engines.js';
 import { trustRegionUpdate, type TrustRegionSettings } from './update/trust-region.js';
 import type { TrainableUnit } from './update/units.js';
@@ -23,6 +29,19 @@ export interface StageSettings {
   objectiveSettings: ObjectiveSettings;
   trustRegion: TrustRegionSettings;
   certificate: { epsilon: number; confidence: number };
+  /** The lazy schedule's resampling threshold κ (0: always resample; Infinity: never). */
+  lazy: { threshold: number };
+}
+
+/**
+ * Told of the run's progress inside a stage, so that evaluations can stand at fixed counts of
+ * generated tokens and of agent updates (evaluation-marks.ts) whatever the schedule.
+ */
+export interface StageWatch {
+  /** A batch brought the run's generated tokens from `before` to `after`, after `updates` updates. */
+  sampled(progress: { before: number; after: number; updates: number }): Promise<void>;
+  /** The run's `updates`-th agent update is done, `tokens` generated so far. */
+  updated(progress: { updates: number; tokens: number }): Promise<void>;
 }
 
 /** What is particular to one stage. */
@@ -37,13 +56,22 @@ export interface StagePlan {
   /** Generated tokens and updates of the run before this stage. */
   tokensBefore: number;
   updatesBefore: number;
+  /**
+   * The run's generated-token budget: no batch is sampled once it is spent, and the batch that
+   * reaches it is cut to the prompts it needs (token-budget.ts). @default no limit
+   */
+  tokenBudget?: number;
+  watch?: StageWatch;
 }
 
 /** What a schedule's stage leaves: its first and last batch (same prompts) and its updates. */
 export interface StageOutcome {
   /** The stage's first batch (the team before any update of the stage). */
   first: TeamBatch;
-  /** A batch on the same prompts from the team after the stage. */
+  /**
+   * A batch on the same prompts from the team after the stage (the prompts of a batch the
+   * budget cut, when it cut one).
+   */
   last: TeamBatch;
   records: UpdateRecord[];
 }
@@ -64,10 +92,17 @@ export interface UpdateOptions {
  */
 export class Stage {
   generatedTokens = 0;
-  /** Tokens of the held-out measurement batches (outside the training budget). */
+  /**
+   * Tokens of the batches drawn only to measure (outside the training budget): the held-out
+   * batches, and a stage's closing batch once the budget is spent.
+   */
   measurementTokens = 0;
   /** Drift of the team from the stage's first batch (occupancy gap, HAPPO weights). */
   readonly occupancy = new OccupancyTracker();
+  /** Drift of the team from the latest batch sampled (the lazy schedule's batch in hand). */
+  private latest: OccupancyTracker = this.occupancy;
+  /** The run's token budget was reached within the stage (its last batches may be cut). */
+  budgetReached = false;
   private readonly random: RandomGenerator;
   private updates = 0;
   /** The latest batch of the held-out prompts: the team as it is now. */
@@ -94,22 +129,72 @@ export class Stage {
     return this.random.shuffle(byTurn);
   }
 
+  /** Whether the run's token budget allows another batch (`sample`); else `measure` closes. */
+  get budgetLeft(): boolean {
+    return this.remainingTokens() > 0;
+  }
+
+  private remainingTokens(): number {
+    return (this.plan.tokenBudget ?? Infinity) - this.plan.tokensBefore - this.generatedTokens;
+  }
+
   /**
    * A batch of the stage's prompts from the current team. After `changed` alone was updated,
    * the turns before its first turn keep their distribution, so `previous`'s prefixes are
-   * reused when suffix resampling applies (one round, fixed order).
+   * reused when suffix resampling applies (one round, fixed order). The batch that reaches the
+   * run's token budget holds only the prompts it needs; check `budgetLeft` first.
    */
   async sample(reuseAfter?: { previous: TeamBatch; changed: TrainableUnit }): Promise<TeamBatch> {
-    const batch = await this.rollout(this.plan.problems, this.plan.seed, reuseAfter, {
+    const before = this.plan.tokensBefore + this.generatedTokens;
+    const remaining = this.remainingTokens();
+    if (remaining <= 0)
+      throw new Error(`stage ${this.plan.stage}: sample() with the token budget spent`);
+    const drawn = await this.rollout(this.plan.problems, this.plan.seed, reuseAfter, {
       // An update of a unit reads π_old from them (update/local/kl-meter.ts checks they are its own), where
       // its engine can; elsewhere decoding's sums differ from scoring's.
       keepHiddenStatesOf: this.units.flatMap((unit) =>
         unitEngine(unit).keepsSampledHiddenStates ? unit.agentIndices : [],
       ),
     });
+    const batch = remaining === Infinity ? drawn : batchWithinBudget(drawn, remaining);
+    if (batch.generatedTokens >= remaining) this.budgetReached = true;
     this.generatedTokens += batch.generatedTokens;
     this.occupancy.begin(batch);
+    this.latest = this.occupancy.batch === batch ? this.occupancy : new OccupancyTracker();
+    this.latest.begin(batch);
+    await this.plan.watch?.sampled({
+      before,
+      after: before + batch.generatedTokens,
+      updates: this.plan.updatesBefore + this.updates,
+    });
     return batch;
+  }
+
+  /**
+   * A batch of `previous`'s prompts from the team as it is now, drawn only to measure what the
+   * stage's updates did, once the token budget is spent (no `budgetLeft`): its tokens count
+   * as measurement tokens, outside the budget, and no update uses it. After `changed` alone was
+   * updated it regenerates only the suffix, as `sample` does.
+   */
+  async measure(after: { previous: TeamBatch; changed?: TrainableUnit }): Promise<TeamBatch> {
+    const { previous, changed } = after;
+    const batch = await this.rollout(
+      previous.problems,
+      this.plan.seed,
+      changed ? { previous, changed } : undefined,
+    );
+    this.measurementTokens += batch.generatedTokens;
+    return batch;
+  }
+
+  /**
+   * How far the team has moved since `batch` was sampled, measured on `batch`: the stage's
+   * first batch or the latest one (a schedule holds no other).
+   */
+  driftSince(batch: TeamBatch): OccupancyTracker {
+    if (this.latest.batch === batch) return this.latest;
+    if (this.occupancy.batch === batch) return this.occupancy;
+    throw new Error('driftSince: the stage tracks only its first and its latest batch');
   }
 
   /**
@@ -138,16 +223,22 @@ export class Stage {
       confidence: this.settings.certificate.confidence,
       heldOut:
         heldOutBefore && heldOut ? { batch: heldOutBefore, evidence: await heldOut.after() } : null,
+      boundSeed: `${this.plan.seed}/certificate/${this.updates}`,
     });
     const occupancyGap = this.occupancy.gap();
     const known = result.scoredLogProbs && {
       items: result.tokens.items,
       logProbs: result.scoredLogProbs,
     };
-    await this.occupancy.advance(unit, engine, known ?? null);
+    for (const tracker of new Set([this.occupancy, this.latest]))
+      await tracker.advance(unit, engine, known ?? null);
     const index = this.updates++;
     const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
     const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
+    await this.plan.watch?.updated({
+      updates: this.plan.updatesBefore + this.updates,
+      tokens: generatedTokens,
+    });
     return {
       unit,
       batch,
@@ -162,16 +253,21 @@ export class Stage {
     };
   }
 
-  /** The update's record, with its measured improvement (null when nothing measured it). */
+  /**
+   * The update's record, with its measured improvement (null when nothing measured it) and the
+   * lazy schedule's resampling decision after it (null for the other schedules).
+   */
   record(
     update: AgentUpdate,
     measured: { improvement: number; standardError: number } | null,
+    resampling: ResamplingDecision | null = null,
   ): UpdateRecord {
     const { stage, updatesBefore } = this.plan;
     return updateRecord(
       { stage, updatesBefore, schedule: this.settings.schedule },
       update,
       measured,
+      resampling,
     );
   }
 

@@ -173,7 +173,7 @@ describe('trainer', () => {
         config: { ...fixture.config, schedule: 'parallel' as never },
         runDirectory: path.join(fixture.directory, 'x'),
       }),
-      /valid: "teamtr", "sequential-stale", "joint", "single"/,
+      /valid: "teamtr", "lazy", "sequential-stale", "joint", "single"/,
     );
     await assert.rejects(
       train({

@@ -2,7 +2,8 @@ import { clearPool } from '../tensor/index.js';
 import type { TrainConfig } from './config/train-config.js';
 import { prepareRun, type RunContext } from './run-context.js';
 import type { MetricsRecord } from './records.js';
-import { evaluationRecord, runStage, type EvaluationRecord } from './run-stage.js';
+import { evaluationRecord, type EvaluationRecord } from './evaluations.js';
+import { evaluationContext, runPosition, runStage } from './run-stage.js';
 import { noEffectCause, stageHadNoEffect } from './warnings.js';
 import { initialRunState, type EvaluationSummary, type RunState } from './run/run-state.js';
 import { buildSummary, lastEvaluation, type TrainSummary } from './summary.js';
@@ -58,8 +59,10 @@ async function trainHeld(
       emit({ kind: 'checkpoint', stage: state.stage });
     }
   }
-  if (!interrupted && lastEvaluation(run.readMetrics<MetricsRecord>())?.stage !== state.stage)
-    run.appendMetrics([await evaluationRecord(context, state)]);
+  if (!interrupted && !evaluatedAfter(lastEvaluation(run.readMetrics<MetricsRecord>()), state))
+    run.appendMetrics([
+      await evaluationRecord(evaluationContext(context), runPosition(state), 'end'),
+    ]);
   state.elapsedSeconds = elapsed();
   await saveState(context, state);
   const summary = buildSummary({
@@ -99,7 +102,7 @@ async function startingState(context: RunContext, resume: boolean): Promise<RunS
     generatedTokens: state.generatedTokens,
   });
   if (!fromCheckpoint) {
-    const before = await evaluationRecord(context, state);
+    const before = await evaluationRecord(evaluationContext(context), runPosition(state), 'start');
     run.appendMetrics([before]);
     state.evaluationBefore = summarizeEvaluation(before);
     emit({ kind: 'eval', stage: 0, accuracy: before.accuracy });
@@ -112,8 +115,8 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
   const records: MetricsRecord[] = [];
   for (const hook of context.hooks) records.push(...(await hook.beforeStage(state)));
   state.stage++;
-  const { updates, stageRecord } = await runStage(context, state);
-  records.push(...updates, stageRecord);
+  const { updates, evaluations, stageRecord } = await runStage(context, state);
+  records.push(...inOrder(updates, evaluations), stageRecord);
   for (const hook of context.hooks)
     records.push(...(await hook.afterStage(state, stageRecord, updates)));
   context.emit({
@@ -137,7 +140,11 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
     });
   context.idleReported = idle;
   if (state.stage % context.config.evaluation.every === 0) {
-    const evaluation = await evaluationRecord(context, state);
+    const evaluation = await evaluationRecord(
+      evaluationContext(context),
+      runPosition(state),
+      'stage',
+    );
     records.push(evaluation);
     context.emit({ kind: 'eval', stage: state.stage, accuracy: evaluation.accuracy });
   }
@@ -149,6 +156,33 @@ async function saveState(context: RunContext, state: RunState): Promise<void> {
   await context.run.saveCheckpoint(state, context.built.units, context.tokenizers, {
     baseWeights: context.config.checkpointBaseWeights,
   });
+}
+
+/**
+ * Whether `last` evaluated the team `state` ends with: taken after the stage's updates and
+ * hooks (at the start, after a stage, or at the end), not at a mark inside the stage.
+ */
+function evaluatedAfter(last: EvaluationRecord | null, state: RunState): boolean {
+  return (
+    last !== null &&
+    last.stage === state.stage &&
+    (last.at === undefined || last.at === 'start' || last.at === 'stage' || last.at === 'end')
+  );
+}
+
+/** A stage's update records with the evaluations taken between them, in the order they ran. */
+function inOrder(
+  updates: readonly MetricsRecord[] & readonly { globalUpdate: number }[],
+  evaluations: readonly EvaluationRecord[],
+): MetricsRecord[] {
+  const merged: MetricsRecord[] = [];
+  let next = 0;
+  for (const update of updates) {
+    while (next < evaluations.length && (evaluations[next]!.updates ?? 0) <= update.globalUpdate)
+      merged.push(evaluations[next++]!);
+    merged.push(update);
+  }
+  return [...merged, ...evaluations.slice(next)];
 }
 
 function summarizeEvaluation(record: EvaluationRecord): EvaluationSummary {

@@ -1,4 +1,4 @@
-import { meanWithStandardError } from '../rl/index.js';
+import { meanWithStandardError, type OccupancyGapEstimate } from '../rl/index.js';
 import type { TeamBatch } from '../team/types.js';
 import type { UpdateCertificate } from './certificate/certify.js';
 import type { TrustRegionOutcome, TrustRegionResult } from './update/trust-region.js';
@@ -20,6 +20,11 @@ export interface UpdateRecord extends UpdateCertificate, TrustRegionOutcome {
   batchRewardStandardError: number;
   /** 0 = full rollout; t > 0 = suffix resampling from turn t. */
   resampledFromTurn: number;
+  /**
+   * Prompts in the update's batch: rollout.problemsPerBatch, fewer in the batch the run's
+   * token budget cut (the run's last). Absent in older runs.
+   */
+  batchPrompts?: number;
   delta: number;
   loss: number;
   clipFraction: number;
@@ -36,9 +41,17 @@ export interface UpdateRecord extends UpdateCertificate, TrustRegionOutcome {
   klStandardError?: number | null;
   /** The second-order penalty used ½|r − 1| per token for the exact total variation. */
   totalVariationEstimated?: true;
-  /** ½·E_stale|W_{<i} − 1| against the start-of-stage team (null for the first update). */
+  /**
+   * TV between the trajectories of the start-of-stage team and of the team this update acts
+   * in, estimated as mean (1 − W_{<i})_+ over the stage's first batch: unbiased and in [0, 1]
+   * (rl/occupancy-gap.ts). Null for the stage's first update.
+   */
   occupancyGap: number | null;
   occupancyGapStandardError: number | null;
+  /** Its two-sided 95% empirical-Bernstein interval, within [0, 1]. Absent in older runs. */
+  occupancyGapInterval?: [number, number] | null;
+  /** The lazy schedule's decision after this update (null under the other schedules). */
+  resampling?: ResamplingDecision | null;
   /** Change in mean reward to the next fresh batch (paired on the same prompts). */
   measuredImprovement: number | null;
   measuredImprovementStandardError: number | null;
@@ -51,6 +64,26 @@ export interface UpdateRecord extends UpdateCertificate, TrustRegionOutcome {
   heldOutImprovementStandardError: number | null;
 }
 
+/**
+ * What the lazy schedule decided after an update (schedules.ts, docs/method.md §11): keep the
+ * batch in hand for the next update, or sample a fresh one.
+ */
+export interface ResamplingDecision {
+  /** The next update gets a fresh batch. */
+  resampled: boolean;
+  /** TV̂ between the team that sampled the batch in hand and the team now (mean (1 − W)_+). */
+  totalVariation: number;
+  totalVariationInterval: [number, number];
+  /** Kish's effective sample size of W over the batch in hand, as a share of its trajectories. */
+  effectiveSampleSize: number;
+  /** 2ε·TV̂: what keeping the batch would add to the next update's certificate (its stale term). */
+  staleTerm: number;
+  /** The update's certificate slack: its second-order certificate without stale term, floored at 0. */
+  slack: number;
+  /** κ: keep while staleTerm < κ·slack ("infinity": always keep). */
+  threshold: number | 'infinity';
+}
+
 /** One agent's trust-region update and its certificate, before it is measured. */
 export interface AgentUpdate {
   unit: TrainableUnit;
@@ -61,7 +94,7 @@ export interface AgentUpdate {
   generatedTokens: number;
   result: TrustRegionResult;
   certificate: UpdateCertificate;
-  occupancyGap: { gap: number; standardError: number } | null;
+  occupancyGap: OccupancyGapEstimate | null;
   /** The update's paired reward change on the held-out prompts (null when not measured). */
   heldOut: { improvement: number; standardError: number } | null;
   droppedGroups: number;
@@ -80,6 +113,7 @@ export function updateRecord(
   position: UpdatePosition,
   update: AgentUpdate,
   measured: { improvement: number; standardError: number } | null,
+  resampling: ResamplingDecision | null = null,
 ): UpdateRecord {
   return {
     ...context(position, update),
@@ -89,6 +123,8 @@ export function updateRecord(
     ...update.certificate,
     occupancyGap: update.occupancyGap ? update.occupancyGap.gap : null,
     occupancyGapStandardError: update.occupancyGap ? update.occupancyGap.standardError : null,
+    occupancyGapInterval: update.occupancyGap ? update.occupancyGap.interval : null,
+    resampling,
     measuredImprovement: measured ? measured.improvement : null,
     measuredImprovementStandardError: measured ? measured.standardError : null,
     heldOutImprovement: update.heldOut ? update.heldOut.improvement : null,
@@ -112,6 +148,7 @@ function context(position: UpdatePosition, update: AgentUpdate) {
     batchRewardMean: rewards.mean,
     batchRewardStandardError: rewards.standardError,
     resampledFromTurn: update.batch.resampledFromTurn,
+    batchPrompts: update.batch.problems.length,
     delta: update.unit.delta,
   };
 }

@@ -3,7 +3,9 @@ import { describe, test } from 'node:test';
 import type { Team } from '../../team/team.js';
 import type { TeamBatch } from '../../team/types.js';
 import type { CertificateEvidence } from '../update/engine.js';
-import { certificateBounds, tokenHorizon } from './certify.js';
+import { certificateLowerBound } from '../../rl/index.js';
+import { RandomGenerator } from '../../util/random.js';
+import { certificateBounds, heldOutBounds, tokenHorizon } from './certify.js';
 import type { UnitTokens } from '../update/token-grid.js';
 
 /** The fields certificateBounds reads: each trajectory's reward and prompt group. */
@@ -75,6 +77,66 @@ describe('certificateBounds', () => {
         }),
       /more than horizon 1/,
     );
+  });
+});
+
+describe('heldOutBounds', () => {
+  // Two prompts × two trajectories, one agent token each, sampled at probability ½.
+  const batch = {
+    trajectories: [1, 0, 1, 0].map((reward, index) => ({ reward, problemIndex: index >> 1 })),
+  } as unknown as TeamBatch;
+  const totalVariation = [0.05, 0.1, 0.1, 0.02];
+  const evidence: CertificateEvidence = {
+    tokens: {
+      rows: 4,
+      length: 1,
+      rowTrajectories: [0, 1, 2, 3],
+      mask: new Float32Array(4).fill(1),
+      oldLogProbs: new Float32Array(4).fill(Math.log(0.5)),
+      items: [],
+      gridIndex: Int32Array.from([0, 1, 2, 3]),
+      totalTokens: 4,
+      sampledHidden: [],
+    },
+    newLogProbs: Float32Array.from([0.6, 0.4, 0.7, 0.5].map(Math.log)),
+    perTokenKl: Float32Array.from(totalVariation.map((value) => 2 * value * value)),
+    perTokenTotalVariation: Float32Array.from(totalVariation),
+  };
+
+  test('each held-out bound is the clustered lower bound of its per-trajectory terms', () => {
+    // Advantages +1, −1 per prompt: gains (ρ − 1)·A = 0.2, 0.2, 0.4, 0. Horizon 2 charges the
+    // one token once: first-order terms g − 2·TV; second order pays nothing for a first token.
+    const settings = { epsilon: 1, earlierShifts: [0.3], horizon: 2 };
+    const bounds = heldOutBounds({ batch, evidence }, settings, { confidence: 0.9, seed: 's' });
+    const expected = (terms: number[], name: string) =>
+      certificateLowerBound({
+        perTrajectory: terms,
+        clusterIds: [0, 0, 1, 1],
+        alpha: 0.1,
+        random: new RandomGenerator(`s/${name}`),
+      }).lowerBound;
+    const firstOrder = expected([0.1, 0, 0.2, -0.04], 'first-order');
+    const secondOrder = expected([0.2, 0.2, 0.4, 0], 'second-order');
+    close(bounds.heldOutCertificateLowerBound!, firstOrder);
+    close(bounds.heldOutSecondOrderCertificateLowerBound!, secondOrder);
+    assert.ok(firstOrder < bounds.heldOutCertificate!, 'below the estimate');
+    close(bounds.heldOutCertificate!, 0.065);
+    assert.equal(bounds.heldOutBoundConfidence, 0.9);
+    // No earlier update is stale on a batch sampled by the team as it is now.
+    close(bounds.heldOutSecondOrderCertificate!, 0.2);
+  });
+
+  test('no held-out batch, no bounds', () => {
+    const bounds = heldOutBounds(
+      null,
+      { epsilon: 1, earlierShifts: [], horizon: 2 },
+      {
+        confidence: 0.95,
+        seed: 's',
+      },
+    );
+    assert.equal(bounds.heldOutCertificateLowerBound, null);
+    assert.equal(bounds.heldOutBoundConfidence, null);
   });
 });
 

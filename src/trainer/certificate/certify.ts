@@ -1,5 +1,6 @@
 import {
   certificate,
+  certificateLowerBound,
   grpoAdvantages,
   offPolicyImprovementEstimate,
   staleShiftPenalty,
@@ -11,6 +12,7 @@ import {
 } from '../../rl/index.js';
 import { turnTokenLimit, type Team } from '../../team/team.js';
 import type { TeamBatch } from '../../team/types.js';
+import { RandomGenerator } from '../../util/random.js';
 import { rowValues } from '../update/token-grid.js';
 import type { TrustRegionResult } from '../update/trust-region.js';
 import type { CertificateEvidence } from '../update/engine.js';
@@ -52,6 +54,15 @@ export interface UpdateCertificate {
   heldOutSurrogateStandardError?: number | null;
   heldOutCertificate?: number | null;
   heldOutSecondOrderCertificate?: number | null;
+  /**
+   * One-sided lower confidence bounds on the expected held-out certificates at level
+   * `heldOutBoundConfidence` (certificate.confidence): each lies below the update's true
+   * improvement with at least that probability over the held-out batch (a clustered bootstrap
+   * over its prompts, rl/certificate-confidence.ts). NaN below two held-out prompts.
+   */
+  heldOutCertificateLowerBound?: number | null;
+  heldOutSecondOrderCertificateLowerBound?: number | null;
+  heldOutBoundConfidence?: number | null;
   /** Σ over the agent's tokens of E√(KL/2): its own trajectory-level shift. */
   trajectoryShift: number;
   offPolicyEstimate: number;
@@ -101,6 +112,32 @@ export function certificateBounds(
   evidence: CertificateEvidence,
   settings: CertificateSettings,
 ): CertificateBounds {
+  return boundsOf(boundParts(batch, evidence, settings));
+}
+
+function boundsOf(parts: ReturnType<typeof boundParts>): CertificateBounds {
+  const { gain, stalePenalty } = parts;
+  const penalty = parts.firstOrder.penalty;
+  const secondOrderPenalty = parts.secondOrder.penalty;
+  const surrogate = gain.mean;
+  return {
+    surrogate,
+    surrogateStandardError: gain.standardError,
+    penalty,
+    stalePenalty,
+    certificate: certificate({ surrogate, penalty, stalePenalty }).lowerBound,
+    secondOrderPenalty,
+    secondOrderCertificate: certificate({ surrogate, penalty: secondOrderPenalty, stalePenalty })
+      .lowerBound,
+  };
+}
+
+/** The surrogate gain and the penalties of both bounds, each with its per-trajectory values. */
+function boundParts(
+  batch: TeamBatch,
+  evidence: CertificateEvidence,
+  settings: CertificateSettings,
+) {
   const { tokens } = evidence;
   const { epsilon } = settings;
   const grid = { mask: tokens.mask, rows: tokens.rows };
@@ -113,35 +150,31 @@ export function certificateBounds(
     }),
     ...grid,
   });
-  const penalty = trustRegionPenalty({
+  const firstOrder = trustRegionPenalty({
     perTokenKl: evidence.perTokenKl,
     ...grid,
     epsilon,
     horizon: settings.horizon,
-  }).penalty;
+  });
   const stalePenalty = staleShiftPenalty({
     earlierAgentsTrajectoryShift: settings.earlierShifts,
     epsilon,
   });
   // Second order (rl/certificate.ts): each token pays |W − 1|·TV instead of the first-order
   // Σ_{j<k} TV_j, so a small step pays quadratically. Also a bound.
-  const secondOrderPenalty = weightedTotalVariationPenalty({
+  const secondOrder = weightedTotalVariationPenalty({
     logProbs: evidence.newLogProbs,
     oldLogProbs: tokens.oldLogProbs,
     perTokenTotalVariation: evidence.perTokenTotalVariation,
     ...grid,
     epsilon,
-  }).penalty;
-  const surrogate = gain.mean;
+  });
   return {
-    surrogate,
-    surrogateStandardError: gain.standardError,
-    penalty,
+    gain,
     stalePenalty,
-    certificate: certificate({ surrogate, penalty, stalePenalty }).lowerBound,
-    secondOrderPenalty,
-    secondOrderCertificate: certificate({ surrogate, penalty: secondOrderPenalty, stalePenalty })
-      .lowerBound,
+    // The factors rl/certificate.ts scales each penalty's per-trajectory sums by.
+    firstOrder: { ...firstOrder, scale: 2 * epsilon },
+    secondOrder: { ...secondOrder, scale: epsilon },
   };
 }
 
@@ -156,6 +189,8 @@ export function certifyUpdate(options: {
   settings: CertificateSettings;
   confidence: number;
   heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null;
+  /** Names the random stream of the held-out bounds' bootstrap (same seed, same bounds). */
+  boundSeed: string;
 }): UpdateCertificate {
   return certifyEvidence({
     ...options,
@@ -174,6 +209,7 @@ export function certifyEvidence(options: {
   settings: CertificateSettings;
   confidence: number;
   heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null;
+  boundSeed: string;
   probabilityShiftByRank: UpdateCertificate['probabilityShiftByRank'];
 }): UpdateCertificate {
   const { batch, evidence } = options;
@@ -199,32 +235,68 @@ export function certifyEvidence(options: {
     offPolicyStandardError: offPolicy.standardError,
     offPolicyLowerBound: offPolicy.lowerBound,
     probabilityShiftByRank: options.probabilityShiftByRank,
-    ...heldOutBounds(options.heldOut, options.settings),
+    ...heldOutBounds(options.heldOut, options.settings, {
+      confidence: options.confidence,
+      seed: options.boundSeed,
+    }),
   };
 }
 
 /**
  * The bounds read on the held-out batch (null fields when there is none). It was sampled by the
- * team as it is now, so no earlier update is stale in it.
+ * team as it is now, so no earlier update is stale in it. Each bound also gets a one-sided lower
+ * confidence bound at level `confidence`, clustered by prompt: the trajectories of a prompt
+ * share their leave-one-out baseline, so the prompt is the independent unit.
  */
 export function heldOutBounds(
   heldOut: { batch: TeamBatch; evidence: CertificateEvidence } | null | undefined,
   settings: CertificateSettings,
+  level: { confidence: number; seed: string },
 ): Pick<
   UpdateCertificate,
   | 'heldOutSurrogate'
   | 'heldOutSurrogateStandardError'
   | 'heldOutCertificate'
   | 'heldOutSecondOrderCertificate'
+  | 'heldOutCertificateLowerBound'
+  | 'heldOutSecondOrderCertificateLowerBound'
+  | 'heldOutBoundConfidence'
 > {
-  const bounds = heldOut
-    ? certificateBounds(heldOut.batch, heldOut.evidence, { ...settings, earlierShifts: [] })
-    : null;
+  if (!heldOut)
+    return {
+      heldOutSurrogate: null,
+      heldOutSurrogateStandardError: null,
+      heldOutCertificate: null,
+      heldOutSecondOrderCertificate: null,
+      heldOutCertificateLowerBound: null,
+      heldOutSecondOrderCertificateLowerBound: null,
+      heldOutBoundConfidence: null,
+    };
+  const fresh = { ...settings, earlierShifts: [] };
+  const parts = boundParts(heldOut.batch, heldOut.evidence, fresh);
+  const bounds = boundsOf(parts);
+  const { tokens } = heldOut.evidence;
+  const clusterIds = tokens.rowTrajectories.map(
+    (trajectory) => heldOut.batch.trajectories[trajectory]!.problemIndex,
+  );
+  const lowerBound = (penalty: { perTrajectory: Float64Array; scale: number }, name: string) =>
+    certificateLowerBound({
+      perTrajectory: parts.gain.perTrajectory.map(
+        (gain, row) => gain - penalty.scale * penalty.perTrajectory[row]!,
+      ),
+      clusterIds,
+      alpha: 1 - level.confidence,
+      method: 'clustered-bootstrap',
+      random: new RandomGenerator(`${level.seed}/${name}`),
+    }).lowerBound;
   return {
-    heldOutSurrogate: bounds ? bounds.surrogate : null,
-    heldOutSurrogateStandardError: bounds ? bounds.surrogateStandardError : null,
-    heldOutCertificate: bounds ? bounds.certificate : null,
-    heldOutSecondOrderCertificate: bounds ? bounds.secondOrderCertificate : null,
+    heldOutSurrogate: bounds.surrogate,
+    heldOutSurrogateStandardError: bounds.surrogateStandardError,
+    heldOutCertificate: bounds.certificate,
+    heldOutSecondOrderCertificate: bounds.secondOrderCertificate,
+    heldOutCertificateLowerBound: lowerBound(parts.firstOrder, 'first-order'),
+    heldOutSecondOrderCertificateLowerBound: lowerBound(parts.secondOrder, 'second-order'),
+    heldOutBoundConfidence: level.confidence,
   };
 }
 

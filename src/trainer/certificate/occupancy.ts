@@ -1,4 +1,4 @@
-import { occupancyGap } from '../../rl/index.js';
+import { occupancyGapEstimate, type OccupancyGapEstimate } from '../../rl/index.js';
 import type { ScoringItem } from '../../nn/score.js';
 import type { TeamBatch } from '../../team/types.js';
 import { collectUnitTokens } from '../update/token-grid.js';
@@ -6,28 +6,56 @@ import type { UnitEngine } from '../update/engine.js';
 import type { TrainableUnit } from '../update/units.js';
 
 /**
- * How far the team has moved, within a stage, from the team that sampled the stage's first
- * batch: per trajectory of that batch, log W_{<i} = Σ log(π_current/π_start) over the tokens
- * of the units updated so far. It gives the occupancy gap of each update (docs/method.md §5)
- * and the likelihood ratio with which the HAPPO-style schedule reweights a stale batch.
+ * How far the team has moved from the team that sampled one batch (the stage's first, or the
+ * batch a schedule holds): per trajectory of that batch, log W = Σ log(π_current/π_start) over
+ * the tokens of the units updated since. It gives the occupancy gap of each update
+ * (docs/method.md §5), the likelihood ratio with which the HAPPO-style schedule reweights a
+ * stale batch, and what the lazy schedule reads to decide whether to resample.
  */
 export class OccupancyTracker {
   private start: TeamBatch | null = null;
   private logRatio: Float64Array | null = null;
   private updates = 0;
 
-  /** The stage's first batch: the team before any update of the stage. */
+  /** The batch whose team the drift is measured from (later calls keep the first). */
   begin(batch: TeamBatch): void {
     if (this.start) return;
     this.start = batch;
     this.logRatio = new Float64Array(batch.trajectories.length);
   }
 
-  /** ½·E_start|W_{<i} − 1| with its standard error; null before the stage's first update. */
-  gap(): { gap: number; standardError: number } | null {
+  /** The batch the drift is measured from (null before `begin`). */
+  get batch(): TeamBatch | null {
+    return this.start;
+  }
+
+  /**
+   * TV between the trajectories of the starting team and of the current one, estimated as the
+   * batch mean of (1 − W)_+ (rl/occupancy-gap.ts: unbiased, in [0, 1], empirical-Bernstein
+   * interval); null before the first update since `begin`.
+   */
+  gap(): OccupancyGapEstimate | null {
     if (this.updates === 0 || !this.logRatio) return null;
-    const estimate = occupancyGap({ logRatioEarlierAgents: this.logRatio });
-    return { gap: estimate.gap, standardError: estimate.standardError };
+    return occupancyGapEstimate({ logRatioEarlierAgents: this.logRatio });
+  }
+
+  /**
+   * Kish's effective sample size of the weights W over the batch, as a share of its size: 1
+   * while nothing moved, small when a few trajectories carry the reweighted batch.
+   */
+  relativeEffectiveSampleSize(): number {
+    const logRatio = this.logRatio ?? new Float64Array(0);
+    if (logRatio.length === 0) return 1;
+    // exp(log W − max) keeps the sums finite however large a single weight is.
+    const largest = Math.max(...logRatio);
+    let sum = 0;
+    let squares = 0;
+    for (const value of logRatio) {
+      const weight = Math.exp(value - largest);
+      sum += weight;
+      squares += weight * weight;
+    }
+    return (sum * sum) / squares / logRatio.length;
   }
 
   /** W_{<i} per trajectory of the first batch, clipped to [low, high] (for its variance). */

@@ -117,7 +117,7 @@ export const agentConfigSchema = z
   })
   .transform((agent) => ({ ...agent, trainable: agent.trainable ?? agent.endpoint === undefined }));
 
-export const scheduleNames = ['teamtr', 'sequential-stale', 'joint', 'single'] as const;
+export const scheduleNames = ['teamtr', 'lazy', 'sequential-stale', 'joint', 'single'] as const;
 export { objectiveNames } from '../../rl/objectives/index.js';
 
 // --- swaps (issue #7, see trainer/swap/swap.ts) ---
@@ -189,11 +189,23 @@ export const trainConfigSchema = z.strictObject({
     })
     .prefault({}),
   /**
-   * teamtr (agents one at a time, a fresh batch after every update), sequential-stale (one at a
-   * time on the stage's first batch, HAPPO-style reweighting), joint (all agents on one batch),
-   * single (one shared model plays every role).
+   * teamtr (agents one at a time, a fresh batch after every update), lazy (one at a time,
+   * resampling only when the batch in hand has gone stale: `lazy.threshold`), sequential-stale
+   * (one at a time on the stage's first batch, HAPPO-style reweighting), joint (all agents on
+   * one batch), single (one shared model plays every role).
    */
   schedule: z.enum(scheduleNames).default('teamtr'),
+  /**
+   * The `lazy` schedule (docs/method.md §11): after each update it keeps the batch in hand
+   * while 2ε·TV̂ (TV̂ how far the updates since moved the team, measured on that batch) is
+   * below threshold × the update's certificate slack, and samples a fresh batch otherwise.
+   */
+  lazy: z
+    .strictObject({
+      /** κ ≥ 0: 0 resamples after every update (= teamtr), "infinity" never (= sequential-stale). */
+      threshold: z.union([z.number().nonnegative().max(1e12), z.literal('infinity')]).default(1),
+    })
+    .prefault({}),
   /** Order of agent updates in a stage: reverse turn order makes suffix resampling cheapest. */
   updateOrder: z.enum(['reverse', 'fixed', 'random']).default('reverse'),
   /** The policy-gradient objective each agent's update optimizes (docs/method.md §4). */
@@ -313,6 +325,16 @@ export const trainConfigSchema = z.strictObject({
       problems: z.number().int().positive().max(1_000_000).default(200),
       /** Evaluate every this many stages (and always at the start and the end). */
       every: z.number().int().positive().max(1e9).default(10),
+      /**
+       * Also evaluate after every this many agent updates (counted over the run), inside a
+       * stage if need be: schedules compared at matched updates read the same update counts.
+       */
+      everyUpdates: z.number().int().positive().max(1e9).optional(),
+      /**
+       * Also evaluate whenever the run's generated tokens pass a multiple of this, with the
+       * team as it was when they did: schedules compared at matched tokens read the same counts.
+       */
+      everyTokens: z.number().int().positive().max(1e12).optional(),
       /**
        * 1 = the policy itself (what training optimizes and what the team does when sampled);
        * 0 = greedy decoding.
