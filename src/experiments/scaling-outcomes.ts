@@ -1,83 +1,182 @@
-import { bootstrap, bootstrapRatio, mean, type Estimate } from '../rl/index.js';
-import type { EvaluationRecord, StageRecord } from '../trainer/records.js';
+import { bootstrapRatio, mean, pairedBootstrap, type Estimate } from '../rl/index.js';
+import type { EvaluationRecord, StageRecord, UpdateRecord } from '../trainer/records.js';
 import { bootstrapStream, cellsOf, type ScalingCell, type ScalingRun } from './scaling-analysis.js';
 
 /**
- * What each schedule reached, compared two ways. At matched generated tokens every run has the
- * same budget, and a `teamtr` stage pays for a fresh batch after every update (N + 1 batches
- * where a stale stage samples 2), so it makes fewer updates: the comparison a user with a
- * sampling budget cares about. At matched updates every run is read at the same stage (the
- * fewest stages any schedule of that N and seed reached), whatever it spent: the comparison of
- * what each update is worth.
+ * What each schedule reached, read two ways and always against a named baseline schedule of the
+ * same team size and seed. Within a seed every schedule starts from the same untrained team and
+ * is evaluated on the same problems with the same random streams, so the paired difference
+ * (schedule − baseline, one per seed) is clean where the schedules' own accuracies carry the
+ * seed's baseline (which varies by tens of points). At matched tokens every run spent its whole
+ * budget (the trainer stops at the token: within one prompt group); at matched updates every
+ * run is read at the same count of agent updates (evaluation.everyUpdates marks: the largest
+ * mark every schedule of the seed reached).
  */
 
 const evaluationsOf = (run: ScalingRun) =>
   run.records.filter((record): record is EvaluationRecord => record.type === 'eval');
 const stagesOf = (run: ScalingRun) =>
   run.records.filter((record): record is StageRecord => record.type === 'stage');
+const updateCount = (run: ScalingRun) =>
+  run.records.filter((record): record is UpdateRecord => record.type === 'update').length;
 
+/** One run's figures. */
+export interface RunReading {
+  agents: number;
+  schedule: string;
+  seed: number;
+  /** Generated tokens the run spent (its last stage's count). */
+  tokens: number;
+  updates: number;
+  /** Accuracy before training and at the end of the budget (the first and last evaluations). */
+  startAccuracy: number;
+  finalAccuracy: number;
+  regressions: number;
+  /** Accuracy at each update mark (evaluations at `updates`), by mark. */
+  accuracyAtUpdates: Map<number, number>;
+}
+
+export function readRun(run: ScalingRun): RunReading {
+  const evaluations = evaluationsOf(run);
+  const stages = stagesOf(run);
+  return {
+    agents: run.agents,
+    schedule: run.schedule,
+    seed: run.seed,
+    tokens: stages.at(-1)?.generatedTokens ?? 0,
+    updates: updateCount(run),
+    startAccuracy: evaluations[0]?.accuracy ?? Number.NaN,
+    finalAccuracy: evaluations.at(-1)?.accuracy ?? Number.NaN,
+    regressions: stages.filter((stage) => stage.regression).length,
+    accuracyAtUpdates: new Map(
+      evaluations
+        .filter((record) => record.at === 'updates' && record.mark !== undefined)
+        .map((record) => [record.mark!, record.accuracy]),
+    ),
+  };
+}
+
+/** The largest update mark every run of the list was evaluated at (NaN when there is none). */
+export function matchedUpdateMark(readings: readonly RunReading[]): number {
+  const common = [...(readings[0]?.accuracyAtUpdates.keys() ?? [])].filter((mark) =>
+    readings.every((reading) => reading.accuracyAtUpdates.has(mark)),
+  );
+  return common.length ? Math.max(...common) : Number.NaN;
+}
+
+/** A schedule's cell at one team size: its own figures (mean over seeds, per run). */
 export interface OutcomeRow extends ScalingCell {
   seeds: number;
-  /** Eval accuracy at the end of the budget (mean over seeds). */
-  accuracyAtMatchedTokens: Estimate;
-  /** Stage regressions over the whole budget (mean over seeds). */
-  regressionsAtMatchedTokens: Estimate;
-  generatedTokens: number;
-  /** Eval accuracy at the last eval at or before the matched stage (mean over seeds). */
-  accuracyAtMatchedUpdates: Estimate;
-  regressionsAtMatchedUpdates: Estimate;
-  /** The matched stage, averaged over seeds (stages × N updates). */
-  matchedStage: number;
+  /** Mean over seeds of the run's generated tokens. */
+  tokens: number;
+  /** Largest |tokens − the seed's mean over schedules| / that mean, over seeds. */
+  tokenSpread: number;
+  updates: number;
+  startAccuracy: number;
+  accuracyAtMatchedTokens: number;
+  /** The update mark the cell is read at (the same for every schedule of a seed; mean over seeds). */
+  matchedUpdates: number;
+  accuracyAtMatchedUpdates: number;
+  regressions: number;
 }
 
-/** The fewest stages any schedule reached for this N and seed. */
-function matchedStage(runs: readonly ScalingRun[], agents: number, seed: number): number {
-  const finals = runs
-    .filter((run) => run.agents === agents && run.seed === seed)
-    .map((run) => Math.max(0, ...stagesOf(run).map((stage) => stage.stage)));
-  return Math.min(...finals);
+/** A schedule against the baseline at one team size: paired differences over seeds. */
+export interface PairedRow extends ScalingCell {
+  baseline: string;
+  seeds: number;
+  /** schedule − baseline at the end of the budget, mean over seeds with its paired interval. */
+  atMatchedTokens: Estimate;
+  /** Seeds where the schedule was ahead / behind at matched tokens. */
+  ahead: number;
+  behind: number;
+  atMatchedUpdates: Estimate;
+  regressions: Estimate;
 }
 
-function lastEvaluation(run: ScalingRun, atOrBefore = Infinity): EvaluationRecord | null {
-  const evaluations = evaluationsOf(run).filter((record) => record.stage <= atOrBefore);
-  return evaluations.at(-1) ?? null;
+function readingsOf(runs: readonly ScalingRun[]): RunReading[] {
+  return runs.map(readRun);
 }
 
-function regressions(run: ScalingRun, atOrBefore = Infinity): number {
-  return stagesOf(run).filter((stage) => stage.stage <= atOrBefore && stage.regression).length;
-}
+const sameSeed = (readings: readonly RunReading[], of: RunReading) =>
+  readings.filter((reading) => reading.agents === of.agents && reading.seed === of.seed);
 
 export function outcomes(runs: readonly ScalingRun[]): OutcomeRow[] {
+  const readings = readingsOf(runs);
   return cellsOf(runs).map((cell) => {
-    const cellRuns = runs.filter(
-      (run) => run.agents === cell.agents && run.schedule === cell.schedule,
+    const own = readings.filter(
+      (reading) => reading.agents === cell.agents && reading.schedule === cell.schedule,
     );
-    const seed = `outcome/${cell.agents}/${cell.schedule}`;
-    const perRun = cellRuns.map((run) => {
-      const stage = matchedStage(runs, cell.agents, run.seed);
+    const matched = own.map((reading) => {
+      const seedRuns = sameSeed(readings, reading);
+      const mark = matchedUpdateMark(seedRuns);
+      const seedTokens = mean(seedRuns.map((entry) => entry.tokens));
       return {
-        stage,
-        accuracy: lastEvaluation(run)?.accuracy ?? Number.NaN,
-        regressions: regressions(run),
-        tokens: Math.max(0, ...stagesOf(run).map((record) => record.generatedTokens)),
-        matchedAccuracy: lastEvaluation(run, stage)?.accuracy ?? Number.NaN,
-        matchedRegressions: regressions(run, stage),
+        mark,
+        accuracy: reading.accuracyAtUpdates.get(mark) ?? Number.NaN,
+        spread: Math.abs(reading.tokens - seedTokens) / seedTokens,
       };
     });
-    type PerRun = (typeof perRun)[number];
-    const over = (read: (entry: PerRun) => number) =>
-      bootstrap(perRun, (sample) => mean(sample.map(read)), { random: bootstrapStream(seed) });
     return {
       ...cell,
-      seeds: cellRuns.length,
-      accuracyAtMatchedTokens: over((entry) => entry.accuracy),
-      regressionsAtMatchedTokens: over((entry) => entry.regressions),
-      generatedTokens: mean(perRun.map((entry) => entry.tokens)),
-      accuracyAtMatchedUpdates: over((entry) => entry.matchedAccuracy),
-      regressionsAtMatchedUpdates: over((entry) => entry.matchedRegressions),
-      matchedStage: mean(perRun.map((entry) => entry.stage)),
+      seeds: own.length,
+      tokens: mean(own.map((reading) => reading.tokens)),
+      tokenSpread: Math.max(0, ...matched.map((entry) => entry.spread)),
+      updates: mean(own.map((reading) => reading.updates)),
+      startAccuracy: mean(own.map((reading) => reading.startAccuracy)),
+      accuracyAtMatchedTokens: mean(own.map((reading) => reading.finalAccuracy)),
+      matchedUpdates: mean(matched.map((entry) => entry.mark)),
+      accuracyAtMatchedUpdates: mean(matched.map((entry) => entry.accuracy)),
+      regressions: mean(own.map((reading) => reading.regressions)),
     };
   });
+}
+
+/**
+ * Every schedule but the baseline against it, per team size: the mean over seeds of the
+ * within-seed difference, with a 95% percentile bootstrap over seeds (the pairs). With three
+ * seeds that interval spans about the lowest to the highest difference, so it excludes 0 when
+ * all three seeds agree in sign.
+ */
+export function pairedOutcomes(runs: readonly ScalingRun[], baseline: string): PairedRow[] {
+  const readings = readingsOf(runs);
+  return cellsOf(runs)
+    .filter((cell) => cell.schedule !== baseline)
+    .flatMap((cell) => {
+      const pairs = readings
+        .filter((reading) => reading.agents === cell.agents && reading.schedule === cell.schedule)
+        .flatMap((reading) => {
+          const seedRuns = sameSeed(readings, reading);
+          const reference = seedRuns.find((entry) => entry.schedule === baseline);
+          if (!reference) return [];
+          const mark = matchedUpdateMark(seedRuns);
+          return [{ reading, reference, mark }];
+        });
+      if (pairs.length === 0) return [];
+      const paired = (read: (reading: RunReading, mark: number) => number, name: string) =>
+        pairedBootstrap({
+          first: pairs.map((pair) => read(pair.reference, pair.mark)),
+          second: pairs.map((pair) => read(pair.reading, pair.mark)),
+          random: bootstrapStream(`paired/${cell.agents}/${cell.schedule}/${baseline}/${name}`),
+        });
+      const differences = pairs.map(
+        (pair) => pair.reading.finalAccuracy - pair.reference.finalAccuracy,
+      );
+      return [
+        {
+          ...cell,
+          baseline,
+          seeds: pairs.length,
+          atMatchedTokens: paired((reading) => reading.finalAccuracy, 'tokens'),
+          ahead: differences.filter((difference) => difference > 0).length,
+          behind: differences.filter((difference) => difference < 0).length,
+          atMatchedUpdates: paired(
+            (reading, mark) => reading.accuracyAtUpdates.get(mark) ?? Number.NaN,
+            'updates',
+          ),
+          regressions: paired((reading) => reading.regressions, 'regressions'),
+        },
+      ];
+    });
 }
 
 export interface StaleFreshRatio {
@@ -90,7 +189,7 @@ export interface StaleFreshRatio {
 
 /**
  * The stale/fresh ratio of mean absolute surrogate errors at each N, both schedules' stages
- * resampled independently.
+ * resampled independently (pooled over the cell's runs).
  */
 export function staleFreshRatios(
   rows: readonly { agents: number; schedule: string; stageErrors: readonly number[][] }[],
@@ -120,11 +219,19 @@ export interface CurvePoint {
   band: [number, number];
 }
 
-/** Eval accuracy over training for one cell, aligned on the eval index across seeds. */
+/**
+ * Eval accuracy over training for one cell at the start, the token marks and the end, aligned
+ * on their order across seeds (the same token counts in every run of the cell).
+ */
 export function trainingCurve(runs: readonly ScalingRun[], cell: ScalingCell): CurvePoint[] {
+  const onTokenAxis = (record: EvaluationRecord) =>
+    record.at === undefined ||
+    record.at === 'start' ||
+    record.at === 'tokens' ||
+    record.at === 'end';
   const perSeed = runs
     .filter((run) => run.agents === cell.agents && run.schedule === cell.schedule)
-    .map(evaluationsOf);
+    .map((run) => evaluationsOf(run).filter(onTokenAxis));
   const length = Math.min(...perSeed.map((evaluations) => evaluations.length));
   return Array.from({ length: Number.isFinite(length) ? length : 0 }, (_unused, index) => {
     const points = perSeed.map((evaluations) => evaluations[index]!);

@@ -1,4 +1,3 @@
-import type { Estimate } from '../rl/index.js';
 import {
   cellsOf,
   occupancyGapByUpdateIndex,
@@ -11,141 +10,99 @@ import {
   type SurrogateErrorRow,
 } from './scaling-analysis.js';
 import {
+  certificateCoverage,
+  occupancyRange,
+  resamplingDecisions,
+  type CertificateCoverageRow,
+  type OccupancyRangeRow,
+  type ResamplingRow,
+} from './scaling-diagnostics.js';
+import {
   outcomes,
+  pairedOutcomes,
   staleFreshRatios,
   trainingCurve,
   type CurvePoint,
   type OutcomeRow,
+  type PairedRow,
   type StaleFreshRatio,
 } from './scaling-outcomes.js';
+import { scalingNotes, scalingTables, type ScalingTable } from './scaling-tables.js';
+
+export type { ScalingTable } from './scaling-tables.js';
 
 /** Everything the scaling experiment reports, as data (scaling.json) and as Markdown. */
 export interface ScalingReport {
+  /** The task the grid ran on (its config's task.name). */
+  task: string;
   runs: number;
+  /** The schedule every other is paired with. */
+  baseline: string;
+  paired: PairedRow[];
+  outcomes: OutcomeRow[];
   occupancyGap: OccupancyGapRow[];
+  occupancyRange: OccupancyRangeRow[];
   surrogateError: SurrogateErrorRow[];
   surrogateErrorSlopes: ErrorSlope[];
   staleFreshRatios: StaleFreshRatio[];
-  outcomes: OutcomeRow[];
+  certificateCoverage: CertificateCoverageRow[];
+  resampling: ResamplingRow[];
   curves: { agents: number; schedule: string; points: CurvePoint[] }[];
 }
 
-export function analyzeScaling(runs: readonly ScalingRun[]): ScalingReport {
+/**
+ * The report of a grid's runs. `baseline` names the schedule the others are paired with
+ * (sequential-stale by default, else the first schedule of the grid).
+ */
+export function analyzeScaling(
+  runs: readonly ScalingRun[],
+  options: { task: string; baseline?: string },
+): ScalingReport {
   const cells = cellsOf(runs);
+  const schedules = [...new Set(cells.map((cell) => cell.schedule))];
+  const baseline =
+    options.baseline ??
+    (schedules.includes('sequential-stale') ? 'sequential-stale' : schedules[0]!);
   return {
+    task: options.task,
     runs: runs.length,
+    baseline,
+    paired: pairedOutcomes(runs, baseline),
+    outcomes: outcomes(runs),
     occupancyGap: occupancyGapByUpdateIndex(runs),
+    occupancyRange: occupancyRange(runs),
     surrogateError: surrogateErrors(runs),
     surrogateErrorSlopes: surrogateErrorSlopes(runs),
     staleFreshRatios: staleFreshRatios(
       cells.map((cell) => ({ ...cell, stageErrors: signedErrorsByStage(runs, cell) })),
     ),
-    outcomes: outcomes(runs),
+    certificateCoverage: certificateCoverage(runs),
+    resampling: resamplingDecisions(runs),
     curves: cells.map((cell) => ({ ...cell, points: trainingCurve(runs, cell) })),
   };
 }
 
-const fixed = (value: number, digits: number) =>
-  Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
-const percent = (value: number) =>
-  Number.isFinite(value) ? `${(100 * value).toFixed(1)}%` : 'n/a';
-
-function withInterval(estimate: Estimate, format: (value: number) => string): string {
-  const interval = estimate.interval
-    ? ` [${format(estimate.interval[0])}, ${format(estimate.interval[1])}]`
-    : '';
-  return `${format(estimate.value)}${interval}`;
-}
-
-function table(header: string[], rows: string[][]): string {
+function markdownTable(table: ScalingTable): string {
+  const cell = (value: string | number | null) => (value === null ? '' : String(value));
   return [
-    `| ${header.join(' | ')} |`,
-    `|${header.map(() => '---').join('|')}|`,
-    ...rows.map((row) => `| ${row.join(' | ')} |`),
-  ].join('\n');
-}
-
-const four = (value: number) => fixed(value, 4);
-
-function outcomesTable(report: ScalingReport): string {
-  return table(
+    `### ${table.title}`,
+    table.caption,
     [
-      'N',
-      'schedule',
-      'seeds',
-      'acc. at matched tokens',
-      'regressions',
-      'tokens',
-      'acc. at matched updates',
-      'regressions',
-      'matched stage',
-    ],
-    report.outcomes.map((row) => [
-      String(row.agents),
-      row.schedule,
-      String(row.seeds),
-      withInterval(row.accuracyAtMatchedTokens, percent),
-      withInterval(row.regressionsAtMatchedTokens, (value) => fixed(value, 1)),
-      Math.round(row.generatedTokens).toLocaleString('en-US'),
-      withInterval(row.accuracyAtMatchedUpdates, percent),
-      withInterval(row.regressionsAtMatchedUpdates, (value) => fixed(value, 1)),
-      fixed(row.matchedStage, 1),
-    ]),
-  );
+      `| ${table.columns.join(' | ')} |`,
+      `|${table.columns.map(() => '---').join('|')}|`,
+      ...table.rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
+    ].join('\n'),
+  ].join('\n\n');
 }
 
-function surrogateErrorTables(report: ScalingReport): string[] {
-  return [
-    table(
-      ['N', 'schedule', 'updates', 'mean |error|', 'mean error', 'noise floor'],
-      report.surrogateError.map((row) => [
-        String(row.agents),
-        row.schedule,
-        String(row.updates),
-        withInterval(row.absoluteError, four),
-        withInterval(row.signedError, four),
-        four(row.noiseFloor),
-      ]),
-    ),
-    table(
-      ['schedule', 'log-log slope of mean |error| vs N'],
-      report.surrogateErrorSlopes.map((row) => [
-        row.schedule,
-        withInterval(row.slope, (value) => fixed(value, 2)),
-      ]),
-    ),
-    table(
-      ['N', 'stale / fresh mean |error|'],
-      report.staleFreshRatios.map((row) => [
-        String(row.agents),
-        `${row.stale} / ${row.fresh}: ${withInterval(row.ratio, (value) => fixed(value, 2))}`,
-      ]),
-    ),
-  ];
-}
-
-function occupancyGapTable(report: ScalingReport): string {
-  return table(
-    ['N', 'schedule', 'update index', 'stages', 'gap'],
-    report.occupancyGap.map((row) => [
-      String(row.agents),
-      row.schedule,
-      String(row.updateIndex),
-      String(row.stages),
-      withInterval(row.gap, four),
-    ]),
-  );
-}
-
-/** The report as Markdown tables (what the README quotes), 95% bootstrap intervals in brackets. */
+/** The report as Markdown: each table with its takeaway, then what every figure aggregates. */
 export function formatScalingReport(report: ScalingReport): string {
+  const notes = scalingNotes(report).map((note) => `- ${note}`);
   const sections = [
-    `## Accuracy and regressions (${report.runs} runs)`,
-    outcomesTable(report),
-    '## Surrogate error per update (held-out improvement − surrogate)',
-    ...surrogateErrorTables(report),
-    '## Occupancy gap by update index within a stage',
-    occupancyGapTable(report),
+    `## Scaling grid on ${report.task} (${report.runs} runs), paired with ${report.baseline}`,
+    ...scalingTables(report).map(markdownTable),
+    '### How each figure is aggregated',
+    notes.join('\n'),
   ];
   return `${sections.join('\n\n')}\n`;
 }

@@ -70,14 +70,14 @@ export async function evaluationRecord(
 
 /**
  * Evaluations at fixed counts of agent updates (after every `everyUpdates`-th update) and of
- * generated tokens (when a batch carries the run past a multiple of `everyTokens`: the team
- * that generated that token), inside the stage where the mark falls, so that every schedule is
- * read at the same counts. Inside a stage the team changes only by updates, so two marks with
+ * generated tokens (when a batch carries the run past a multiple of `everyTokens` below the
+ * budget: the team that generated that token), inside the stage where the mark falls, so that
+ * every schedule is read at the same counts. Inside a stage the team changes only by updates, so two marks with
  * no update between them share one evaluation.
  */
 export function evaluationMarks(
   context: EvaluationContext,
-  settings: { stage: number; everyUpdates?: number; everyTokens?: number },
+  settings: { stage: number; everyUpdates?: number; everyTokens?: number; tokenBudget?: number },
 ): StageWatch & { records: EvaluationRecord[] } {
   const records: EvaluationRecord[] = [];
   let latest: EvaluationRecord | null = null;

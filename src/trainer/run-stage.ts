@@ -96,6 +96,7 @@ export async function runStage(
     stage: state.stage,
     everyUpdates,
     everyTokens,
+    tokenBudget: config.budget.generatedTokens,
   });
   const plan = {
     stage: state.stage,

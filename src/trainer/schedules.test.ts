@@ -111,12 +111,12 @@ describe('the lazy schedule', () => {
 });
 
 describe('budgets stop at the token', () => {
-  test('every schedule ends within one prompt group of the budget, its last batch cut', async () => {
+  test('every schedule ends within two trajectories of the budget, its last batch cut', async () => {
     const fixture = await createTrainingFixture();
     cleanup.push(fixture.directory);
-    // A prompt group: 6 trajectories × 3 turns × at most 2 tokens.
+    // Two trajectories: 3 turns of at most 2 tokens each.
     const budget = 1_000;
-    const group = 6 * 3 * 2;
+    const two = 2 * 3 * 2;
     let cut = false;
     for (const schedule of ['teamtr', 'lazy', 'sequential-stale', 'joint'] as const) {
       const runDirectory = path.join(fixture.directory, schedule);
@@ -125,7 +125,7 @@ describe('budgets stop at the token', () => {
         runDirectory,
       });
       assert.ok(
-        summary.generatedTokens >= budget && summary.generatedTokens < budget + group,
+        summary.generatedTokens >= budget && summary.generatedTokens < budget + two,
         `${schedule}: ${summary.generatedTokens} tokens for a budget of ${budget}`,
       );
       const stages = records(runDirectory).filter(
@@ -138,7 +138,10 @@ describe('budgets stop at the token', () => {
       assert.equal(stages.at(-1)!.generatedTokens, summary.generatedTokens);
       const updates = updatesOf(runDirectory);
       assert.ok(updates.every((update) => update.batchPrompts! <= 4 && update.batchPrompts! >= 1));
-      cut ||= updates.some((update) => update.batchPrompts! < 4);
+      assert.ok(
+        updates.every((update) => update.batchTrajectories! >= 2 * update.batchPrompts! - 4),
+      );
+      cut ||= updates.some((update) => update.batchTrajectories! < 24);
     }
     assert.ok(cut, 'some run trained on a batch the budget cut');
   });
@@ -169,9 +172,11 @@ describe('evaluations at update and token marks', () => {
       at('updates').map((record) => record.mark),
       Array.from({ length: Math.floor(updateCount / 2) }, (_unused, index) => 2 * (index + 1)),
     );
+    // The marks below the budget; the budget itself is the closing evaluation's.
+    assert.ok(tokens >= 900);
     assert.deepEqual(
       at('tokens').map((record) => record.mark),
-      Array.from({ length: Math.floor(tokens / 250) }, (_unused, index) => 250 * (index + 1)),
+      [250, 500, 750],
     );
     // Each stands after exactly the updates it counts, in the file as in the run.
     for (const evaluation of [...at('updates'), ...at('tokens')]) {

@@ -7,7 +7,7 @@ import { RandomGenerator } from '../util/random.js';
 import { certifyUpdate, tokenHorizon } from './certificate/certify.js';
 import { OccupancyTracker } from './certificate/occupancy.js';
 import { pairedImprovement } from './certificate/paired-improvement.js';
-import { batchWithinBudget } from './token-budget.js';
+import { batchWithinBudget, hasWholeGroups } from './token-budget.js';
 import {
   updateRecord,
   type AgentUpdate,
@@ -178,10 +178,12 @@ export class Stage {
    */
   async measure(after: { previous: TeamBatch; changed?: TrainableUnit }): Promise<TeamBatch> {
     const { previous, changed } = after;
+    // A batch the budget cut short of a whole group is drawn again in full (the same random
+    // streams give its unchanged turns again); a suffix needs whole groups to reuse.
     const batch = await this.rollout(
       previous.problems,
       this.plan.seed,
-      changed ? { previous, changed } : undefined,
+      changed && hasWholeGroups(previous) ? { previous, changed } : undefined,
     );
     this.measurementTokens += batch.generatedTokens;
     return batch;

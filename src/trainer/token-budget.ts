@@ -1,42 +1,54 @@
 import { generatedTokenCount } from '../team/episodes.js';
-import type { TeamBatch } from '../team/types.js';
+import type { TeamBatch, Trajectory } from '../team/types.js';
 
 /**
  * Budgets stop at the token. A batch that would run past the run's generated-token budget is
- * cut to its first prompts: every prompt up to and including the one whose tokens reach the
- * budget, so a run overshoots by less than one prompt group (G trajectories of one prompt).
- * Trajectory j of a batch draws from the random stream (seed, j, turn) and a batch is ordered
- * prompt by prompt, so the first k prompts of a batch are exactly what sampling k prompts would
- * have given: the cut batch is a sample of k prompts whose cost is counted in full.
+ * cut after the trajectory whose tokens reach the budget, keeping at least two trajectories of
+ * its prompt (a group needs two for a baseline): a run overshoots by less than two
+ * trajectories. A batch is ordered prompt by prompt and trajectory j draws from the random
+ * stream (seed, j, turn), so the kept trajectories are exactly what sampling only them would
+ * have given: the cut batch is a smaller sample whose cost is counted in full.
  */
 
-/** Tokens each prompt group of `batch` generated (turns reused by suffix resampling excluded). */
-export function tokensPerPrompt(batch: TeamBatch): number[] {
-  const perPrompt = batch.problems.map(() => 0);
-  for (const trajectory of batch.trajectories)
-    for (const turn of trajectory.turns)
-      if (turn.turnIndex >= batch.resampledFromTurn)
-        perPrompt[trajectory.problemIndex]! += generatedTokenCount(turn);
-  return perPrompt;
+/** Tokens `trajectory` generated in `batch` (turns reused by suffix resampling excluded). */
+export function trajectoryTokens(batch: TeamBatch, trajectory: Trajectory): number {
+  let tokens = 0;
+  for (const turn of trajectory.turns)
+    if (turn.turnIndex >= batch.resampledFromTurn) tokens += generatedTokenCount(turn);
+  return tokens;
 }
 
 /**
- * `batch` itself when its tokens stay within `remaining`, else its first prompts up to the one
- * whose tokens reach `remaining` (at least one prompt; `remaining` must be positive).
+ * `batch` itself when its tokens stay within `remaining`; else its trajectories up to the one
+ * whose tokens reach `remaining` (and a second of that prompt, when it would stand alone), with
+ * the prompts they belong to. `remaining` must be positive.
  */
 export function batchWithinBudget(batch: TeamBatch, remaining: number): TeamBatch {
   if (!(remaining > 0))
     throw new RangeError(`batchWithinBudget: remaining must be positive, got ${remaining}`);
   if (batch.generatedTokens <= remaining) return batch;
-  const perPrompt = tokensPerPrompt(batch);
-  let count = 0;
+  const { trajectories } = batch;
+  let kept = 0;
   let spent = 0;
-  while (count < perPrompt.length && spent < remaining) spent += perPrompt[count++]!;
-  if (count === perPrompt.length) return batch;
+  while (kept < trajectories.length && spent < remaining) spent += trajectoryCost(batch, kept++);
+  const last = trajectories[kept - 1]!;
+  const next = trajectories[kept];
+  if (next && next.problemIndex === last.problemIndex && last.sampleIndex === 0)
+    spent += trajectoryCost(batch, kept++);
+  if (kept === trajectories.length) return batch;
   return {
     ...batch,
-    problems: batch.problems.slice(0, count),
-    trajectories: batch.trajectories.filter((trajectory) => trajectory.problemIndex < count),
+    problems: batch.problems.slice(0, last.problemIndex + 1),
+    trajectories: trajectories.slice(0, kept),
     generatedTokens: spent,
   };
+}
+
+function trajectoryCost(batch: TeamBatch, index: number): number {
+  return trajectoryTokens(batch, batch.trajectories[index]!);
+}
+
+/** Whether every prompt of `batch` has its whole group (a cut batch's last may not). */
+export function hasWholeGroups(batch: TeamBatch): boolean {
+  return batch.trajectories.length === batch.problems.length * batch.groupSize;
 }

@@ -21,10 +21,11 @@ export interface UpdateRecord extends UpdateCertificate, TrustRegionOutcome {
   /** 0 = full rollout; t > 0 = suffix resampling from turn t. */
   resampledFromTurn: number;
   /**
-   * Prompts in the update's batch: rollout.problemsPerBatch, fewer in the batch the run's
-   * token budget cut (the run's last). Absent in older runs.
+   * Prompts and trajectories in the update's batch: rollout.problemsPerBatch × groupSize,
+   * fewer in the batch the run's token budget cut (the run's last). Absent in older runs.
    */
   batchPrompts?: number;
+  batchTrajectories?: number;
   delta: number;
   loss: number;
   clipFraction: number;
@@ -149,6 +150,7 @@ function context(position: UpdatePosition, update: AgentUpdate) {
     batchRewardStandardError: rewards.standardError,
     resampledFromTurn: update.batch.resampledFromTurn,
     batchPrompts: update.batch.problems.length,
+    batchTrajectories: update.batch.trajectories.length,
     delta: update.unit.delta,
   };
 }

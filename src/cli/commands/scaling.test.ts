@@ -9,57 +9,97 @@ import { runCli } from '../test-support/run-cli.js';
 const directory = mkdtempSync(path.join(tmpdir(), 'teamtr-scaling-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
 
-test('teamtr scaling runs the grid on the long-turn task, reports it, and reuses finished runs', async () => {
+test('teamtr scaling runs the grid on a task, writes paired tables and a result file, and reuses finished runs', async () => {
+  const result = path.join(directory, 'result.json');
   const argv = [
     'scaling',
+    '--task',
+    'worked-chain',
     '--team-sizes',
     '2,3',
     '--schedules',
-    'teamtr,joint',
+    'teamtr,lazy,joint',
     '--seeds',
     '0',
+    '--baseline',
+    'joint',
     '--out',
     directory,
-    '--budget-max-stages',
-    '2',
+    '--tokens-per-agent',
+    '900',
     '--rollout-problems-per-batch',
     '2',
     '--rollout-group-size',
     '4',
     '--evaluation-problems',
     '8',
-    '--evaluation-every',
-    '1',
   ];
-  const first = await runCli(argv);
+  const first = await runCli([...argv, '--result', result]);
   assert.equal(first.code, 0, first.stderr);
-  assert.match(first.stdout, /## Accuracy and regressions \(4 runs\)/);
+  assert.match(first.stdout, /## Scaling grid on worked-chain \(6 runs\), paired with joint/);
   const report = JSON.parse(
     readFileSync(path.join(directory, 'scaling.json'), 'utf8'),
   ) as ScalingReport;
   assert.deepEqual(
-    report.outcomes.map((row) => `${row.agents}/${row.schedule}`),
-    ['2/teamtr', '2/joint', '3/teamtr', '3/joint'],
+    report.paired.map((row) => `${row.agents}/${row.schedule}−${row.baseline}`),
+    ['2/teamtr−joint', '2/lazy−joint', '3/teamtr−joint', '3/lazy−joint'],
   );
-  // Every update is measured out of sample, so every cell has its surrogate error.
-  assert.equal(report.surrogateError.length, 4);
-  assert.ok(report.occupancyGap.some((row) => row.agents === 3 && row.updateIndex === 2));
-  // The training curves, one figure per team size, a legend entry per schedule and band.
+  // Budgets stop at the token: a team of N spends N × 900 tokens, give or take a prompt group.
+  for (const row of report.outcomes)
+    assert.ok(
+      row.tokens >= 900 * row.agents && row.tokens < 900 * row.agents + 4 * row.agents * 45,
+      `${row.agents}/${row.schedule}: ${row.tokens}`,
+    );
+  // Every update is measured out of sample, so every cell has its surrogate error and coverage.
+  assert.equal(report.surrogateError.length, 6);
+  assert.equal(report.certificateCoverage.length, 6);
+  assert.deepEqual(
+    report.resampling.map((row) => row.schedule),
+    ['lazy', 'lazy'],
+  );
+  assert.ok(report.occupancyRange.every((row) => row.outside === 0));
+  const written = JSON.parse(readFileSync(result, 'utf8')) as {
+    format: string;
+    command: string;
+    tables: { caption: string; columns: string[]; rows: unknown[][] }[];
+    wallSeconds: number;
+  };
+  assert.equal(written.format, 'teamtr-result/1');
+  assert.match(
+    written.command,
+    /^node bin\/teamtr\.js scaling --task worked-chain --team-sizes 2,3 /,
+  );
+  assert.match(written.tables[0]!.caption, /^Paired with joint/);
+  assert.ok(
+    written.tables.every((table) => table.rows.every((row) => row.length === table.columns.length)),
+  );
+  assert.ok(written.wallSeconds > 0);
   const curves = readFileSync(path.join(directory, 'scaling-curves-N3.svg'), 'utf8');
-  assert.match(curves, /^<svg[^>]*>/);
   assert.match(curves, /Held-out accuracy of teams of 3/);
-  assert.equal((curves.match(/>joint seed band</g) ?? []).length, 1);
+
   const again = await runCli(argv);
   assert.equal(again.code, 0, again.stderr);
-  assert.equal((again.stderr.match(/already finished/g) ?? []).length, 4);
+  assert.equal((again.stderr.match(/already finished/g) ?? []).length, 6);
   assert.equal(again.stdout, first.stdout);
 
   // A changed budget does not silently reuse runs made with another one.
   const changed = await runCli([...argv, '--tokens-per-agent', '500']);
   assert.equal(changed.code, 2);
-  assert.match(changed.stderr, /--out.*N2-teamtr-seed0 holds a run with other budget settings/);
+  assert.match(changed.stderr, /--out.*N2-teamtr-seed0 holds a run with other .*budget/);
 
   const wrong = await runCli(['scaling', '--team-sizes', '9', '--out', directory]);
   assert.equal(wrong.code, 2);
-  assert.match(wrong.stderr, /--team-sizes.*"9" is not an integer from 2 to 8/);
+  assert.match(wrong.stderr, /--team-sizes.*"9" does not fit the task: task.agents/);
+  const mismatch = await runCli([
+    'scaling',
+    '--task',
+    'convention',
+    '-c',
+    'configs/scaling-worked-chain.yaml',
+  ]);
+  assert.equal(mismatch.code, 2);
+  assert.match(
+    mismatch.stderr,
+    /--task: is "convention" but configs\/scaling-worked-chain.yaml trains "worked-chain"/,
+  );
 });
