@@ -81,7 +81,7 @@ describe('the lazy schedule', () => {
       {
         ...fixture.config,
         schedule: 'lazy',
-        lazy: { threshold: 3 },
+        lazy: { threshold: 0.5 },
         budget: { generatedTokens: 100_000, maxStages: 3 },
       },
       fixture.directory,
@@ -91,10 +91,11 @@ describe('the lazy schedule', () => {
     updates.forEach((update, index) => {
       const decision = update.resampling;
       if (!decision) return;
-      assert.equal(decision.threshold, 3);
+      assert.equal(decision.threshold, 0.5);
       assert.ok(decision.totalVariation >= 0 && decision.totalVariation <= 1);
-      assert.equal(decision.staleTerm, 2 * decision.totalVariation);
-      assert.equal(decision.resampled, !(decision.staleTerm < 3 * decision.slack));
+      assert.equal(decision.staleTerm, 2 * decision.totalVariation * decision.stepTotalVariation);
+      assert.equal(decision.stepTotalVariation, update.stepTotalVariation);
+      assert.equal(decision.resampled, !(decision.staleTerm < 0.5 * decision.slack));
       assert.ok(decision.effectiveSampleSize > 0 && decision.effectiveSampleSize <= 1 + 1e-12);
       // A kept batch: the next update works on it and pays for the shift it does not show.
       const next = updates[index + 1]!;

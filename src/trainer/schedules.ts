@@ -133,8 +133,10 @@ function resamplingDecision(
   const gap = drift.gap();
   const totalVariation = gap ? gap.gap : 0;
   const { threshold } = stage.settings.lazy;
+  const stepTotalVariation = update.certificate.stepTotalVariation ?? 0;
   const rule = resamplingRule({
     totalVariation,
+    stepTotalVariation,
     epsilon: stage.settings.certificate.epsilon,
     surrogate: update.certificate.surrogate,
     secondOrderPenalty: update.certificate.secondOrderPenalty ?? 0,
@@ -144,6 +146,7 @@ function resamplingDecision(
     resampled: rule.resample,
     totalVariation,
     totalVariationInterval: gap ? gap.interval : [0, 0],
+    stepTotalVariation,
     effectiveSampleSize: drift.relativeEffectiveSampleSize(),
     staleTerm: rule.staleTerm,
     slack: rule.slack,

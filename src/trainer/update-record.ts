@@ -75,9 +75,11 @@ export interface ResamplingDecision {
   /** TV̂ between the team that sampled the batch in hand and the team now (mean (1 − W)_+). */
   totalVariation: number;
   totalVariationInterval: [number, number];
+  /** m: Σ over the updated agent's tokens of its token TV, mean over trajectories. */
+  stepTotalVariation: number;
   /** Kish's effective sample size of W over the batch in hand, as a share of its trajectories. */
   effectiveSampleSize: number;
-  /** 2ε·TV̂: what keeping the batch would add to the next update's certificate (its stale term). */
+  /** 2ε·TV̂·m: what keeping the batch would add to the next update's certificate (an estimate). */
   staleTerm: number;
   /** The update's certificate slack: its second-order certificate without stale term, floored at 0. */
   slack: number;

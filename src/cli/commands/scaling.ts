@@ -148,7 +148,7 @@ export function register(program: Command): void {
     .option(
       '--update-marks-every <stages>',
       'evaluate after every <stages>·N agent updates (a full stage makes N)',
-      '2',
+      '1',
     )
     .option(
       '--out <dir>',

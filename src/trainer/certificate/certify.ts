@@ -65,6 +65,12 @@ export interface UpdateCertificate {
   heldOutBoundConfidence?: number | null;
   /** Σ over the agent's tokens of E√(KL/2): its own trajectory-level shift. */
   trajectoryShift: number;
+  /**
+   * Mean over the batch's trajectories of Σ over the agent's tokens of the exact token TV: how
+   * far the step moved the agent, in total variation (≤ trajectoryShift, by Pinsker). Absent
+   * in older runs.
+   */
+  stepTotalVariation?: number;
   offPolicyEstimate: number;
   offPolicyStandardError: number;
   offPolicyLowerBound: number;
@@ -231,6 +237,8 @@ export function certifyEvidence(options: {
   return {
     ...certificateBounds(batch, evidence, options.settings),
     trajectoryShift: trajectoryShift({ perTokenKl: evidence.perTokenKl, ...grid }).mean,
+    stepTotalVariation:
+      maskedSum(evidence.perTokenTotalVariation, tokens.mask) / Math.max(1, tokens.rows),
     offPolicyEstimate: offPolicy.estimate,
     offPolicyStandardError: offPolicy.standardError,
     offPolicyLowerBound: offPolicy.lowerBound,
@@ -298,6 +306,12 @@ export function heldOutBounds(
     heldOutSecondOrderCertificateLowerBound: lowerBound(parts.secondOrder, 'second-order'),
     heldOutBoundConfidence: level.confidence,
   };
+}
+
+function maskedSum(values: ArrayLike<number>, mask: ArrayLike<number>): number {
+  let sum = 0;
+  for (let index = 0; index < values.length; index++) if (mask[index] === 1) sum += values[index]!;
+  return sum;
 }
 
 /** R minus the leave-one-out mean of the other trajectories of its prompt. */
