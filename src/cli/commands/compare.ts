@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { pairedBootstrap, type Estimate } from '../../rl/index.js';
 import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
@@ -8,6 +9,7 @@ import { addConfigFlags, configFromFlags } from '../config-flags.js';
 import { signed } from '../format.js';
 import { runTraining } from './train.js';
 import { loadTaskModule } from '../task-module.js';
+import { RandomGenerator } from '../../util/random.js';
 
 export interface ScheduleComparison {
   schedule: string;
@@ -25,6 +27,45 @@ export interface ScheduleComparison {
   /** The same on each stage's own problems, which its updates were fitted to. */
   inSamplePerStageMean: number | null;
   runs: string[];
+  /**
+   * Mean over seeds of this schedule's final accuracy minus the baseline's on the same seed,
+   * with a 95% percentile bootstrap over the seeds (null for the baseline itself).
+   */
+  differenceToBaseline?: Estimate | null;
+}
+
+/**
+ * Each row's paired difference to `baseline`: per seed, its accuracy minus the baseline's
+ * (same seed, same untrained team and evaluation problems), the mean over the seeds both ran.
+ */
+export function pairWithBaseline(
+  rows: readonly ScheduleComparison[],
+  summaries: ReadonlyMap<string, readonly TrainSummary[]>,
+  baseline: string,
+): ScheduleComparison[] {
+  const accuracyBySeed = (schedule: string) =>
+    new Map(
+      (summaries.get(schedule) ?? []).map((summary) => [
+        summary.seed,
+        summary.evalAfter?.accuracy ?? Number.NaN,
+      ]),
+    );
+  const reference = accuracyBySeed(baseline);
+  return rows.map((row) => {
+    if (row.schedule === baseline) return { ...row, differenceToBaseline: null };
+    const own = accuracyBySeed(row.schedule);
+    const seeds = [...own.keys()].filter((seed) => reference.has(seed));
+    return {
+      ...row,
+      differenceToBaseline: seeds.length
+        ? pairedBootstrap({
+            first: seeds.map((seed) => reference.get(seed)!),
+            second: seeds.map((seed) => own.get(seed)!),
+            random: new RandomGenerator(`compare/${row.schedule}/${baseline}`),
+          })
+        : null,
+    };
+  });
 }
 
 function meanAndStd(values: number[]): { mean: number; std: number } {
@@ -80,9 +121,20 @@ export function summarizeSchedule(schedule: string, summaries: TrainSummary[]): 
   };
 }
 
-export function formatComparison(rows: ScheduleComparison[]): string {
+const points = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(100 * value).toFixed(1)}`;
+
+function difference(estimate: Estimate | null | undefined): string {
+  if (!estimate) return '—';
+  const interval = estimate.interval
+    ? ` [${points(estimate.interval[0])}, ${points(estimate.interval[1])}]`
+    : '';
+  return `${points(estimate.value)}${interval}`;
+}
+
+export function formatComparison(rows: ScheduleComparison[], baseline?: string): string {
   const header = [
     'schedule',
+    ...(baseline ? [`Δ acc vs ${baseline} (points)`] : []),
     'eval acc (mean ± std)',
     'before',
     'regressions',
@@ -94,6 +146,7 @@ export function formatComparison(rows: ScheduleComparison[]): string {
   ];
   const body = rows.map((row) => [
     row.schedule,
+    ...(baseline ? [difference(row.differenceToBaseline)] : []),
     `${(100 * row.accuracyMean).toFixed(1)}% ± ${(100 * row.accuracyStd).toFixed(1)}`,
     `${(100 * row.accuracyBeforeMean).toFixed(1)}%`,
     row.regressionsMean.toFixed(1),
@@ -110,9 +163,20 @@ export function formatComparison(rows: ScheduleComparison[]): string {
   );
   const line = (cells: string[]) =>
     cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ');
+  const notes = baseline
+    ? [
+        '',
+        `Δ: per seed, accuracy minus ${baseline}'s on the same seed; the mean over seeds [95% percentile bootstrap over seeds].`,
+        'Other columns: per-run values, mean (± standard deviation) over seeds.',
+      ]
+    : [];
   return (
-    [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n') +
-    '\n'
+    [
+      line(header),
+      line(widths.map((width) => '-'.repeat(width))),
+      ...body.map(line),
+      ...notes,
+    ].join('\n') + '\n'
   );
 }
 
@@ -125,6 +189,10 @@ export function register(program: Command): void {
     .option('-c, --config <file>', 'base config (YAML or JSON); its schedule and seed are replaced')
     .option('--schedules <list>', 'comma-separated schedules', scheduleNames.join(','))
     .option('--seeds <list>', 'comma-separated seeds', '0,1,2')
+    .option(
+      '--baseline <schedule>',
+      'the schedule every other is paired with, seed by seed (default sequential-stale when compared, else the first)',
+    )
     .option(
       '--out <dir>',
       'directory for the runs (one sub-directory per schedule and seed)',
@@ -150,7 +218,19 @@ export function register(program: Command): void {
         throw new ConfigError('--seeds', `"${seed}" is not a non-negative integer`);
       return value;
     });
+    const baseline =
+      flags.baseline === undefined
+        ? requested.includes('sequential-stale')
+          ? 'sequential-stale'
+          : requested[0]!
+        : String(flags.baseline);
+    if (!requested.includes(baseline))
+      throw new ConfigError(
+        '--baseline',
+        `"${baseline}" is not among --schedules (${requested.join(', ')})`,
+      );
     const rows: ScheduleComparison[] = [];
+    const bySchedule = new Map<string, TrainSummary[]>();
     for (const schedule of requested) {
       const summaries: TrainSummary[] = [];
       for (const seed of seeds) {
@@ -177,10 +257,11 @@ export function register(program: Command): void {
           }),
         );
       }
-      const row = summarizeSchedule(schedule, summaries);
-      rows.push(row);
-      if (flags.json) process.stdout.write(`${JSON.stringify(row)}\n`);
+      bySchedule.set(schedule, summaries);
+      rows.push(summarizeSchedule(schedule, summaries));
     }
-    if (!flags.json) process.stdout.write(formatComparison(rows));
+    const paired = pairWithBaseline(rows, bySchedule, baseline);
+    if (flags.json) for (const row of paired) process.stdout.write(`${JSON.stringify(row)}\n`);
+    else process.stdout.write(formatComparison(paired, baseline));
   });
 }
