@@ -6,6 +6,7 @@
 import type { Figure } from '../../figures/figure.js';
 import type { ConfigRow } from '../../report/config-table.js';
 import type { RunOverview } from '../../report/run-overview-type.js';
+import type { ResamplingDecisionView } from './describe.js';
 
 export type { Figure, FigureSeries } from '../../figures/figure.js';
 export type { ConfigRow } from '../../report/config-table.js';
@@ -21,6 +22,8 @@ export interface MetricsRecord {
   kl?: number | null;
   inRegion?: boolean;
   certificate?: number | null;
+  /** The lazy schedule's decision after an update (null or absent under the others). */
+  resampling?: ResamplingDecisionView | null;
   rewardBefore?: number | null;
   rewardAfter?: number | null;
   regression?: boolean;

@@ -1,5 +1,6 @@
 /** The configuration table and the feed of the latest records. */
 import type { ConfigRow, FeedEntry, MetricsRecord, RunSummary } from './api.js';
+import { describeResampling } from './describe.js';
 import { byId, el, number, percent } from './format.js';
 
 function scrolling(table: HTMLElement): HTMLElement {
@@ -37,7 +38,8 @@ function describeRecord(record: MetricsRecord): string {
   if (record.type === 'update') {
     return (
       `${record.agent}: batch reward ${number(record.batchRewardMean)}, KL ${number(record.kl)}` +
-      `${record.inRegion ? '' : ' (out of region)'}, certificate ${number(record.certificate)}`
+      `${record.inRegion ? '' : ' (out of region)'}, certificate ${number(record.certificate)}` +
+      (record.resampling ? `; ${describeResampling(record.resampling)}` : '')
     );
   }
   if (record.type === 'stage') {
