@@ -5,6 +5,7 @@ import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
 import { signed } from '../format.js';
 import { runTraining } from './train.js';
 import { loadTaskModule } from '../task-module.js';
@@ -132,7 +133,11 @@ export function register(program: Command): void {
     )
     .option('--task-module <file>', 'a task defined in code (a .js/.ts module), for every run')
     .option('--json', 'print one JSON object per schedule on stdout');
-  addConfigFlags(command, trainConfigSchema, ['schedule', 'seed']);
+  addConfigFlags(command, trainConfigSchema, {
+    skip: ['schedule', 'seed'],
+    docs: schemaDocs.train,
+    inReference: true,
+  });
   command.action(async (flags: Record<string, unknown>) => {
     const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
     const base = configFromFlags(trainConfigSchema, flags);
