@@ -19,7 +19,7 @@ export const resultFormat = 'teamtr-result/1';
 export const resultHostSchema = z.looseObject({
   /** CPU model name, as /proc/cpuinfo gives it. */
   cpu: z.string().min(1),
-  /** A short class of host the kernels care about, e.g. `intel-avx512-bf16`. */
+  /** A short class of host the kernels care about, e.g. `intel-avx512-bf16`; `unknown`: not recorded. */
   kind: z.string().min(1),
   /** The CPU features the kernels choose by (avx2, avx512f, avx512_bf16, …). */
   features: z.array(z.string()),

@@ -26,7 +26,7 @@ function table({ caption, columns, rows }: ResultTable): string[] {
 /** One line saying where a result was measured, as a reader judges a timing by it. */
 export function describeHost(host: ResultHost): string {
   const parts = [
-    `${host.cpu} (${host.kind})`,
+    host.kind === 'unknown' ? host.cpu : `${host.cpu} (${host.kind})`,
     `${host.cores} core${host.cores === 1 ? '' : 's'}`,
     ...(host.memoryGiB === null ? [] : [`${host.memoryGiB} GiB`]),
     ...(host.node === null ? [] : [`Node ${host.node}`]),

@@ -12,7 +12,7 @@ function usage(command: Command, program: string): string {
 function optionRow(option: Option): string {
   const fallback =
     option.defaultValue === undefined ? '' : ` (default: ${JSON.stringify(option.defaultValue)})`;
-  const required = option.mandatory ? ' Required.' : '';
+  const required = option.mandatory ? ' (required)' : '';
   return `| \`${tableCell(option.flags)}\` | ${tableCell(`${option.description}${fallback}${required}`)} |`;
 }
 
