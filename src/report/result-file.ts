@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { z } from 'zod';
@@ -176,7 +176,10 @@ export function currentHost(options: { quiet: boolean; kind?: string }): ResultH
   };
 }
 
-/** The git commit of `directory`'s checkout (with `-dirty` when it has changes), or null. */
+/**
+ * The git commit of the checkout whose top level is `directory` (with `-dirty` when it has
+ * changes), or null — also for a package installed inside someone else's repository.
+ */
 export function currentCommit(directory = process.cwd()): string | null {
   const git = (args: string[]) =>
     execFileSync('git', args, {
@@ -185,6 +188,7 @@ export function currentCommit(directory = process.cwd()): string | null {
       stdio: ['ignore', 'pipe', 'ignore'],
     }).trim();
   try {
+    if (realpathSync(git(['rev-parse', '--show-toplevel'])) !== realpathSync(directory)) return null;
     const commit = git(['rev-parse', 'HEAD']);
     return git(['status', '--porcelain', '--untracked-files=no']) ? `${commit}-dirty` : commit;
   } catch {

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { readResultFile } from '../../report/result-file.js';
 import { runCli } from '../test-support/run-cli.js';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'teamtr-demo-cli-'));
@@ -21,6 +22,8 @@ test('the demo, run by npm from a project, ends with next steps that work where 
       '20',
       '--run-dir',
       path.join('runs', 'first'),
+      '--result',
+      path.join(scratch, 'demo.json'),
     ],
     { cwd: project, env: { npm_command: 'run-script', INIT_CWD: scratch } },
   );
@@ -34,6 +37,16 @@ test('the demo, run by npm from a project, ends with next steps that work where 
   assert.match(result.stdout, /eval accuracy after: .*\n {8}→ [+-]\d+\.\d points, /);
   assert.match(result.stdout, /trust region: .*\n {8}→ /);
   assert.match(result.stdout, /second order, on held-out prompts: mean .*\n {8}→ it /);
+  // --result: the figures as a result file, with the command that reproduces them.
+  const record = await readResultFile(path.join(scratch, 'demo.json'));
+  assert.equal(
+    record.command,
+    `node bin/teamtr.js demo --run-dir runs/first --result ${path.join(scratch, 'demo.json')} --budget-generated-tokens 3000 --evaluation-problems 20`,
+  );
+  assert.equal(record.title, 'The demo (seed 0)');
+  assert.deepEqual(record.tables[0]!.rows[0]!.slice(0, 2), [0, 'teamtr']);
+  assert.match(record.tables[0]!.caption, /^Held-out team accuracy \d+\.\d% → \d+\.\d%: /);
+  assert.equal(record.tables[1]!.rows.length, 4, 'both certificates, on both batches');
   const lines = result.stdout.trimEnd().split('\n');
   assert.deepEqual(
     lines.slice(-5).map((line) => line.replace(/ +#.*$/, '')),

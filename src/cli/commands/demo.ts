@@ -3,8 +3,14 @@ import { trainConfigSchema } from '../../trainer/config.js';
 import { addConfigFlags, configFromFileAndFlags, readConfigFile } from '../config-flags.js';
 import { formatSummary } from '../format.js';
 import { nextSteps } from '../next-steps.js';
+import { addResultFlags } from '../result-flag.js';
 import { schemaDocs } from '../reference/schema-docs.generated.js';
-import { defaultRunDirectory, exitAfterInterruption, runTraining } from './train.js';
+import {
+  defaultRunDirectory,
+  exitAfterInterruption,
+  runTraining,
+  writeRunResult,
+} from './train.js';
 import { packagePath } from '../package-path.js';
 
 /** configs/demo.yaml in the package. */
@@ -20,6 +26,7 @@ export function register(program: Command): void {
     )
     .option('--run-dir <dir>', 'run directory (default runs/demo-<time>)')
     .option('--json', 'print one JSON summary object on stdout');
+  addResultFlags(command);
   // The flags' defaults shown are the demo's own (its file overrides the schema's).
   addConfigFlags(command, trainConfigSchema, {
     docs: schemaDocs.train,
@@ -35,6 +42,7 @@ export function register(program: Command): void {
     const summary = await runTraining({ config, runDirectory, resume: false, quiet: false });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(`${formatSummary(summary)}${nextSteps(summary.runDirectory)}`);
+    await writeRunResult(command, `The demo (seed ${summary.seed})`, summary);
     exitAfterInterruption(summary);
   });
 }

@@ -12,6 +12,8 @@ import { loadTaskModule } from '../task-module.js';
 import type { TaskInput } from '../../trainer/task-source.js';
 import { formatSummary } from '../format.js';
 import { nextSteps } from '../next-steps.js';
+import { addResultFlags, writeCommandResult } from '../result-flag.js';
+import { certificateTable, runNotes, runTable } from '../result-tables.js';
 
 export function defaultRunDirectory(schedule: string): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').slice(0, 19);
@@ -120,6 +122,7 @@ export function register(program: Command): void {
       'a task defined in code: a .js/.ts module exporting { name, problems, reward } (replaces --task)',
     )
     .option('--json', 'print one JSON summary object on stdout');
+  addResultFlags(command);
   addConfigFlags(command, trainConfigSchema, { docs: schemaDocs.train, inReference: true });
   command.action(async (flags: Record<string, unknown>) => {
     const task = flags.taskModule ? await loadTaskModule(flags.taskModule as string) : undefined;
@@ -152,7 +155,23 @@ export function register(program: Command): void {
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(`${formatSummary(summary)}${nextSteps(summary.runDirectory)}`);
+    await writeRunResult(command, `Training: ${summary.schedule}, seed ${summary.seed}`, summary);
     exitAfterInterruption(summary);
+  });
+}
+
+/** `--result FILE`: the run's headline figures and certificates as a result file. */
+export async function writeRunResult(
+  command: Command,
+  title: string,
+  summary: TrainSummary,
+): Promise<void> {
+  await writeCommandResult(command, {
+    title,
+    tables: [runTable(summary), certificateTable(summary)],
+    notes: runNotes(summary),
+    wallSeconds: summary.wallSeconds,
+    data: summary,
   });
 }
 
