@@ -188,7 +188,8 @@ export function currentCommit(directory = process.cwd()): string | null {
       stdio: ['ignore', 'pipe', 'ignore'],
     }).trim();
   try {
-    if (realpathSync(git(['rev-parse', '--show-toplevel'])) !== realpathSync(directory)) return null;
+    if (realpathSync(git(['rev-parse', '--show-toplevel'])) !== realpathSync(directory))
+      return null;
     const commit = git(['rev-parse', 'HEAD']);
     return git(['status', '--porcelain', '--untracked-files=no']) ? `${commit}-dirty` : commit;
   } catch {
