@@ -33,7 +33,8 @@ test('a run trained on a task in code exports from the CLI, given the same modul
       maxTurnChars: 2,
     }).slice(0, -1)}, reward: ({ problem, answer }) => (answer === problem.answer ? 1 : 0) };\n`,
   );
-  const { task: _task, ...config } = fixture.config;
+  const config = { ...fixture.config };
+  delete config.task;
   const configPath = path.join(fixture.directory, 'team.yaml');
   writeFileSync(configPath, YAML.stringify(config));
   const runDirectory = path.join(fixture.directory, 'run');
