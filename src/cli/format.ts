@@ -30,7 +30,7 @@ export function readAccuracy(before: Evaluation, after: Evaluation): string {
 /** What a certificate's level says: how often it certifies an improvement. */
 export function readCertificate(statistics: CertificateFormStatistics): string {
   if (statistics.certifiedFraction === 0)
-    return 'it never certifies an improvement: valid, but it says nothing here';
+    return 'it never certifies an improvement, so it says nothing about which updates helped';
   if (statistics.certifiedFraction >= 0.95)
     return 'it certifies an improvement for nearly every update';
   return `it certifies an improvement for ${percent(statistics.certifiedFraction)} of updates`;

@@ -48,7 +48,7 @@ describe('the command a user can paste', () => {
 
   test('the run directory is written from where the user is', () => {
     const steps = nextSteps('/home/ada/teamtr/runs/demo-1', clone);
-    assert.match(steps, /^Next steps:\n {2}node bin\/teamtr\.js dashboard runs\/demo-1 +# /);
+    assert.match(steps, /^\nNext steps:\n {2}node bin\/teamtr\.js dashboard runs\/demo-1 +# /);
     const elsewhere = nextSteps('/home/ada/teamtr/runs/demo-1', {
       ...clone,
       userDirectory: '/srv',

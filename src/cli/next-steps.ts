@@ -84,6 +84,7 @@ export function nextSteps(
   ];
   const width = Math.max(...steps.map(([line]) => line.length));
   return [
+    '',
     'Next steps:',
     ...steps.map(([line, what]) => `  ${line.padEnd(width)}  # ${what}`),
     '',
