@@ -21,14 +21,15 @@ const allowed = {
   trainer: ['io', 'models', 'nn', 'optim', 'rl', 'tasks', 'team', 'tensor', 'tinker', 'tokenizer', 'util'],
   pretrain: ['io', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
   theory: ['io', 'rl', 'util'],
-  serve: ['models', 'nn', 'team', 'tensor', 'tokenizer', 'io', 'util'],
+  http: ['util'],
+  serve: ['http', 'models', 'nn', 'optim', 'team', 'tensor', 'tinker', 'tokenizer', 'io', 'util'],
   tinker: ['models', 'nn', 'optim', 'rl', 'tensor', 'tokenizer', 'io', 'util'],
   report: ['io', 'trainer', 'util'],
   experiments: ['theory', 'trainer', 'util'],
-  dashboard: ['report', 'trainer', 'io', 'util'],
+  dashboard: ['http', 'report', 'trainer', 'io', 'util'],
   bench: ['backend', 'nn', 'optim', 'rl', 'tensor', 'models', 'io', 'tokenizer', 'tasks', 'team', 'trainer', 'util'],
   cli: [
-    'backend', 'bench', 'dashboard', 'experiments', 'io', 'models', 'nn', 'optim', 'pretrain', 'report', 'rl',
+    'backend', 'bench', 'dashboard', 'experiments', 'http', 'io', 'models', 'nn', 'optim', 'pretrain', 'report', 'rl',
     'serve', 'tasks', 'team', 'tensor', 'theory', 'tinker', 'tokenizer', 'trainer', 'util',
   ],
 };
@@ -73,6 +74,11 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
+    // Resolve packages through their "exports" maps (e.g. @hono/node-server/utils/response).
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
     exclude: { path: '^(dist|build|node_modules)/' },
   },
 };

@@ -41,22 +41,55 @@ const sharedFields = {
   seed: z.number().int().nullable().optional(),
   frequency_penalty: optionalNumber,
   presence_penalty: optionalNumber,
+  // Accepted and ignored: they do not change the generated text.
+  user: z.string().nullable().optional(),
+  metadata: z.record(z.string(), z.string()).nullable().optional(),
+  store: z.boolean().nullable().optional(),
+  service_tier: z.string().nullable().optional(),
+  // Refused by name when set (see unsupportedFields), so they are known here.
+  ...Object.fromEntries(
+    [
+      'tools',
+      'tool_choice',
+      'functions',
+      'function_call',
+      'parallel_tool_calls',
+      'response_format',
+      'logit_bias',
+      'suffix',
+      'best_of',
+      'audio',
+      'modalities',
+      'prediction',
+    ].map((field) => [field, z.unknown().optional()]),
+  ),
 };
+
+/** Message roles a chat template renders; anything else (a typo, "wizard") is refused. */
+const roleSchema = z.enum(['system', 'developer', 'user', 'assistant']);
 
 const contentSchema = z
   .union([z.string(), z.array(z.looseObject({ type: z.literal('text'), text: z.string() }))])
   .nullable();
 
-export const chatRequestSchema = z.looseObject({
+export const chatRequestSchema = z.strictObject({
   ...sharedFields,
-  messages: z.array(z.looseObject({ role: z.string().min(1), content: contentSchema })).min(1),
+  messages: z
+    .array(
+      z.strictObject({
+        role: roleSchema,
+        content: contentSchema,
+        name: z.string().optional(),
+      }),
+    )
+    .min(1),
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
 });
 
-export const completionRequestSchema = z.looseObject({
+export const completionRequestSchema = z.strictObject({
   ...sharedFields,
   prompt: z.union([z.string(), z.array(z.string()).length(1)]),
   max_tokens: z.number().int().positive().nullable().optional(),
@@ -86,7 +119,15 @@ export interface NormalizedRequest {
 
 function describeIssues(error: z.ZodError): { message: string; param: string | null } {
   const issue = error.issues[0]!;
-  const param = issue.path.map(String).join('.') || null;
+  const at = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const names = issue.keys.map((key) => (at ? `${at}.${key}` : key));
+    return {
+      message: `unknown parameter${names.length > 1 ? 's' : ''} ${names.map((name) => `"${name}"`).join(', ')}; check the spelling (teamtr serve refuses what it would otherwise ignore)`,
+      param: names[0]!,
+    };
+  }
+  const param = at || null;
   return { message: `${param ?? 'request'}: ${issue.message}`, param };
 }
 

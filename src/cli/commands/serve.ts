@@ -4,8 +4,8 @@ import { loadModel } from '../../models/load.js';
 import { applyWeightsDtype, parseWeightsDtype } from '../../models/weights-dtype.js';
 import { modelEndpoint, teamEndpoint, type ServedModel } from '../../serve/endpoints.js';
 import { startServer } from '../../serve/server.js';
-import { LocalTinkerEngine } from '../../tinker/local-engine.js';
-import { startTinkerService } from '../../tinker/service.js';
+import { LocalTinkerEngine } from '../../serve/tinker/local-engine.js';
+import { startTinkerService } from '../../serve/tinker/server.js';
 import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
 import { untilInterrupted } from '../interrupted.js';
@@ -90,9 +90,16 @@ async function serveTinker(runDirectory: string | undefined, flags: Record<strin
   const service = await startTinkerService({
     engine: new LocalTinkerEngine(name, source, {
       stateDirectory: flags.stateDir === undefined ? undefined : String(flags.stateDir),
+      weightsDtype: parseWeightsDtype(flags.weightsDtype),
+      maxSavedBytes: integerFlag('max-saved-bytes', flags.maxSavedBytes, 1),
     }),
     host,
     port: integerFlag('port', flags.port, 0),
+    maxBodyBytes:
+      flags.maxBodyBytes === undefined
+        ? 64 * 1024 * 1024
+        : integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
+    log: flags.quiet ? undefined : (line) => process.stderr.write(`teamtr serve: ${line}\n`),
   });
   if (!['127.0.0.1', 'localhost', '::1'].includes(host))
     process.stderr.write(
@@ -128,7 +135,10 @@ export function register(program: Command): void {
       '--prompt-format <format>',
       'chat messages → prompt: chat-template or plain (default: plain for run agents, the chat template for --model)',
     )
-    .option('--max-body-bytes <n>', 'largest accepted request body', String(1024 * 1024))
+    .option(
+      '--max-body-bytes <n>',
+      'largest accepted request body (default: 1 MiB; with --tinker 64 MiB, as forward_backward batches are large)',
+    )
     .option('--max-concurrent <n>', 'completions generated at once', '1')
     .option('--max-queued <n>', 'completions waiting for a slot before 429', '8')
     .option(
@@ -144,15 +154,17 @@ export function register(program: Command): void {
       'with --tinker: keep saved weights (save_weights) in this directory, so a restarted server still loads them (resume of a run trained on it)',
     )
     .option(
+      '--max-saved-bytes <n>',
+      'with --tinker: all saved weights together (save_weights, save_weights_for_sampler) may hold at most this many bytes; a save past it is refused',
+      String(4 * 1024 ** 3),
+    )
+    .option('--quiet', 'with --tinker: no request log on stderr')
+    .option(
       '--weights-dtype <dtype>',
       'bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits); float32; or auto: bfloat16 when the weights are bfloat16 values already (a BF16 checkpoint), so nothing is rounded',
       'auto',
     )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
-      if (flags.tinker && parseWeightsDtype(flags.weightsDtype) === 'bfloat16')
-        throw new TeamtrError(
-          '--weights-dtype bfloat16 is for serving completions; --tinker trains the model, which needs float32 weights',
-        );
       if (flags.tinker) return serveTinker(runDirectory, flags);
       if (flags.stateDir !== undefined)
         throw new TeamtrError(
@@ -164,7 +176,10 @@ export function register(program: Command): void {
         endpoints,
         host,
         port: integerFlag('port', flags.port, 0),
-        maxBodyBytes: integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
+        maxBodyBytes:
+          flags.maxBodyBytes === undefined
+            ? 1024 * 1024
+            : integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
         maxConcurrent: integerFlag('max-concurrent', flags.maxConcurrent, 1),
         maxQueued: integerFlag('max-queued', flags.maxQueued, 0),
         corsOrigin: flags.cors as string | undefined,

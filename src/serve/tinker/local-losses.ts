@@ -1,4 +1,4 @@
-import type { Datum } from './types.js';
+import type { Datum } from '../../tinker/types.js';
 
 /**
  * The service's built-in losses as the local engine computes them. Each is a sum over tokens

@@ -1,6 +1,16 @@
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import { z } from 'zod';
-import type { AdamWState } from '../optim/adamw.js';
+import type { AdamWState } from '../../optim/adamw.js';
+import type { LoraSettings } from '../../tinker/types.js';
 import { EngineUserError } from './local-losses.js';
 
 /**
@@ -10,7 +20,9 @@ import { EngineUserError } from './local-losses.js';
  *     u32 little-endian header length | header JSON | float32 data
  *
  * with the header { format, path, modelId, parameters: [lengths], optimizer: { step, moments:
- * [{ name, shape }] } } and the data the adapters' values then each moment's, in that order.
+ * [{ name, shape }] }, about } and the data the adapters' values then each moment's, in that
+ * order. `about` (what the checkpoint listing and a restarted server need: its kind, times,
+ * base model and LoRA settings) is absent from files of older versions.
  * Written to a temporary file, synced and renamed over the target: a crash leaves the old file
  * or the new one, never a torn one. Synchronous, like the engine's other work (one operation
  * at a time).
@@ -23,6 +35,31 @@ export interface WeightsSnapshot {
   optimizer: AdamWState;
 }
 
+/** What a saved checkpoint is, beside its numbers. */
+export interface WeightsAbout {
+  kind: 'weights' | 'sampler_weights';
+  baseModel: string;
+  lora: LoraSettings;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  /** null = kept until deleted. */
+  expiresAt: number | null;
+}
+
+const aboutSchema = z.strictObject({
+  kind: z.enum(['weights', 'sampler_weights']),
+  baseModel: z.string(),
+  lora: z.strictObject({
+    rank: z.number().int().positive(),
+    seed: z.number().int().optional(),
+    trainUnembed: z.boolean().optional(),
+    trainMlp: z.boolean().optional(),
+    trainAttention: z.boolean().optional(),
+  }),
+  createdAt: z.number(),
+  expiresAt: z.number().nullable(),
+});
+
 const headerSchema = z.strictObject({
   format: z.literal('teamtr-tinker-weights'),
   path: z.string(),
@@ -34,9 +71,15 @@ const headerSchema = z.strictObject({
       z.strictObject({ name: z.string(), shape: z.array(z.number().int().nonnegative()) }),
     ),
   }),
+  about: aboutSchema.optional(),
 });
 
-export function writeWeightsFile(file: string, weightsPath: string, snapshot: WeightsSnapshot) {
+export function writeWeightsFile(
+  file: string,
+  weightsPath: string,
+  snapshot: WeightsSnapshot,
+  about: WeightsAbout,
+) {
   const header = Buffer.from(
     JSON.stringify({
       format: 'teamtr-tinker-weights',
@@ -47,6 +90,7 @@ export function writeWeightsFile(file: string, weightsPath: string, snapshot: We
         step: snapshot.optimizer.step,
         moments: snapshot.optimizer.moments.map(({ name, shape }) => ({ name, shape })),
       },
+      about,
     }),
   );
   const length = Buffer.alloc(4);
@@ -66,20 +110,47 @@ export function writeWeightsFile(file: string, weightsPath: string, snapshot: We
   renameSync(temporary, file);
 }
 
+type WeightsHeader = z.output<typeof headerSchema>;
+
+function damagedError(file: string, weightsPath: string | null, why: string): EngineUserError {
+  return new EngineUserError(
+    `the saved weights${weightsPath ? ` of "${weightsPath}"` : ''} in ${file} are unreadable (${why}); the state directory is damaged — delete the file and save the weights again`,
+  );
+}
+
+function parseHeader(bytes: Buffer, file: string, weightsPath: string | null): WeightsHeader {
+  if (bytes.length < 4) throw damagedError(file, weightsPath, 'too short');
+  const headerLength = bytes.readUInt32LE(0);
+  if (4 + headerLength > bytes.length) throw damagedError(file, weightsPath, 'cut short');
+  try {
+    return headerSchema.parse(JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')));
+  } catch (error) {
+    throw damagedError(file, weightsPath, `bad header: ${(error as Error).message.slice(0, 200)}`);
+  }
+}
+
+/** The header alone (path, model id, about): read at start to index a state directory. */
+export function readWeightsHeader(file: string): WeightsHeader & { bytes: number } {
+  const descriptor = openSync(file, 'r');
+  try {
+    const { size } = fstatSync(descriptor);
+    const length = Buffer.alloc(4);
+    if (readSync(descriptor, length, 0, 4, 0) < 4) throw damagedError(file, null, 'too short');
+    const headerLength = length.readUInt32LE(0);
+    if (4 + headerLength > size) throw damagedError(file, null, 'cut short');
+    const bytes = Buffer.alloc(4 + headerLength);
+    readSync(descriptor, bytes, 0, bytes.length, 0);
+    return { ...parseHeader(bytes, file, null), bytes: size };
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
 export function readWeightsFile(file: string, weightsPath: string): WeightsSnapshot {
   const bytes = readFileSync(file);
-  const damaged = (why: string) =>
-    new EngineUserError(
-      `the saved weights of "${weightsPath}" in ${file} are unreadable (${why}); the state directory is damaged — delete the file and save the weights again`,
-    );
-  if (bytes.length < 4) throw damaged('too short');
+  const damaged = (why: string) => damagedError(file, weightsPath, why);
+  const header = parseHeader(bytes, file, weightsPath);
   const headerLength = bytes.readUInt32LE(0);
-  let header: z.output<typeof headerSchema>;
-  try {
-    header = headerSchema.parse(JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8')));
-  } catch (error) {
-    throw damaged(`bad header: ${(error as Error).message.slice(0, 200)}`);
-  }
   if (header.path !== weightsPath) throw damaged(`it holds "${header.path}"`);
   const momentLengths = header.optimizer.moments.map(({ shape }) =>
     shape.reduce((product, size) => product * size, 1),

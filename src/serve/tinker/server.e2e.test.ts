@@ -3,12 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
-import { TinkerClient } from './client.js';
-import { TinkerRequestFailedError, TinkerStatusError } from './errors.js';
+import { writeHuggingFaceFixture } from '../../models/test-support/huggingface-fixture.js';
+import { TinkerClient } from '../../tinker/client.js';
+import { TinkerRequestFailedError, TinkerStatusError } from '../../tinker/errors.js';
 import { LocalTinkerEngine } from './local-engine.js';
-import { startTinkerService, type RunningTinkerService } from './service.js';
-import type { Datum } from './types.js';
+import { startTinkerService, type RunningTinkerService } from './server.js';
+import type { Datum } from '../../tinker/types.js';
 
 /**
  * The whole path on real HTTP: TinkerClient ↔ `teamtr serve --tinker`'s service on 127.0.0.1 ↔
@@ -80,9 +80,7 @@ describe('teamtr serve --tinker, end to end', () => {
     const sampled = await sampler.sample({ prompt, parameters, numSamples: 2 });
     const localSampled = await local.sample(
       { modelPath: local.saveWeights(localId, 'first', 'sampler_weights') },
-      prompt,
-      parameters,
-      2,
+      { prompt, parameters, numSamples: 2 },
     );
     assert.deepEqual(sampled.sequences, localSampled.sequences);
     assert.equal(sampled.sequences[0]!.logProbs!.length, sampled.sequences[0]!.tokens.length);
