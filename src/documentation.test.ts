@@ -27,7 +27,9 @@ test('user documentation keeps no diary: no sessions, run dates or commit hashes
     // A run directory's default name carries its start time; that is a path, not a date.
     const text = readFileSync(path.join(root, page), 'utf8').replace(/runs\/\S+/g, 'runs/…');
     const patterns: Array<[string, RegExp]> = [
-      ['"session"', /\bsessions?\b/i],
+      // "session" as the diary's word (this session, the previous session's build), not as an
+      // API's term (Tinker's session heartbeats).
+      ['"session"', /\b(this|that|the|next|previous|last|earlier|one) sessions?\b|\bsession's\b/i],
       ['a date', /\b20\d\d-\d\d-\d\d\b/],
       ['a commit', /\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b/],
       ['"main at"', /\bmain at\b/],
