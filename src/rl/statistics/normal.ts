@@ -1,44 +1,8 @@
 /**
- * The few statistics the certificates and diagnostics report: a sample mean with its standard
- * error, and the standard normal quantile for one-sided confidence bounds. Accumulation is in
- * float64 throughout.
+ * The standard normal distribution: its CDF and quantile, for normal-approximation intervals and
+ * one-sided confidence bounds. Float64 throughout.
  */
-import { TeamtrError } from '../util/errors.js';
-import type { NumberArray } from './layout.js';
-
-/** A sample mean and the standard error of that mean. */
-export interface MeanEstimate {
-  mean: number;
-  /**
-   * s / √n with s the sample standard deviation (n − 1 in the denominator); NaN when n < 2
-   * (one sample says nothing about its own noise).
-   */
-  standardError: number;
-  count: number;
-}
-
-/** Mean and standard error of `values` (NaN mean for an empty input). */
-export function meanWithStandardError(values: NumberArray): MeanEstimate {
-  const count = values.length;
-  if (count === 0) return { mean: Number.NaN, standardError: Number.NaN, count };
-  let sum = 0;
-  for (let index = 0; index < count; index++) sum += values[index];
-  const mean = sum / count;
-  if (count < 2) return { mean, standardError: Number.NaN, count };
-  let squares = 0;
-  for (let index = 0; index < count; index++) {
-    const deviation = values[index] - mean;
-    squares += deviation * deviation;
-  }
-  const sampleVariance = squares / (count - 1);
-  return { mean, standardError: Math.sqrt(sampleVariance / count), count };
-}
-
-/** Sample variance (n − 1 denominator); NaN when n < 2. */
-export function sampleVariance(values: NumberArray): number {
-  const { standardError, count } = meanWithStandardError(values);
-  return standardError * standardError * count;
-}
+import { TeamtrError } from '../../util/errors.js';
 
 /**
  * Standard normal CDF Φ(x) = ½·erfc(−x/√2).

@@ -7,7 +7,7 @@ import { positionsOf } from './game.js';
 import { tableFromLogits, withTables, type PositionTable } from './policy.js';
 import { createSeededRandom } from './random.js';
 import { makeGame } from './test-support/games.js';
-import { trustRegionStep } from './trustRegion.js';
+import { trustRegionStep } from './trust-region.js';
 
 test('the step lands on token-level KL δ, measured independently', () => {
   fc.assert(

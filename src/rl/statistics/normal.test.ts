@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TeamtrError } from '../util/errors.js';
-import { assertClose } from './test-support/batches.js';
+import { TeamtrError } from '../../util/errors.js';
+import { assertClose } from '../test-support/batches.js';
 import {
   meanWithStandardError,
   normalCumulative,
   normalQuantile,
   sampleVariance,
-} from './statistics.js';
+} from './index.js';
 
 describe('meanWithStandardError', () => {
   it('matches a hand computation', () => {

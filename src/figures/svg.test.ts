@@ -185,4 +185,94 @@ describe('renderSvgChart', () => {
     assert.equal(legendX.length, 12);
     assert.ok(legendX.every((x) => x + 'a fairly long series label 10'.length * 6.3 <= 500 + 1));
   });
+
+  test('log-log axes: decade ticks fitted to the data, a power law drawn straight', () => {
+    // The theory lab's plot: y = 0.0025·N² at N = 2, 4, 8 with a fitted line and a ±10% band.
+    const measured: FigureSeries = {
+      label: 'stale',
+      color: '#0072b2',
+      style: 'points',
+      points: [2, 4, 8].map((x) => ({
+        x,
+        y: 0.0025 * x * x,
+        low: 0.00225 * x * x,
+        high: 0.00275 * x * x,
+      })),
+    };
+    const fit: FigureSeries = {
+      label: '',
+      color: '#0072b2',
+      style: 'line',
+      points: [2, 8].map((x) => ({ x, y: 0.0025 * x * x })),
+    };
+    const svg = renderSvgChart(
+      figure([measured, fit], { xScale: 'log', yScale: 'log', xTicks: [2, 4, 8] }),
+    );
+    assertBalanced(svg);
+    for (const tick of ['>2<', '>4<', '>8<', '>0.01<', '>0.1<'])
+      assert.ok(svg.includes(tick), tick);
+    // Fitted to the data (0.009–0.176): no decade far outside it.
+    assert.ok(!svg.includes('>0.001<') && !svg.includes('>1<'));
+    const centers = [...svg.matchAll(/<circle cx="([\d.]+)" cy="([\d.]+)" r="3.5"/g)].map(
+      (match) => ({ x: Number(match[1]), y: Number(match[2]) }),
+    );
+    assert.equal(centers.length, 3);
+    // Equal ratios are equal distances on both axes, so the three points are collinear.
+    assert.ok(Math.abs(centers[1]!.x - centers[0]!.x - (centers[2]!.x - centers[1]!.x)) < 0.02);
+    assert.ok(Math.abs(centers[0]!.y - centers[1]!.y - (centers[1]!.y - centers[2]!.y)) < 0.02);
+    const line = svg.match(/<path d="M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)" fill="none"/)!;
+    assert.ok(Math.abs(Number(line[2]) - centers[0]!.y) < 0.02);
+    assert.ok(Math.abs(Number(line[4]) - centers[2]!.y) < 0.02);
+    // One legend entry: the fitted line has no label.
+    assert.equal((svg.match(/>stale</g) ?? []).length, 1);
+  });
+
+  test('values that a log axis cannot show are left out, never drawn as NaN', () => {
+    const series: FigureSeries = {
+      label: 'with a zero',
+      color: '#0072b2',
+      style: 'points',
+      points: [
+        { x: 1, y: 0 },
+        { x: 2, y: 0.5 },
+        { x: 3, y: 2 },
+      ],
+    };
+    const svg = renderSvgChart(figure([series], { yScale: 'log' }));
+    assert.equal(numbersOf(svg, 'circle', 'cy').length, 2 + 1, 'two points and the legend dot');
+    assert.ok(!svg.includes('NaN') && !svg.includes('Infinity'));
+  });
+
+  test('an interval is a shaded band in the series colour, with its own legend entry', () => {
+    const banded: FigureSeries = {
+      ...line,
+      bandLabel: 'seed band',
+      points: line.points.map((point) => ({ ...point, low: point.y - 0.5, high: point.y + 0.5 })),
+    };
+    const svg = renderSvgChart(figure([banded]));
+    const bands = [...svg.matchAll(/<path d="M([^"]+)Z" fill="#0072b2" fill-opacity="0.2"/g)];
+    assert.equal(bands.length, 1);
+    assert.equal(bands[0]![1]!.split('L').length, 6, 'three highs, then three lows back');
+    assert.ok(!svg.includes('stroke-dasharray'), 'no dashed lines for the interval');
+    assert.ok(svg.includes('>seed band<'));
+    // The axis makes room for the band: its ticks reach 3.5 (the line alone peaks at 3).
+    const yTicks = [...svg.matchAll(/text-anchor="end" fill="#6b7280">([^<]+)</g)].map((match) =>
+      Number(match[1]),
+    );
+    assert.ok(Math.max(...yTicks) >= 3.5 && Math.min(...yTicks) <= 0.5, yTicks.join(' '));
+  });
+
+  test('the caption (the takeaway) is wrapped under the legend and adds to the height', () => {
+    const description = 'teamtr ends at 22.4% and sequential-stale at 29.8%: '.repeat(6).trim();
+    const plain = renderSvgChart(figure([line], { description }));
+    const captioned = renderSvgChart(figure([line], { description }), { caption: true });
+    assert.ok(!plain.includes('teamtr ends at'));
+    const lines = [...captioned.matchAll(/<text x="12" y="[0-9.]+" fill="#1f2937">([^<]+)</g)];
+    assert.ok(lines.length >= 3, `${lines.length} caption lines`);
+    assert.ok(lines.every((match) => match[1]!.length * 6.3 <= 720 - 24));
+    assert.equal(lines.map((match) => match[1]).join(' '), description);
+    const height = (svg: string) => Number(svg.match(/height="(\d+)"/)![1]);
+    assert.equal(height(captioned), height(plain) + lines.length * 16 + 8);
+    assertBalanced(captioned);
+  });
 });

@@ -1,6 +1,12 @@
 /**
- * The figure model shared by the report (SVG, drawn server-side) and the dashboard (uPlot, drawn
- * in the browser): plain data, no drawing code, so both show the same numbers the same way.
+ * The figure model shared by every figure teamtr draws — the report and the docs (SVG, drawn by
+ * svg.ts) and the dashboard (uPlot, drawn in the browser): plain data, no drawing code, so all
+ * show the same numbers the same way.
+ *
+ * How a figure should read (docs/guides/statistics.md, STYLE.md): one distinct colour-blind-safe
+ * colour per series (palette.ts), intervals as shaded bands (points with `low`/`high`), axes
+ * fitted to the data (the renderer's default; fix bounds only where they mean something), and
+ * the takeaway in the caption (`description`, drawn under the chart with `caption: true`).
  */
 
 /** How a series is drawn: a line through its points, its points alone, or bars. */
@@ -9,7 +15,13 @@ export type SeriesStyle = 'line' | 'points' | 'bars';
 export interface FigurePoint {
   x: number;
   y: number;
+  /** An interval around y (a confidence interval, a seed band): drawn as a shaded band. */
+  low?: number;
+  high?: number;
 }
+
+/** How an axis maps values: linear, or logarithmic (values ≤ 0 are not drawn). */
+export type AxisScale = 'linear' | 'log';
 
 export interface FigureSeries {
   label: string;
@@ -22,6 +34,8 @@ export interface FigureSeries {
   markers?: boolean;
   /** Points in drawing order; a line joins consecutive points. */
   points: FigurePoint[];
+  /** Legend entry of the shaded band the points' low/high draw (none without it). */
+  bandLabel?: string;
 }
 
 export interface Figure {
@@ -39,6 +53,12 @@ export interface Figure {
   /** Fixed bounds of the y axis (e.g. 0..1 for an accuracy); data may widen them. */
   yMin?: number;
   yMax?: number;
+  /** @default 'linear' */
+  xScale?: AxisScale;
+  /** @default 'linear' */
+  yScale?: AxisScale;
+  /** Where the x ticks go (e.g. the team sizes), instead of evenly spaced ones. */
+  xTicks?: number[];
   /** Only series with at least one point: an empty list means there is no data yet. */
   series: FigureSeries[];
   /** Short facts next to the figure, e.g. rank correlations or out-of-region rates per run. */

@@ -1,3 +1,4 @@
+import { meanWithStandardError } from '../rl/index.js';
 import type { TabularGame } from './game.js';
 import type { TeamPolicy } from './policy.js';
 import type { SeededRandom } from './random.js';
@@ -49,16 +50,10 @@ export function prefixOf(game: TabularGame, transcript: number, depth: number): 
 
 /** Mean and standard error of `samples` draws of `draw()`. */
 export function estimate(samples: number, draw: () => number): Estimate {
-  let total = 0;
-  let squares = 0;
-  for (let sample = 0; sample < samples; sample++) {
-    const value = draw();
-    total += value;
-    squares += value * value;
-  }
-  const mean = total / samples;
-  const variance = Math.max(0, squares / samples - mean * mean) * (samples / (samples - 1));
-  return { mean, standardError: Math.sqrt(variance / samples), samples };
+  const draws = new Float64Array(samples);
+  for (let sample = 0; sample < samples; sample++) draws[sample] = draw();
+  const { mean, standardError } = meanWithStandardError(draws);
+  return { mean, standardError, samples };
 }
 
 /** J(team) = E[R]. */

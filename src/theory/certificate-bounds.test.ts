@@ -8,7 +8,7 @@ import {
   perStateTotalVariation,
   rewardRange,
   type CertificateBoundKey,
-} from './certificateBounds.js';
+} from './certificate-bounds.js';
 import { gameFamilyNames } from './families.js';
 import { stageSchedules, turnOrder, type UpdateRecord } from './schedules.js';
 import { makeGame } from './test-support/games.js';
