@@ -5,23 +5,17 @@ import { HttpError, isClientGone } from '../http/errors.js';
 import { hostGuard, readJson, type AppContext, type NodeEnvironment } from '../http/guards.js';
 import { startHttpServer } from '../http/server.js';
 import { TeamtrError } from '../util/errors.js';
+import { chatCompletionsFormat, completionsFormat } from './chat-format.js';
 import type { ServedModel } from './endpoints.js';
 import { ConcurrencyLimiter } from './limiter.js';
-import {
-  chunkBody,
-  completionId,
-  errorBody,
-  normalizeRequest,
-  RequestError,
-  responseBody,
-  usageChunkBody,
-  type NormalizedRequest,
-} from './protocol.js';
+import { RequestError, type NormalizedRequest } from './protocol.js';
+import { responsesFormat } from './responses.js';
+import { errorBody, type WireFormat } from './wire.js';
 
 /**
  * An OpenAI-compatible HTTP server over served models: GET /v1/models, POST
- * /v1/chat/completions and /v1/completions (streamed with server-sent events when asked), GET
- * /health. Bound to 127.0.0.1 unless told otherwise; request bodies are capped; at most
+ * /v1/chat/completions, /v1/completions and /v1/responses (streamed with server-sent events
+ * when asked), GET /health. Bound to 127.0.0.1 unless told otherwise; request bodies are capped; at most
  * `maxConcurrent` completions run at once and `maxQueued` wait, beyond which requests get 429.
  * The routes are a table on hono; the guards (Host, content type, body size) are the ones
  * every teamtr server shares (src/http).
@@ -78,12 +72,19 @@ function modelCard(id: string) {
   return { id, object: 'model', created: 0, owned_by: 'teamtr' };
 }
 
+/** The wire formats a served model answers in, each on its own POST route. */
+const wireFormats: readonly WireFormat[] = [
+  chatCompletionsFormat,
+  completionsFormat,
+  responsesFormat,
+];
+
 async function completion(
   context: AppContext,
   served: Served,
-  kind: 'chat' | 'completion',
+  format: WireFormat,
 ): Promise<Response> {
-  const normalized = normalizeRequest(kind, await readJson(context, served.maxBodyBytes));
+  const normalized = format.parse(await readJson(context, served.maxBodyBytes));
   const endpoint = served.byId.get(normalized.model);
   if (!endpoint) throw modelNotFound(normalized.model, served);
   const release = await served.limiter.tryAcquire();
@@ -93,7 +94,7 @@ async function completion(
       `the server is busy (${served.limiter.activeCount} running, ${served.limiter.queuedCount} queued); retry later`,
     );
   try {
-    await complete(endpoint, normalized, context.env.outgoing as ServerResponse);
+    await complete(endpoint, normalized, format, context.env.outgoing as ServerResponse);
   } finally {
     release();
   }
@@ -119,16 +120,11 @@ function routeTable(served: Served) {
         return c.json(modelCard(id));
       },
     },
-    {
+    ...wireFormats.map((format) => ({
       method: 'POST',
-      path: '/v1/chat/completions',
-      handle: (c: AppContext) => completion(c, served, 'chat'),
-    },
-    {
-      method: 'POST',
-      path: '/v1/completions',
-      handle: (c: AppContext) => completion(c, served, 'completion'),
-    },
+      path: format.path,
+      handle: (c: AppContext) => completion(c, served, format),
+    })),
   ] as const;
 }
 
@@ -180,75 +176,70 @@ function openAiApp(options: ServerOptions, allowedHosts: () => ReadonlySet<strin
   app.notFound((context) => {
     throw new RequestError(
       404,
-      `no route ${context.req.method} ${context.req.path} (routes: GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, POST /v1/completions, GET /health)`,
+      `no route ${context.req.method} ${context.req.path} (routes: GET /v1/models, GET /v1/models/{id}, ${wireFormats.map((format) => `POST ${format.path}`).join(', ')}, GET /health)`,
     );
   });
   app.onError(failure);
   return app;
 }
 
+/** Runs one request on `endpoint` and writes its answer: whole, or streamed as it is generated. */
 async function complete(
   endpoint: ServedModel,
   request: NormalizedRequest,
+  format: WireFormat,
   response: ServerResponse,
 ): Promise<void> {
   const aborter = new AbortController();
-  response.on('close', () => aborter.abort());
-  const id = completionId(request.kind);
-  const created = Math.floor(Date.now() / 1000);
+  response.on('close', () => aborter.abort(new RequestError(499, 'the client went away')));
+  const answer = format.answer(request);
   if (!request.stream) {
-    const results = [];
-    for (let index = 0; index < request.n; index++)
-      results.push(
-        await endpoint.complete(
-          { ...request, seed: request.seed === null ? null : request.seed + index },
-          { onDelta: () => undefined, signal: aborter.signal },
-        ),
-      );
-    const text = JSON.stringify(responseBody(request, id, created, results));
+    const results = await endpoint.complete(request, {
+      onDelta: () => undefined,
+      signal: aborter.signal,
+    });
+    const text = JSON.stringify(answer.body(results));
     response.writeHead(200, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(text),
     });
     return void response.end(text);
   }
-  // The stream opens at the first token: an error before it (a prompt too long, max_tokens
-  // past the context) is answered with its HTTP status, as without streaming.
-  const open = () => {
-    if (response.headersSent) return;
-    response.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
-    if (request.kind === 'chat')
-      response.write(
-        `data: ${JSON.stringify(chunkBody(request, id, created, { role: true, text: '' }))}\n\n`,
-      );
-  };
-  const send = (body: unknown) => {
-    open();
-    response.write(`data: ${JSON.stringify(body)}\n\n`);
+  // The stream opens at the first piece of text: an error before it (a prompt too long,
+  // max_tokens past the context) is answered with its HTTP status, as without streaming.
+  // Frames are made after the stream's opening ones: their sequence numbers follow.
+  const send = (frames: () => readonly string[]) => {
+    if (!response.headersSent) {
+      response.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      for (const frame of answer.stream.start()) response.write(frame);
+    }
+    for (const frame of frames()) response.write(frame);
   };
   try {
-    const result = await endpoint.complete(request, {
-      onDelta: (text, logprobs) => send(chunkBody(request, id, created, { text, logprobs })),
+    const [result] = await endpoint.complete(request, {
+      onDelta: (text, logprobs) => send(() => answer.stream.delta(text, logprobs)),
       signal: aborter.signal,
     });
-    send(chunkBody(request, id, created, { finishReason: result.finishReason }));
-    if (request.includeUsage) send(usageChunkBody(request, id, created, result));
+    send(() => answer.stream.end(result!));
   } catch (error) {
     if (!response.headersSent) throw error;
     // Headers are gone: report the failure in the stream itself.
-    const message = error instanceof TeamtrError ? error.message : 'internal error';
-    send(
-      errorBody(message, error instanceof TeamtrError ? 'invalid_request_error' : 'server_error'),
+    const known = error instanceof TeamtrError;
+    send(() =>
+      answer.stream.error(
+        known ? error.message : 'internal error',
+        known ? 'invalid_request_error' : 'server_error',
+      ),
     );
-    if (!(error instanceof TeamtrError))
-      process.stderr.write(`teamtr serve: ${(error as Error).stack ?? String(error)}\n`);
+    if (!known) process.stderr.write(`teamtr serve: ${(error as Error).stack ?? String(error)}\n`);
   }
-  response.end('data: [DONE]\n\n');
+  response.end();
 }
+
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   if (options.endpoints.length === 0) throw new TeamtrError('nothing to serve: no models');
   const ids = options.endpoints.map((endpoint) => endpoint.id);

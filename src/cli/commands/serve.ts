@@ -2,13 +2,15 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadModel } from '../../models/load.js';
 import { applyWeightsDtype, parseWeightsDtype } from '../../models/weights-dtype.js';
-import { modelEndpoint, teamEndpoint, type ServedModel } from '../../serve/endpoints.js';
+import { modelEndpoint, type ServedModel } from '../../serve/endpoints.js';
+import { teamEndpoints } from '../../serve/run-endpoints.js';
 import { startServer } from '../../serve/server.js';
 import { LocalTinkerEngine } from '../../serve/tinker/local-engine.js';
 import { startTinkerService } from '../../serve/tinker/server.js';
 import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
 import { untilInterrupted } from '../interrupted.js';
+import { loadTaskModule } from '../task-module.js';
 
 function integerFlag(flag: string, value: unknown, minimum: number): number {
   const parsed = Number(value);
@@ -50,28 +52,21 @@ async function endpointsFor(
       }),
     ];
   }
-  const { built, run } = await openRun(runDirectory!);
+  const { built, run, config } = await openRun(runDirectory!, {
+    task: flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined,
+  });
   for (const agent of built.team.agents)
     if (agent.policy.model) applyWeightsDtype(agent.policy.model, weightsDtype, serving);
   if (!run.hasCheckpoint())
     process.stderr.write(
       `teamtr serve: warning: ${runDirectory} has no checkpoint yet, so its agents are the untrained base models\n`,
     );
-  const agents: ServedModel[] = built.team.agents.flatMap((agent) =>
-    agent.policy.model
-      ? // Agents were trained on plain rendered text, so that is their default prompt format.
-        [
-          modelEndpoint({
-            id: agent.name,
-            model: agent.policy.model,
-            tokenizer: agent.policy.tokenizer,
-            promptFormat: promptFormat ?? 'plain',
-            defaultMaxTokens: built.team.protocol.maxTurnTokens,
-          }),
-        ]
-      : [],
-  );
-  return [...agents, teamEndpoint((flags.name as string | undefined) ?? 'team', built.team)];
+  // Each agent answers in the prompt format it was trained with, at the run's temperature.
+  return teamEndpoints(built.team, {
+    teamId: (flags.name as string | undefined) ?? 'team',
+    temperature: config.rollout.temperature,
+    ...(promptFormat ? { promptFormat } : {}),
+  });
 }
 
 /**
@@ -120,6 +115,10 @@ export function register(program: Command): void {
       "serve a run's trained agents and the whole team (or one model directory) over an OpenAI-compatible HTTP API",
     )
     .argument('[run-dir]', 'a run directory written by `teamtr train`')
+    .option(
+      '--task-module <file>',
+      "the run's task, when it was defined in code (the module given to `teamtr train --task-module`)",
+    )
     .option('--model <dir>', 'serve this model directory instead of a run')
     .option(
       '--name <id>',
@@ -133,7 +132,7 @@ export function register(program: Command): void {
     .option('--port <n>', 'port (0 = any free port)', '8000')
     .option(
       '--prompt-format <format>',
-      'chat messages → prompt: chat-template or plain (default: plain for run agents, the chat template for --model)',
+      "chat messages → prompt: chat-template or plain (default: the chat template when the model's tokenizer has one, as a run's agents were trained)",
     )
     .option(
       '--max-body-bytes <n>',
