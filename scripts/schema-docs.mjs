@@ -161,7 +161,7 @@ function variantOf(checker, member) {
 
 /** The config schemas whose settings are documented, by name: [source file, schema variable]. */
 export const documentedSchemas = {
-  train: ['src/trainer/config.ts', 'trainConfigSchema'],
+  train: ['src/trainer/config/train-config.ts', 'trainConfigSchema'],
   pretrain: ['src/pretrain/pretrain.ts', 'pretrainConfigSchema'],
 };
 

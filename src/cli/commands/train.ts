@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { trainConfigSchema } from '../../trainer/config.js';
+import { trainConfigSchema } from '../../trainer/config/train-config.js';
 import { train, type TrainProgress } from '../../trainer/trainer.js';
 import type { SwapRecord } from '../../trainer/records.js';
 import type { TrainSummary } from '../../trainer/summary.js';
@@ -9,7 +9,7 @@ import { addConfigFlags, configFlagsGiven, configFromFlags } from '../config-fla
 import { schemaDocs } from '../reference/schema-docs.generated.js';
 import { ProgressReporter, stageStatus } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
-import type { TaskInput } from '../../trainer/task-source.js';
+import type { TaskInput } from '../../trainer/setup/task-source.js';
 import { formatSummary } from '../format.js';
 import { nextSteps } from '../next-steps.js';
 import { addResultFlags, writeCommandResult } from '../result-flag.js';

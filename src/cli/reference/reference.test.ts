@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { trainConfigSchema } from '../../trainer/config.js';
+import { trainConfigSchema } from '../../trainer/config/train-config.js';
 import { createProgram } from '../main.js';
 import { configEntries, describeType } from './config-entries.js';
 import { schemaDocs } from './schema-docs.generated.js';
