@@ -9,8 +9,10 @@ import { resolveModelConfig } from '../nn/config.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { CharTokenizer } from '../tokenizer/char.js';
 import { RandomGenerator } from '../util/random.js';
+import { runBounded } from '../util/test-support/bounded-child.js';
 import { loadModel } from './load.js';
 import { parameterCount } from './memory-estimate.js';
+import { writeSparseCheckpoint } from './test-support/sparse-checkpoint.js';
 
 const cleanup: string[] = [];
 after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
@@ -79,6 +81,32 @@ describe('hostile model directories', () => {
       loadModel(directory),
       /needs [\d.]+ GiB for its float32 weights, more than 60% of this machine/,
     );
+  });
+
+  test('a checkpoint larger than the machine is refused from its config, before a tensor is read', async () => {
+    const directory = mkdtempSync(path.join(os.tmpdir(), 'teamtr-sparse-'));
+    cleanup.push(directory);
+    // 4,000,000 × 1024 embeddings and output head: 32.8 GB of float32 in a sparse file.
+    writeSparseCheckpoint(directory, {
+      vocabSize: 4_000_000,
+      hiddenSize: 1024,
+      intermediateSize: 64,
+    });
+    const loadModule = JSON.stringify(new URL('./load.ts', import.meta.url).href);
+    const result = await runBounded({
+      setup: `const { loadModel } = await import(${loadModule});`,
+      body: `try { await loadModel(${JSON.stringify(directory)}); console.log('loaded'); } catch (error) { console.log(error.name + ': ' + error.message); }`,
+      // The refusal must not depend on this machine's memory: 5% of any machine is less.
+      env: { TEAMTR_MEMORY_SHARE: '0.05' },
+    });
+    assert.equal(result.exceeded, null, `killed for ${result.exceeded}: ${result.stderr}`);
+    assert.match(
+      result.stdout,
+      new RegExp(
+        `TeamtrError: ${path.join(directory, 'config.json').replace(/[.]/g, '\\.')}: this model needs 30\\.5 GiB for its float32 weights, more than 5% of this machine's`,
+      ),
+    );
+    assert.ok(result.peakRssBytes < 2 ** 30, `peak RSS ${result.peakRssBytes}`);
   });
 
   test('NaN or Inf in the weights is refused at load, naming the directory and the weight', async () => {
