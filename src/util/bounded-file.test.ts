@@ -52,7 +52,7 @@ describe('the bounded reader', () => {
         (error: unknown) =>
           error instanceof FileFormatError &&
           error.file === file &&
-          /larger than a test file may be \(at most 16 bytes; test limit\)/.test(error.message),
+          /is 17 bytes; a test file is at most 16 bytes; test limit/.test(error.message),
       );
     });
 
@@ -86,7 +86,7 @@ describe('the bounded reader', () => {
       // /proc files report size 0 to stat and produce their text when read.
       await assert.rejects(
         read('/proc/self/status'),
-        /larger than a test file may be \(at most 16 bytes/,
+        /is more than 16 bytes; a test file is at most 16 bytes/,
       );
       const text = (
         await read('/proc/self/status', { limit: { bytes: 1 << 20, hint: '' }, what: 'status' })
@@ -102,7 +102,7 @@ describe('the bounded reader', () => {
     try {
       await assert.rejects(
         readBoundedText(file, { limit: 'configBytes', what: 'a config file' }),
-        /at most 50 bytes \(TEAMTR_MAX_CONFIG_BYTES raises it\)/,
+        /is 100 bytes; a config file is at most 50 bytes \(TEAMTR_MAX_CONFIG_BYTES raises it\)/,
       );
       process.env.TEAMTR_MAX_CONFIG_BYTES = '100';
       assert.equal(

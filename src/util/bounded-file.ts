@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { FileFormatError } from './errors.js';
-import { describeLimit, limitOf, type InputLimitName } from './limits.js';
+import { describeLimit, formatBytes, limitOf, type InputLimitName } from './limits.js';
 
 /**
  * The one way teamtr reads a file it was pointed at: regular files only (a device, FIFO or
@@ -59,7 +59,7 @@ export async function readBoundedFile(
   try {
     refuseSize(filePath, options, size, maxBytes);
     const capped = new CappedRead(size, maxBytes, () =>
-      refuseSize(filePath, options, maxBytes + 1, maxBytes),
+      refuseSize(filePath, options, null, maxBytes),
     );
     for (;;) {
       const { buffer, length } = capped.target();
@@ -92,7 +92,7 @@ export function readBoundedFileSync(filePath: string, options: BoundedReadOption
     refuseIrregular(filePath, options.what, stats);
     refuseSize(filePath, options, stats.size, maxBytes);
     const capped = new CappedRead(stats.size, maxBytes, () =>
-      refuseSize(filePath, options, maxBytes + 1, maxBytes),
+      refuseSize(filePath, options, null, maxBytes),
     );
     for (;;) {
       const { buffer, length } = capped.target();
@@ -152,18 +152,17 @@ function limitBytes(limit: FileSizeLimit): number {
 function refuseSize(
   filePath: string,
   options: BoundedReadOptions,
-  size: number,
+  /** null: read past the limit (the file grew, or reported size 0), no exact size to quote. */
+  size: number | null,
   maxBytes: number,
 ): void {
-  if (size <= maxBytes) return;
+  if (size !== null && size <= maxBytes) return;
   const allowed =
     typeof options.limit === 'string'
       ? describeLimit(options.limit)
-      : `${maxBytes} bytes; ${options.limit.hint}`;
-  throw new FileFormatError(
-    filePath,
-    `is larger than ${options.what} may be (at most ${allowed}); check the path`,
-  );
+      : `${formatBytes(maxBytes)}; ${options.limit.hint}`;
+  const figure = size === null ? `more than ${formatBytes(maxBytes)}` : formatBytes(size);
+  throw new FileFormatError(filePath, `is ${figure}; ${options.what} is at most ${allowed}`);
 }
 
 /** What a path that is not a regular file is, in words. */
