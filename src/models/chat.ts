@@ -3,6 +3,9 @@ import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
 import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TeamtrError } from '../util/errors.js';
+import { renderWithinLimits } from './chat-template-limits.js';
+
+export { ChatTemplateLimitError } from './chat-template-limits.js';
 
 /**
  * Chat prompts: messages → token ids. A Hugging Face tokenizer with a chat template renders it
@@ -47,15 +50,20 @@ function templateFor(source: string): Template {
   return template;
 }
 
-/** Renders a Jinja chat template to text (the model's prompt string). */
+/**
+ * Renders a Jinja chat template to text (the model's prompt string), under the limits of
+ * chat-template-limits.ts: a template comes with a model directory, and one that loops over
+ * range(100000000) must not run for minutes.
+ */
 export function renderChatTemplate(
   source: string,
   messages: readonly ChatMessage[],
   variables: Record<string, unknown>,
 ): string {
+  const template = templateFor(source);
   try {
-    // The library itself provides raise_exception and strftime_now.
-    return templateFor(source).render({ messages, ...variables });
+    // The library provides raise_exception and strftime_now.
+    return renderWithinLimits(template, { messages, ...variables });
   } catch (error) {
     if (error instanceof TeamtrError) throw error;
     throw new TeamtrError(`the chat template failed to render: ${(error as Error).message}`);
@@ -92,12 +100,11 @@ export function chatPromptIds(
         `the chat template does not write message ${index}'s content exactly once and in order (it transforms contents), which teamtr does not support; use plain prompts instead`,
       );
     }
-    ids.push(
-      ...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at)),
-      ...tokenizer.encode(message.content),
-    );
+    // Loops, not push(...ids): a long message has more ids than a call takes arguments.
+    for (const id of tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at))) ids.push(id);
+    for (const id of tokenizer.encode(message.content)) ids.push(id);
     cursor = at + marker.length;
   });
-  ids.push(...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor)));
+  for (const id of tokenizer.encodeWithSpecialTokens(rendered.slice(cursor))) ids.push(id);
   return ids;
 }

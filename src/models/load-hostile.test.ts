@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -107,6 +108,51 @@ describe('hostile model directories', () => {
       ),
     );
     assert.ok(result.peakRssBytes < 2 ** 30, `peak RSS ${result.peakRssBytes}`);
+  });
+
+  test('devices and pipes in a model directory are refused at once, naming the file', async () => {
+    const zeroConfig = await tinyCheckpoint();
+    rmSync(path.join(zeroConfig, 'config.json'));
+    symlinkSync('/dev/zero', path.join(zeroConfig, 'config.json'));
+    const pipeWeights = await tinyCheckpoint();
+    rmSync(path.join(pipeWeights, 'model.safetensors'));
+    execFileSync('mkfifo', [path.join(pipeWeights, 'model.safetensors')]);
+    const hfZero = mkdtempSync(path.join(os.tmpdir(), 'teamtr-hf-zero-'));
+    cleanup.push(hfZero);
+    symlinkSync('/dev/urandom', path.join(hfZero, 'config.json'));
+    const loadModule = JSON.stringify(new URL('./load.ts', import.meta.url).href);
+    const directories = [zeroConfig, pipeWeights, hfZero];
+    const result = await runBounded({
+      setup: `const { loadModel } = await import(${loadModule});`,
+      body: `for (const directory of ${JSON.stringify(directories)}) { try { await loadModel(directory); console.log('loaded'); } catch (error) { console.log(error.message); } }`,
+    });
+    assert.equal(result.exceeded, null, `killed for ${result.exceeded}`);
+    const [zero, pipe, urandom] = result.stdout.trim().split('\n');
+    assert.equal(
+      zero,
+      `${path.join(zeroConfig, 'config.json')}: is a character device (such as /dev/zero), not a regular file; give the path of config.json on disk`,
+    );
+    assert.match(
+      pipe!,
+      new RegExp(`^${pipeWeights}/model\\.safetensors: is a named pipe \\(FIFO\\)`),
+    );
+    assert.match(urandom!, new RegExp(`^${hfZero}/config\\.json: is a character device`));
+  });
+
+  test('a missing tokenizer.json is named; a Hub id says teamtr loads local folders only', async () => {
+    const directory = await tinyCheckpoint();
+    rmSync(path.join(directory, 'tokenizer.json'));
+    await assert.rejects(
+      loadModel(directory),
+      new RegExp(
+        `${directory}: no tokenizer\\.json: a teamtr model checkpoint needs its tokenizer`,
+      ),
+    );
+    await assert.rejects(
+      loadModel('Qwen/Qwen2.5-0.5B-Instruct'),
+      /model "Qwen\/Qwen2\.5-0\.5B-Instruct" not found at .*: teamtr loads models from local folders only, it does not download from the Hugging Face Hub; download it first \(e\.g\. `huggingface-cli download Qwen\/Qwen2\.5-0\.5B-Instruct --local-dir models\/Qwen2\.5-0\.5B-Instruct`\)/,
+    );
+    await assert.rejects(loadModel('./no/such/model/dir'), /give the path of a model folder/);
   });
 
   test('NaN or Inf in the weights is refused at load, naming the directory and the weight', async () => {

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { DecodeOptions, Tokenizer, TokenizerFormat } from './types.js';
+import { checkTokenizerPatterns } from './regex-safety.js';
+import { checkEncodedIds, checkVocabularyIds } from './vocabulary-checks.js';
 
 /**
  * Hugging Face tokenizers (`tokenizer.json` + `tokenizer_config.json`) behind the engine's
@@ -110,6 +112,8 @@ export class HuggingFaceTokenizer implements Tokenizer {
       path.join(path.dirname(source), 'tokenizer_config.json'),
     );
     const addedTokens = mergeAddedTokens(parsed.added_tokens, settings);
+    checkVocabularyIds(parsed.model, addedTokens, source);
+    checkTokenizerPatterns(tokenizerJson, source);
     const roles = {
       bos: contentOf(settings.bos_token),
       eos: contentOf(settings.eos_token),
@@ -163,6 +167,7 @@ export class HuggingFaceTokenizer implements Tokenizer {
   encode(text: string): number[] {
     if (text.length === 0) return [];
     const ids: number[] = this.untrusted.encode(text, { add_special_tokens: false }).ids;
+    checkEncodedIds(ids, this.vocabSize, text);
     // Unknown characters legitimately become the unk token; no other special may appear.
     const forged = ids.find((id) => this.specialIds.has(id) && id !== this.unkId);
     if (forged !== undefined) {
@@ -176,7 +181,9 @@ export class HuggingFaceTokenizer implements Tokenizer {
   /** Program-built text (e.g. a rendered chat template) → ids, special token strings included. */
   encodeWithSpecialTokens(text: string): number[] {
     if (text.length === 0) return [];
-    return this.full.encode(text, { add_special_tokens: false }).ids;
+    const ids: number[] = this.full.encode(text, { add_special_tokens: false }).ids;
+    checkEncodedIds(ids, this.vocabSize, text);
+    return ids;
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {

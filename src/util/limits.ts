@@ -65,7 +65,7 @@ export const inputLimits = {
   },
   templateSteps: {
     variable: 'TEAMTR_MAX_TEMPLATE_STEPS',
-    defaultValue: 1_000_000,
+    defaultValue: 100_000,
     unit: 'steps',
     bounds:
       'one rendering of a chat template (each evaluated expression or statement is a step; range() may not yield more items)',
