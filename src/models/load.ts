@@ -13,6 +13,7 @@ import { TransformerLM } from '../nn/transformer.js';
 import { huggingFaceFormat } from './huggingface/format.js';
 import type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.js';
 import { checkModelFits, parameterCount } from './memory-estimate.js';
+import { assertFiniteParameters, assertForwardFinite } from './weight-checks.js';
 
 /** A model ready to run: the network, its tokenizer and where it came from. */
 export type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.js';
@@ -132,7 +133,7 @@ export async function loadModel(
     );
   }
   const loaded = await format.load(directory, options);
-  assertFiniteWeights(loaded, directory);
+  assertUsableWeights(loaded, directory);
   return loaded;
 }
 
@@ -147,22 +148,13 @@ function modelNotFoundMessage(spec: string, directory: string): string {
   return `model "${spec}" not found at ${directory}; give the path of a model folder`;
 }
 
-/**
- * Weights with NaN or ±Inf load without complaint and then sample garbage (or stop training deep
- * inside a certificate), so a model is refused at load, naming its directory and the tensor.
- * x − x is 0 for every finite x and NaN otherwise: one subtraction per element.
- */
-function assertFiniteWeights(loaded: LoadedModel, directory: string): void {
-  for (const { name, tensor } of loaded.model.namedParameters()) {
-    const data = tensor.data;
-    let check = 0;
-    for (let index = 0; index < data.length; index++) check += data[index]! - data[index]!;
-    if (check === 0) continue;
-    const index = data.findIndex((value) => !Number.isFinite(value));
+/** Refuses, naming the tensor, weights that are not finite or that overflow the forward pass. */
+function assertUsableWeights(loaded: LoadedModel, directory: string): void {
+  try {
+    assertFiniteParameters(loaded.model, directory);
+    assertForwardFinite(loaded.model, directory);
+  } catch (error) {
     loaded.model.destroy();
-    throw new FileFormatError(
-      directory,
-      `weight "${name}" holds a non-finite value (${data[index]} at element ${index}); the file is damaged or came from a diverged run — use another checkpoint`,
-    );
+    throw error;
   }
 }
