@@ -1,8 +1,10 @@
+import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
 import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TeamtrError } from '../util/errors.js';
+import { warnOnce } from '../util/warn.js';
 import { renderWithinLimits } from './chat-template-limits.js';
 
 export { ChatTemplateLimitError } from './chat-template-limits.js';
@@ -70,6 +72,19 @@ export function renderChatTemplate(
   }
 }
 
+/**
+ * A Hugging Face model without a chat template reads plain text, also where chat messages are
+ * asked for: say so once, since a chat-tuned model prompted without its template answers
+ * worse, and nothing else shows it.
+ */
+export function warnNoChatTemplate(source: string): void {
+  warnOnce(
+    `${source}:no-chat-template`,
+    'TEAMTR_NO_CHAT_TEMPLATE',
+    `${source} has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja): its prompts are plain text, not chat turns. For a chat model, add the template it was trained with; for a base model, ignore this`,
+  );
+}
+
 /** Whether `chatPromptIds` will use a chat template for this tokenizer. */
 export function hasChatTemplate(tokenizer: Tokenizer): tokenizer is HuggingFaceTokenizer {
   return tokenizer instanceof HuggingFaceTokenizer && tokenizer.chatTemplate !== null;
@@ -81,6 +96,12 @@ export function chatPromptIds(
   options: ChatPromptOptions = {},
 ): number[] {
   if (messages.length === 0) throw new TeamtrError('a chat prompt needs at least one message');
+  if (
+    !options.plain &&
+    tokenizer instanceof HuggingFaceTokenizer &&
+    tokenizer.chatTemplate === null
+  )
+    warnNoChatTemplate(path.dirname(tokenizer.source));
   if (options.plain || !hasChatTemplate(tokenizer)) {
     return encodeWithBos(tokenizer, messages.map((message) => message.content).join('\n'));
   }

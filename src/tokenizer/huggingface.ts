@@ -103,7 +103,8 @@ export class HuggingFaceTokenizer implements Tokenizer {
   constructor(
     readonly tokenizerJson: Record<string, unknown>,
     readonly config: Record<string, unknown>,
-    source = 'tokenizer.json',
+    /** The tokenizer.json it came from, for errors and warnings. */
+    readonly source = 'tokenizer.json',
   ) {
     const parsed = parseWithSchema(tokenizerJsonSchema, tokenizerJson, source);
     const settings = parseWithSchema(

@@ -59,7 +59,9 @@ export function runWorkerSync(task: SyncWorkerTask): SyncWorkerOutcome {
     const waited = Atomics.wait(signal, 0, 0, task.milliseconds);
     if (waited === 'timed-out' && Atomics.load(signal, 0) === 0) return { status: 'timed-out' };
     const length = Atomics.load(signal, 1);
-    return JSON.parse(Buffer.from(answer.subarray(0, length)).toString('utf8')) as SyncWorkerOutcome;
+    return JSON.parse(
+      Buffer.from(answer.subarray(0, length)).toString('utf8'),
+    ) as SyncWorkerOutcome;
   } finally {
     void worker.terminate();
   }

@@ -5,6 +5,7 @@ import { TransformerLM } from '../../nn/transformer.js';
 import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface-files.js';
 import { readBoundedTextSync } from '../../util/bounded-file.js';
 import { FileFormatError } from '../../util/errors.js';
+import { warnNoChatTemplate } from '../chat.js';
 import { RandomGenerator } from '../../util/random.js';
 import type { LoadedModel, ModelFormat, ModelLoadOptions } from '../model-format.js';
 import { architectureOf } from './config.js';
@@ -58,6 +59,7 @@ export async function loadHuggingFaceModel(
   const architecture = architectureOf(raw, configPath);
   const config = architecture.toModelConfig(raw, configPath);
   const tokenizer = await loadHuggingFaceTokenizer(directory);
+  if (tokenizer.chatTemplate === null) warnNoChatTemplate(directory);
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new FileFormatError(
       directory,
