@@ -68,6 +68,21 @@ describe('hostile tokenizer files', () => {
     assert.equal(plain.decode(plain.encode(text)), text);
   });
 
+  test('a vocabulary of 200,000 tokens loads (spreading its ids into Math.max overflowed)', () => {
+    const vocab: Record<string, number> = { '[UNK]': 0 };
+    for (let id = 1; id < 200_000; id++) vocab[`t${id}`] = id;
+    const json = {
+      added_tokens: [],
+      normalizer: null,
+      pre_tokenizer: { type: 'Whitespace' },
+      decoder: null,
+      model: { type: 'WordPiece', vocab, unk_token: '[UNK]', continuing_subword_prefix: '##' },
+    };
+    const tokenizer = new HuggingFaceTokenizer(json, { unk_token: '[UNK]' });
+    assert.equal(tokenizer.vocabSize, 200_000);
+    assert.deepEqual(tokenizer.encode('t199999 t7'), [199_999, 7]);
+  });
+
   test('a Unigram model with an object vocabulary says it is not supported', () => {
     const json = {
       added_tokens: [],

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { DecodeOptions, Tokenizer, TokenizerFormat } from './types.js';
+import { largest } from '../util/extremes.js';
 import { checkTokenizerPatterns } from './regex-safety.js';
 import { checkEncodedIds, checkVocabularyIds } from './vocabulary-checks.js';
 
@@ -313,7 +314,8 @@ function createLibraryTokenizer(
 /** id → token string for every id; the vocabulary must have no holes. */
 function vocabularyList(library: LibraryTokenizer, source: string): string[] {
   const vocabulary = library.get_vocab(true);
-  const size = Math.max(-1, ...vocabulary.values()) + 1;
+  // A loop, not Math.max(...ids): spreading Qwen2.5's 151,665 ids overflows the call stack.
+  const size = largest([...vocabulary.values()], (id) => id, -1) + 1;
   const tokens: string[] = new Array(size);
   for (const [token, id] of vocabulary) tokens[id] = token;
   for (let id = 0; id < size; id++) {
