@@ -93,7 +93,8 @@ export const inputLimits = {
     variable: 'TEAMTR_TASK_CALL_MS',
     defaultValue: 60_000,
     unit: 'milliseconds',
-    bounds: "one call into a --task-module's code (a reward, a split)",
+    bounds:
+      "one call into task code: a --task-module's reward or split, or an async reward of a task defined in code",
   },
   taskMemoryMiB: {
     variable: 'TEAMTR_TASK_MEMORY_MIB',
@@ -105,8 +106,7 @@ export const inputLimits = {
     variable: 'TEAMTR_MAX_TASK_RESULT',
     defaultValue: mebibyte,
     unit: 'characters',
-    bounds:
-      'what one call into a --task-module returns (a reward and its details, a split), as JSON',
+    bounds: 'what one reward call of a --task-module returns (the reward and its details), as JSON',
   },
 } as const satisfies Record<string, InputLimit>;
 

@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { readBoundedTextSync } from '../../util/bounded-file.js';
 import { describeThrown } from '../../util/describe-value.js';
 import { TeamtrError } from '../../util/errors.js';
 
@@ -23,8 +24,9 @@ export function moduleSystemOf(file: string): ModuleSystem {
   for (let directory = path.dirname(file); ; directory = path.dirname(directory)) {
     const manifest = path.join(directory, 'package.json');
     if (existsSync(manifest)) {
+      const text = readBoundedTextSync(manifest, { limit: 'jsonBytes', what: 'package.json' });
       try {
-        const type = (JSON.parse(readFileSync(manifest, 'utf8')) as { type?: unknown }).type;
+        const type = (JSON.parse(text) as { type?: unknown }).type;
         return type === 'module' ? 'module' : 'commonjs';
       } catch {
         return 'commonjs';
