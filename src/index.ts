@@ -61,12 +61,9 @@ export { scheduleSwap } from './trainer/swap-plan.js';
 // The applications the CLI runs, as functions: serve a team or model over an OpenAI-compatible
 // API, the live dashboard, the static report, and export to a Hugging Face directory.
 export { startServer, type ServerOptions, type RunningServer } from './serve/server.js';
-export {
-  modelEndpoint,
-  teamEndpoint,
-  type ServedModel,
-  type ModelEndpointOptions,
-} from './serve/endpoints.js';
+export { modelEndpoint, type ServedModel, type ModelEndpointOptions } from './serve/endpoints.js';
+export { teamEndpoint, type TeamEndpointOptions } from './serve/team-endpoint.js';
+export { teamEndpoints, type TeamServingOptions } from './serve/run-endpoints.js';
 export { startDashboard, type DashboardOptions, type DashboardServer } from './dashboard/server.js';
 export {
   writeReport,
