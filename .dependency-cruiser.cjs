@@ -38,6 +38,13 @@ const allowed = {
 
 const testCode = '(\\.test\\.ts$|/test-support/|^src/backend/testing/|^src/backend/backend\\.suite\\.ts$)';
 
+// The rooms of src/trainer/, top to bottom: each may import only the rooms after it, and none
+// imports the files at the top of src/trainer/ (the stage, the schedules and the run loop,
+// which may import every room). See src/trainer/README.md.
+const trainerRooms = ['swap', 'step-control', 'run', 'setup', 'certificate', 'update', 'config'];
+// Inside update/: the two engines know nothing of each other (engines.ts picks one per unit).
+const updateEngines = ['local', 'tinker'];
+
 module.exports = {
   forbidden: [
     {
@@ -70,6 +77,23 @@ module.exports = {
         path: '^src/',
         pathNot: [`^src/${folder}/`, ...folders.map((name) => `^src/${name}/`)],
       },
+    })),
+    ...trainerRooms.map((room, index) => ({
+      name: `trainer-${room}`,
+      severity: 'error',
+      comment: `src/trainer/${room}/ may import only ${trainerRooms.slice(index + 1).join(', ') || 'no other room'} of src/trainer/ (see .dependency-cruiser.cjs).`,
+      from: { path: `^src/trainer/${room}/`, pathNot: testCode },
+      to: {
+        path: '^src/trainer/',
+        pathNot: `^src/trainer/(${trainerRooms.slice(index).join('|')})/`,
+      },
+    })),
+    ...updateEngines.map((engine) => ({
+      name: `trainer-update-${engine}`,
+      severity: 'error',
+      comment: `src/trainer/update/${engine}/ does not import the other engine.`,
+      from: { path: `^src/trainer/update/${engine}/`, pathNot: testCode },
+      to: { path: `^src/trainer/update/(${updateEngines.filter((other) => other !== engine).join('|')})/` },
     })),
   ],
   options: {

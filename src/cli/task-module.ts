@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { loadIsolatedTask } from '../tasks/task-module/isolated-task.js';
-import type { TaskInput } from '../trainer/task-source.js';
+import type { TaskInput } from '../trainer/setup/task-source.js';
 import { TeamtrError } from '../util/errors.js';
 
 /**

@@ -8,7 +8,7 @@ import { scalingCurveFigures } from '../../experiments/scaling-figures.js';
 import { loadRuns } from '../../report/runs.js';
 import { renderSvgChart } from '../../figures/svg.js';
 import { workedChainMaxAgents } from '../../tasks/index.js';
-import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
+import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';

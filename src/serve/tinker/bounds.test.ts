@@ -73,8 +73,12 @@ async function newSession(): Promise<string> {
   return created.json.session_id as string;
 }
 
+/** A future's outcome, polled as the SDK does: a loaded machine may not finish in one wait. */
 async function result(requestId: string) {
-  return post('/api/v1/retrieve_future', { request_id: requestId });
+  for (;;) {
+    const answer = await post('/api/v1/retrieve_future', { request_id: requestId });
+    if (answer.json.type !== 'try_again') return answer;
+  }
 }
 
 describe('teamtr serve --tinker: bounds and guards', () => {
