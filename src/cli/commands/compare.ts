@@ -6,10 +6,12 @@ import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-con
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
 import { signed } from '../format.js';
 import { runTraining } from './train.js';
 import { loadTaskModule } from '../task-module.js';
 import { RandomGenerator } from '../../util/random.js';
+import { addResultFlags, writeCommandResult } from '../result-flag.js';
 
 export interface ScheduleComparison {
   schedule: string;
@@ -131,8 +133,12 @@ function difference(estimate: Estimate | null | undefined): string {
   return `${points(estimate.value)}${interval}`;
 }
 
-export function formatComparison(rows: ScheduleComparison[], baseline?: string): string {
-  const header = [
+/** The comparison as a table: one row per schedule, the paired difference to `baseline` first. */
+export function comparisonTable(
+  rows: ScheduleComparison[],
+  baseline?: string,
+): { columns: string[]; rows: string[][] } {
+  const columns = [
     'schedule',
     ...(baseline ? [`Δ acc vs ${baseline} (points)`] : []),
     'eval acc (mean ± std)',
@@ -158,6 +164,11 @@ export function formatComparison(rows: ScheduleComparison[], baseline?: string):
       : row.cumulativeRankCorrelationMean.toFixed(2),
     `${signed(row.outOfSamplePerStageMean)} (${signed(row.inSamplePerStageMean)})`,
   ]);
+  return { columns, rows: body };
+}
+
+export function formatComparison(rows: ScheduleComparison[], baseline?: string): string {
+  const { columns: header, rows: body } = comparisonTable(rows, baseline);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...body.map((row) => row[column]!.length)),
   );
@@ -180,6 +191,38 @@ export function formatComparison(rows: ScheduleComparison[], baseline?: string):
   );
 }
 
+/** `--result FILE`: the comparison, its best schedule named in the caption. */
+async function writeComparisonResult(
+  command: Command,
+  rows: ScheduleComparison[],
+  baseline: string,
+  wallSeconds: number,
+) {
+  const best = [...rows].sort((a, b) => b.accuracyMean - a.accuracyMean)[0];
+  const seeds = rows[0]?.seeds.length ?? 0;
+  const bestDifference =
+    best && best.schedule !== baseline
+      ? ` (${difference(best.differenceToBaseline)} points vs ${baseline}, paired by seed)`
+      : '';
+  await writeCommandResult(command, {
+    title: 'Schedules at a matched budget',
+    tables: [
+      {
+        caption: best
+          ? `At the same generated-token budget, ${best.schedule} ends highest (${(100 * best.accuracyMean).toFixed(1)}% held-out accuracy, mean over ${seeds} seed${seeds === 1 ? '' : 's'})${bestDifference}.`
+          : 'No schedule ran.',
+        ...comparisonTable(rows, baseline),
+      },
+    ],
+    notes: [
+      `Δ acc vs ${baseline}: per seed, accuracy minus ${baseline}'s on the same seed; the mean over seeds with a 95% percentile bootstrap over seeds.`,
+      'Eval accuracy: held-out team accuracy after training, mean ± standard deviation over seeds. cert~measured ρ: cumulative rank correlation of the first-order certificate with the measured improvement. Reward per stage: on the next stage’s new problems (on the stage’s own problems in parentheses).',
+    ],
+    wallSeconds,
+    data: rows,
+  });
+}
+
 export function register(program: Command): void {
   const command = program
     .command('compare')
@@ -200,8 +243,14 @@ export function register(program: Command): void {
     )
     .option('--task-module <file>', 'a task defined in code (a .js/.ts module), for every run')
     .option('--json', 'print one JSON object per schedule on stdout');
-  addConfigFlags(command, trainConfigSchema, ['schedule', 'seed']);
+  addResultFlags(command);
+  addConfigFlags(command, trainConfigSchema, {
+    skip: ['schedule', 'seed'],
+    docs: schemaDocs.train,
+    inReference: true,
+  });
   command.action(async (flags: Record<string, unknown>) => {
+    const started = Date.now();
     const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
     const base = configFromFlags(trainConfigSchema, flags);
     const requested = parseList(String(flags.schedules), '--schedules');
@@ -263,5 +312,6 @@ export function register(program: Command): void {
     const paired = pairWithBaseline(rows, bySchedule, baseline);
     if (flags.json) for (const row of paired) process.stdout.write(`${JSON.stringify(row)}\n`);
     else process.stdout.write(formatComparison(paired, baseline));
+    await writeComparisonResult(command, paired, baseline, (Date.now() - started) / 1000);
   });
 }

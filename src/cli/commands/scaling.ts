@@ -10,6 +10,7 @@ import { renderSvgChart } from '../../figures/svg.js';
 import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
 import {
   gridCells,
   gridWallSeconds,
@@ -18,7 +19,7 @@ import {
   runCell,
   type GridPlan,
 } from './scaling-grid.js';
-import { reproducingCommand, writeScalingResult } from './scaling-result.js';
+import { addResultFlags, writeCommandResult } from '../result-flag.js';
 
 function scheduleList(text: string): string[] {
   return parseList(text, '--schedules', (item) => {
@@ -92,28 +93,26 @@ async function runGrid(flags: Record<string, unknown>, command: Command): Promis
       path.join(out, `${figure.id}.svg`),
       renderSvgChart(figure, { caption: true }),
     );
-  if (flags.result !== undefined) {
-    const wallSeconds = gridWallSeconds(cells) + (Date.now() - started) / 1000;
-    await writeScalingResult(String(flags.result), {
-      title: `Schedules at matched tokens on ${task}: ${cells.length} runs`,
-      command: reproducingCommand(command),
-      wallSeconds: Math.round(wallSeconds),
-      tables: scalingTables(report),
-      notes: [
-        `Wall time: the runs' own wall times (summary.json) added up, plus this command's analysis.`,
-        ...scalingNotes(report),
-      ],
-      quietHost: flags.quietHost === true,
-      data: {
-        paired: report.paired,
-        outcomes: report.outcomes,
-        staleFreshRatios: report.staleFreshRatios,
-        certificateCoverage: report.certificateCoverage,
-        resampling: report.resampling,
-      },
-    });
-    process.stderr.write(`wrote ${String(flags.result)}\n`);
-  }
+  await writeCommandResult(command, {
+    title: `Schedules at matched tokens on ${task}: ${cells.length} runs`,
+    wallSeconds: Math.round(gridWallSeconds(cells) + (Date.now() - started) / 1000),
+    tables: scalingTables(report).map((table) => ({
+      caption: `${table.title}: ${table.caption}`,
+      columns: [...table.columns],
+      rows: table.rows.map((row) => [...row]),
+    })),
+    notes: [
+      `Wall time: the runs' own wall times (summary.json) added up, plus this command's analysis.`,
+      ...scalingNotes(report),
+    ],
+    data: {
+      paired: report.paired,
+      outcomes: report.outcomes,
+      staleFreshRatios: report.staleFreshRatios,
+      certificateCoverage: report.certificateCoverage,
+      resampling: report.resampling,
+    },
+  });
   process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : markdown);
 }
 
@@ -154,10 +153,13 @@ export function register(program: Command): void {
       '--out <dir>',
       'directory for the runs, scaling.json / scaling.md and the training curves (default runs/scaling-<task>)',
     )
-    .option('--result <file>', 'also write the tables as a result file (docs/results/<name>.json)')
-    .option('--quiet-host', 'with --result: record that nothing else ran on the machine meanwhile')
     .option('--json', 'print the report as JSON on stdout');
-  addConfigFlags(command, trainConfigSchema, ['schedule', 'seed', 'agents', 'task']);
+  addResultFlags(command);
+  addConfigFlags(command, trainConfigSchema, {
+    skip: ['schedule', 'seed', 'agents', 'task'],
+    docs: schemaDocs.train,
+    inReference: true,
+  });
   command.action(async (flags: Record<string, unknown>) => {
     await runGrid(flags, command);
   });
