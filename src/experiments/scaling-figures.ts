@@ -1,6 +1,6 @@
 import type { Figure, FigureSeries } from '../figures/figure.js';
 import { paletteColor } from '../figures/palette.js';
-import type { ScalingReport } from './scaling-report.js';
+import type { ScalingReport } from './scaling-report-data.js';
 
 /**
  * The scaling experiment's training curves (the paper's Fig. 3), one figure per team size:

@@ -4,51 +4,16 @@ import {
   signedErrorsByStage,
   surrogateErrors,
   surrogateErrorSlopes,
-  type ErrorSlope,
-  type OccupancyGapRow,
   type ScalingRun,
-  type SurrogateErrorRow,
 } from './scaling-analysis.js';
-import {
-  certificateCoverage,
-  occupancyRange,
-  resamplingDecisions,
-  type CertificateCoverageRow,
-  type OccupancyRangeRow,
-  type ResamplingRow,
-} from './scaling-diagnostics.js';
-import {
-  outcomes,
-  pairedOutcomes,
-  staleFreshRatios,
-  trainingCurve,
-  type CurvePoint,
-  type OutcomeRow,
-  type PairedRow,
-  type StaleFreshRatio,
-} from './scaling-outcomes.js';
+import { certificateCoverage, occupancyRange, resamplingDecisions } from './scaling-diagnostics.js';
+import { outcomes, pairedOutcomes, staleFreshRatios, trainingCurve } from './scaling-outcomes.js';
 import { scalingNotes, scalingTables, type ScalingTable } from './scaling-tables.js';
 
-export type { ScalingTable } from './scaling-tables.js';
+import type { ScalingReport } from './scaling-report-data.js';
 
-/** Everything the scaling experiment reports, as data (scaling.json) and as Markdown. */
-export interface ScalingReport {
-  /** The task the grid ran on (its config's task.name). */
-  task: string;
-  runs: number;
-  /** The schedule every other is paired with. */
-  baseline: string;
-  paired: PairedRow[];
-  outcomes: OutcomeRow[];
-  occupancyGap: OccupancyGapRow[];
-  occupancyRange: OccupancyRangeRow[];
-  surrogateError: SurrogateErrorRow[];
-  surrogateErrorSlopes: ErrorSlope[];
-  staleFreshRatios: StaleFreshRatio[];
-  certificateCoverage: CertificateCoverageRow[];
-  resampling: ResamplingRow[];
-  curves: { agents: number; schedule: string; points: CurvePoint[] }[];
-}
+export type { ScalingTable } from './scaling-tables.js';
+export type { ScalingReport } from './scaling-report-data.js';
 
 /**
  * The report of a grid's runs. `baseline` names the schedule the others are paired with

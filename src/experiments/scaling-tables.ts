@@ -1,6 +1,6 @@
 import type { Estimate } from '../rl/index.js';
 import type { Rate } from './scaling-diagnostics.js';
-import type { ScalingReport } from './scaling-report.js';
+import type { ScalingReport } from './scaling-report-data.js';
 
 /**
  * The scaling report as tables, each with its takeaway computed from the data: what scaling.md
