@@ -192,7 +192,7 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
     ]);
     assert.match(
       badSchedule.stderr,
-      /schedule: got "parallel" \(valid: "teamtr", "sequential-stale", "joint", "single"\)/,
+      /schedule: got "parallel" \(valid: "teamtr", "lazy", "sequential-stale", "joint", "single"\)/,
     );
     const notRun = await teamtr(['eval', fixture.directory]);
     assert.equal(notRun.code, 2);
