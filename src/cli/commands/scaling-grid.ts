@@ -99,7 +99,8 @@ export function gridCells(
  * Runs a cell: a finished run is reused, an interrupted one resumed, anything else started.
  * A directory holding a run made with other settings stops the grid (it names them).
  */
-export async function runCell(cell: GridCell): Promise<void> {
+/** Trains the cell unless it already finished; returns the seconds spent on it now. */
+export async function runCell(cell: GridCell): Promise<number> {
   const { directory } = cell;
   const started = existsSync(path.join(directory, 'config.json'));
   if (started) checkSameSettings(cell);
@@ -108,12 +109,14 @@ export async function runCell(cell: GridCell): Promise<void> {
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary;
     if (!summary.interrupted) {
       process.stderr.write(`scaling: ${directory} already finished\n`);
-      return;
+      return 0;
     }
   }
   process.stderr.write(`scaling: → ${directory}\n`);
+  const startedAt = performance.now();
   // A run stopped before its first checkpoint resumes from the start (same seed, same run).
   await runTraining({ config: cell.config, runDirectory: directory, resume: started, quiet: true });
+  return (performance.now() - startedAt) / 1000;
 }
 
 /**
@@ -139,12 +142,20 @@ function checkSameSettings(cell: GridCell): void {
     );
 }
 
-/** Wall seconds of the finished runs (their summaries add resumed parts together). */
-export function gridWallSeconds(cells: readonly GridCell[]): number {
-  return cells.reduce((total, cell) => {
+/**
+ * The grid's wall seconds: this command's own, plus what earlier commands spent on its runs
+ * (a reused run's summary, the earlier parts of a resumed one; summaries add resumed parts
+ * together). `spentNow[i]` is what this command spent on cell i (runCell's answer).
+ */
+export function gridWallSeconds(
+  cells: readonly GridCell[],
+  spentNow: readonly number[],
+  secondsThisCommand: number,
+): number {
+  return cells.reduce((total, cell, index) => {
     const summaryPath = path.join(cell.directory, 'summary.json');
     if (!existsSync(summaryPath)) return total;
     const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary;
-    return total + summary.wallSeconds;
-  }, 0);
+    return total + Math.max(0, summary.wallSeconds - (spentNow[index] ?? 0));
+  }, secondsThisCommand);
 }

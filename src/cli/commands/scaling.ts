@@ -75,7 +75,8 @@ async function runGrid(flags: Record<string, unknown>, command: Command): Promis
     schedules: scheduleList(String(flags.schedules)),
     seeds: parseList(String(flags.seeds), '--seeds', integerIn('--seeds', 0, 2 ** 31)),
   });
-  for (const cell of cells) await runCell(cell);
+  const spentNow: number[] = [];
+  for (const cell of cells) spentNow.push(await runCell(cell));
   const views = await loadRuns(cells.map((cell) => cell.directory));
   const runs: ScalingRun[] = cells.map((cell, index) => ({
     ...cell,
@@ -95,14 +96,14 @@ async function runGrid(flags: Record<string, unknown>, command: Command): Promis
     );
   await writeCommandResult(command, {
     title: `Schedules at matched tokens on ${task}: ${cells.length} runs`,
-    wallSeconds: Math.round(gridWallSeconds(cells) + (Date.now() - started) / 1000),
+    wallSeconds: Math.round(gridWallSeconds(cells, spentNow, (Date.now() - started) / 1000)),
     tables: scalingTables(report).map((table) => ({
       caption: `${table.title}: ${table.caption}`,
       columns: [...table.columns],
       rows: table.rows.map((row) => [...row]),
     })),
     notes: [
-      `Wall time: the runs' own wall times (summary.json) added up, plus this command's analysis.`,
+      `Wall time: this command's, plus what earlier invocations spent on the runs it reused or resumed (their summary.json).`,
       ...scalingNotes(report),
     ],
     data: {
