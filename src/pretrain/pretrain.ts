@@ -2,17 +2,14 @@ import path from 'node:path';
 import { z } from 'zod';
 import { saveCheckpoint } from '../io/checkpoint.js';
 import { modelConfigSchema } from '../nn/config.js';
-import { supervisedLossAndGradient } from '../nn/teacher-forcing.js';
 import { TransformerLM } from '../nn/transformer.js';
-import { AdamW, decayExempt } from '../optim/adamw.js';
-import { clipGradientNorm } from '../optim/clip.js';
-import { learningRateAt } from '../optim/schedule.js';
 import { getTask, sampleDemonstration, taskSpecSchema, type Task } from '../tasks/index.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render.js';
 import { turnTerminator } from '../team/policy.js';
 import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
 import { RandomGenerator } from '../util/random.js';
 import { parseWithSchema } from '../util/schema.js';
+import { fitModel } from './fit.js';
 
 /**
  * Built-in base models: one tiny character-level LM per role of a task, trained on synthetic
@@ -20,7 +17,13 @@ import { parseWithSchema } from '../util/schema.js';
  * `mistakeRate`. The team built from them is competent but imperfect, so RL has room.
  */
 export const pretrainConfigSchema = z.strictObject({
-  task: taskSpecSchema.prefault({ name: 'arithmetic-chain' }),
+  /**
+   * The built-in task whose roles get a model each, or a list of tasks (e.g. one task at
+   * several team sizes): role r's model then learns role r of every listed task that has it.
+   */
+  task: z
+    .union([taskSpecSchema, z.array(taskSpecSchema).min(1).max(16)])
+    .prefault({ name: 'arithmetic-chain' }),
   seed: z.number().int().nonnegative().default(0),
   /** Per-turn probability of a demonstrated mistake. */
   mistakeRate: z.number().min(0).max(1).default(0.2),
@@ -97,95 +100,85 @@ function roleExample(
 }
 
 /**
- * Positions the base models need: the longest input + turn over 200 demonstrations of the last
- * role (the longest context) and a turn's budget of slack, rounded up to a multiple of 32; at
- * least 96, the short-turn tasks' size.
+ * Positions the base models need: the longest input + turn over 200 demonstrations of each
+ * task's last role (the longest context) and a turn's budget of slack, rounded up to a
+ * multiple of 32; at least 96, the short-turn tasks' size.
  */
-function contextFor(task: Task, tokenizer: CharTokenizer, config: PretrainConfig): number {
-  const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/context`);
-  const lastRole = task.protocol.turnOrder.at(-1)!;
-  let longest = 0;
-  for (let sample = 0; sample < 200; sample++) {
-    const example = roleExample(task, lastRole, tokenizer, random, 0, random.nextUint32());
-    longest = Math.max(longest, example.input.length + example.target.length);
+function contextFor(tasks: readonly Task[], tokenizer: CharTokenizer, seed: number): number {
+  let needed = 96;
+  for (const task of tasks) {
+    const random = new RandomGenerator(`${seed}/pretrain/${task.name}/context`);
+    const lastRole = task.protocol.turnOrder.at(-1)!;
+    let longest = 0;
+    for (let sample = 0; sample < 200; sample++) {
+      const example = roleExample(task, lastRole, tokenizer, random, 0, random.nextUint32());
+      longest = Math.max(longest, example.input.length + example.target.length);
+    }
+    needed = Math.max(needed, Math.ceil((longest + task.protocol.maxTurnChars) / 32) * 32);
   }
-  return Math.max(96, Math.ceil((longest + task.protocol.maxTurnChars) / 32) * 32);
+  return needed;
 }
 
-/** Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one into `shared`. */
+/** The models one config trains: one per role, then the shared one that plays every role. */
+function modelPlans(config: PretrainConfig, roles: number) {
+  const everyRole = Array.from({ length: roles }, (_unused, role) => role);
+  return [
+    ...everyRole.map((role) => ({ name: `role-${role}`, roles: [role], steps: config.steps })),
+    // The `single` baseline's base model, trained as long as all role models together.
+    ...(config.shared ? [{ name: 'shared', roles: everyRole, steps: config.steps * roles }] : []),
+  ];
+}
+
+/**
+ * Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one
+ * into `shared`. With a list of tasks, role r's model learns role r of each task that has it
+ * (a task drawn uniformly per example).
+ */
 export async function pretrain(
   configInput: unknown,
   outputDirectory: string,
   onProgress?: (progress: PretrainProgress) => void,
 ): Promise<PretrainResult> {
   const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
-  const task = await getTask(config.task, 'task');
+  const specs = Array.isArray(config.task) ? config.task : [config.task];
+  const tasks = await Promise.all(
+    specs.map((spec, index) =>
+      getTask(spec, Array.isArray(config.task) ? `task[${index}]` : 'task'),
+    ),
+  );
+  const name = tasks[0]!.name;
   const tokenizer = new CharTokenizer({ alphabet: defaultCharAlphabet });
   const modelConfig =
     config.model ??
-    defaultBaseModelConfig(tokenizer.vocabSize, contextFor(task, tokenizer, config));
-  const roles = task.protocol.roles.length;
+    defaultBaseModelConfig(tokenizer.vocabSize, contextFor(tasks, tokenizer, config.seed));
+  const roles = Math.max(...tasks.map((task) => task.protocol.roles.length));
   const directories: string[] = [];
   const finalLosses: number[] = [];
-  // One model per role, then one shared model that plays every role (the `single` baseline's
-  // base model), trained as long as all role models together.
-  const plans = [
-    ...Array.from({ length: roles }, (_unused, role) => ({
-      name: `role-${role}`,
-      roles: [role],
-      steps: config.steps,
-    })),
-    ...(config.shared
-      ? [
-          {
-            name: 'shared',
-            roles: Array.from({ length: roles }, (_unused, role) => role),
-            steps: config.steps * roles,
-          },
-        ]
-      : []),
-  ];
+  const plans = modelPlans(config, roles);
   for (const [index, plan] of plans.entries()) {
-    const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${plan.name}`);
+    const random = new RandomGenerator(`${config.seed}/pretrain/${name}/${plan.name}`);
     const model = new TransformerLM(modelConfig, random.split('init'));
-    const optimizer = new AdamW(model.trainableParameters(), {
+    const smoothed = fitModel(model, random, {
+      steps: plan.steps,
+      batchSize: config.batchSize,
       learningRate: config.learningRate,
-      beta1: 0.9,
-      beta2: 0.99,
-      epsilon: 1e-8,
-      weightDecay: 0.01,
-      noDecay: decayExempt,
-    });
-    const schedule = {
-      kind: 'warmup-cosine' as const,
-      warmupSteps: Math.min(100, plan.steps),
-      totalSteps: plan.steps,
-      minimumRatio: 0.1,
-    };
-    let smoothed = Number.NaN;
-    for (let step = 0; step < plan.steps; step++) {
-      const examples = Array.from({ length: config.batchSize }, () => {
+      padId: tokenizer.padId!,
+      sample: () => {
         const role = plan.roles[random.nextInt(plan.roles.length)]!;
+        const holders = tasks.filter((task) => role < task.protocol.roles.length);
+        const task = holders.length > 1 ? holders[random.nextInt(holders.length)]! : holders[0]!;
         return roleExample(task, role, tokenizer, random, config.mistakeRate, random.nextUint32());
-      });
-      const loss = supervisedLossAndGradient(model, examples, tokenizer.padId!);
-      const clipping = clipGradientNorm(model.trainableParameters(), 1);
-      optimizer.update({
-        learningRate: learningRateAt(schedule, config.learningRate, step),
-        gradientScale: clipping.scale,
-      });
-      optimizer.zeroGrad();
-      smoothed = Number.isNaN(smoothed) ? loss : 0.95 * smoothed + 0.05 * loss;
-      if (onProgress && (step % 25 === 0 || step === plan.steps - 1))
-        onProgress({
+      },
+      onProgress: (step, loss) =>
+        onProgress?.({
           model: plan.name,
           index,
           models: plans.length,
-          step: step + 1,
+          step,
           steps: plan.steps,
-          loss: smoothed,
-        });
-    }
+          loss,
+        }),
+    });
     const directory = path.join(outputDirectory, plan.name);
     await saveCheckpoint(directory, {
       config: model.config,
@@ -205,5 +198,5 @@ export async function pretrain(
     finalLosses.push(smoothed);
     model.destroy();
   }
-  return { task: task.name, directories, finalLosses };
+  return { task: name, directories, finalLosses };
 }

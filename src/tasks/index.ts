@@ -28,6 +28,13 @@ export {
   maxAgents as workedChainMaxAgents,
   type WorkedChainOptions,
 } from './worked-chain.js';
+export {
+  createConventionTask,
+  conventionMaxAgents,
+  turnConventions,
+  type ConventionOptions,
+} from './convention.js';
+export { codeNames, type CodeName } from './convention-codes.js';
 export { hashString, splitOf } from './splits.js';
 export * from './verifiers/index.js';
 export {

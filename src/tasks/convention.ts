@@ -1,0 +1,241 @@
+import { z } from 'zod';
+import { TeamtrError } from '../util/errors.js';
+import {
+  addKey,
+  chainValues,
+  codeNames,
+  codesReading,
+  decode,
+  drawChain,
+  encode,
+  messageSymbols,
+  type CodeName,
+} from './convention-codes.js';
+import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
+import { generatedSplitMethod } from './splits.js';
+import { parseTaskOptions } from './task-options.js';
+import type {
+  BuiltInTask,
+  CorruptionRequest,
+  DemonstrationContext,
+  Problem,
+  RoleDefinition,
+} from './types.js';
+import { verifyExact } from './verifiers/exact.js';
+
+/**
+ * convention: a chain of agents passes a number along, each writing it in a code of its own
+ * choosing that nobody announces — a coordination game whose best responses move when the
+ * agents before change (docs/guides/tasks.md; the codes in convention-codes.ts).
+ *
+ *     prompt   2417 35812649       start number 2417; agent k adds key k to every digit (mod 10)
+ *     turn A   5742 or 6483        2417 + 3 = 5742, in plain digits or in the cipher
+ *     turn B   ...                 B reads A's message, adds 5, writes it in its own code
+ *     last     8297                the last agent writes the result in plain digits
+ *
+ * A message that holds a 0 or 1 (plain) or an x or y (cipher) shows its code; one of only 2–9
+ * reads both ways, and then the reader must bet on the code its writer uses now. An agent
+ * reads an ambiguous message in the code it writes itself (its *convention*), so adjacent
+ * agents must share a convention whenever the message between them is ambiguous: updating
+ * one agent moves the code its neighbours should use. The first handoff is ambiguous in most
+ * problems (`firstAmbiguity`), later ones less often (`ambiguity`), so a long chain is not
+ * hopeless for an untrained team.
+ *
+ * The prompt does not depend on `agents` (eight keys, teams use the first N): teams of every
+ * size share problems and per-role base models. Role prompts say who answers: `A>` passes the
+ * number on, `C=` writes the answer.
+ */
+
+export const conventionMaxAgents = 8;
+
+/**
+ * Share of demonstrated turns that use the cipher: base models pretrained on them pick either
+ * code about half the time, so their conventions are mixed and training must settle them.
+ */
+export const demonstratedCipherShare = 0.5;
+
+export const conventionOptionsSchema = z.strictObject({
+  name: z.literal('convention'),
+  /** Agents in the chain, each one turn; the last writes the answer in plain digits. @default 3 */
+  agents: z.number().int().min(2).max(conventionMaxAgents).default(3),
+  /** Digits of the number passed along: a turn is this many symbols. @default 4 */
+  digits: z.number().int().min(2).max(8).default(4),
+  /** Probability that the first agent's message is ambiguous (reads both ways). @default 0.75 */
+  firstAmbiguity: z.number().min(0).max(1).default(0.75),
+  /** Probability that each later handoff is ambiguous. @default 0.2 */
+  ambiguity: z.number().min(0).max(1).default(0.2),
+  /** Share of all possible prompts reserved for eval. @default 0.2 */
+  evalFraction: z.number().gt(0).lt(1).default(0.2),
+});
+
+/** Options of createConventionTask; every field has a default. */
+export type ConventionOptions = Omit<z.input<typeof conventionOptionsSchema>, 'name'>;
+type Shape = Pick<z.output<typeof conventionOptionsSchema>, 'agents' | 'digits'>;
+
+interface Parsed {
+  start: number[];
+  keys: number[];
+}
+
+const letterOf = (agent: number) => String.fromCharCode(65 + agent);
+
+function roles(agents: number): RoleDefinition[] {
+  return Array.from({ length: agents }, (_, agent) => {
+    const last = agent === agents - 1;
+    return {
+      name: `agent-${letterOf(agent)}`,
+      prompt: `${letterOf(agent)}${last ? '=' : '>'}`,
+      description: last
+        ? 'Reads the message before it, adds its key, and writes the answer in plain digits.'
+        : agent === 0
+          ? 'Adds its key to the start number and writes the result in a code of its choice.'
+          : 'Reads the message before it, adds its key, and writes the result in a code of its choice.',
+    };
+  });
+}
+
+export function createConventionTask(taskOptions: ConventionOptions = {}): BuiltInTask {
+  const name = 'convention';
+  const options = parseTaskOptions(conventionOptionsSchema, name, taskOptions);
+  const { agents, digits } = options;
+  const rates = { first: options.firstAmbiguity, later: options.ambiguity };
+  return {
+    name,
+    description:
+      `A chain of ${agents} agents passing a ${digits}-digit number, each adding its key and ` +
+      'writing the result in plain digits or a cipher it chooses unannounced; the last answers in plain digits.',
+    protocol: oneRoundProtocol(roles(agents), digits),
+    alphabet: sortedUnique(`${messageSymbols} >=ABCDEFGH`),
+    split: generatedSplitMethod(name, options.evalFraction, (random) => {
+      const { start, keys } = drawChain(random, digits, conventionMaxAgents, rates);
+      const values = chainValues(start, keys).slice(0, agents);
+      return {
+        prompt: `${encode(start, 'plain')} ${keys.join('')}`,
+        answer: encode(values.at(-1)!, 'plain'),
+        metadata: { agents, digits, values: values.map((value) => encode(value, 'plain')) },
+      };
+    }),
+    verify: (problem, finalText) => verifyExact(problem.answer, finalText),
+    demonstrator: {
+      demonstrate: (problem, context) => demonstrate(name, options, problem, context),
+      corrupt: (request) => corrupt(name, options, request),
+    },
+  };
+}
+
+function parsePrompt(taskName: string, prompt: string, digits: number): Parsed {
+  const match = new RegExp(`^(\\d{${digits}}) ([1-9]{${conventionMaxAgents}})$`).exec(prompt);
+  if (!match)
+    throw new TeamtrError(
+      `${taskName}: cannot read the prompt "${prompt}" (expected ${digits} digits, a space and ${conventionMaxAgents} keys)`,
+    );
+  return { start: [...match[1]!].map(Number), keys: [...match[2]!].map(Number) };
+}
+
+/**
+ * The number the agent in `role` reads: the prompt's start for the first agent, else the
+ * message before it, in the only code that reads it or, when both do, in `convention`. A
+ * message no code reads is recomputed from the prompt, as a careful agent would.
+ */
+function incomingValue(
+  parsed: Parsed,
+  shape: Shape,
+  role: number,
+  previousTurns: readonly string[],
+  convention: CodeName,
+): number[] {
+  if (role === 0) return parsed.start;
+  const text = previousTurns[role - 1]!;
+  const codes = codesReading(text, shape.digits);
+  if (codes.length === 0) return chainValues(parsed.start, parsed.keys)[role - 1]!;
+  return decode(text, codes.includes(convention) ? convention : codes[0]!, shape.digits)!;
+}
+
+/** The turn of an agent that reads and writes in `convention` (the last one writes plain). */
+function turnFor(
+  parsed: Parsed,
+  shape: Shape,
+  role: number,
+  previousTurns: readonly string[],
+  convention: CodeName,
+): string {
+  const value = addKey(
+    incomingValue(parsed, shape, role, previousTurns, convention),
+    parsed.keys[role]!,
+  );
+  return encode(value, role === shape.agents - 1 ? 'plain' : convention);
+}
+
+/**
+ * The code of the message before `role` as its writer meant it: the one that reads it, or,
+ * for an ambiguous message, the one that reads the right number (plain when neither does).
+ */
+function codeInUse(parsed: Parsed, shape: Shape, role: number, previous: string): CodeName {
+  const codes = codesReading(previous, shape.digits);
+  if (codes.length === 1) return codes[0]!;
+  const truth = encode(chainValues(parsed.start, parsed.keys)[role - 1]!, 'plain');
+  return (
+    codes.find((code) => encode(decode(previous, code, shape.digits)!, 'plain') === truth) ??
+    'plain'
+  );
+}
+
+/**
+ * With `context.random` (pretraining), a base agent's turn: it picks either code, the cipher
+ * with probability `demonstratedCipherShare`, reads an ambiguous message in it and writes in it.
+ * Without (the ideal turn that eval's turn accuracy compares with), a coordinated agent's turn:
+ * it keeps the code of the message before it (the first agent writes plain).
+ */
+function demonstrate(
+  taskName: string,
+  shape: Shape,
+  problem: Problem,
+  context: DemonstrationContext,
+): string {
+  const parsed = parsePrompt(taskName, problem.prompt, shape.digits);
+  checkDefaultProtocol(taskName, context, shape.agents);
+  const { role, previousTurns, random } = context;
+  const convention: CodeName = random
+    ? random.nextDouble() < demonstratedCipherShare
+      ? 'cipher'
+      : 'plain'
+    : role === 0
+      ? 'plain'
+      : codeInUse(parsed, shape, role, previousTurns[role - 1]!);
+  return turnFor(parsed, shape, role, previousTurns, convention);
+}
+
+/** A slip of one symbol, within the symbols the turn already uses (so its code stays readable). */
+function corrupt(taskName: string, shape: Shape, request: CorruptionRequest): string {
+  const { text, random } = request;
+  parsePrompt(taskName, request.problem.prompt, shape.digits);
+  checkDefaultProtocol(taskName, request, shape.agents);
+  const symbols = /[xy]/.test(text) ? 'xy23456789' : /[01]/.test(text) ? '0123456789' : '23456789';
+  const position = random.nextInt(text.length);
+  const others = [...symbols].filter((symbol) => symbol !== text[position]);
+  return (
+    text.slice(0, position) + others[random.nextInt(others.length)]! + text.slice(position + 1)
+  );
+}
+
+/**
+ * For each turn of an episode, the conventions it is consistent with: the codes in which an
+ * agent that reads and writes in that code would have written exactly this turn given the
+ * turns before it (both for a turn whose code does not show, none for a wrong turn). How a
+ * team's conventions are measured.
+ */
+export function turnConventions(
+  problem: Problem,
+  turns: readonly string[],
+  options: ConventionOptions = {},
+): CodeName[][] {
+  const shape = parseTaskOptions(conventionOptionsSchema, 'convention', options);
+  const parsed = parsePrompt('convention', problem.prompt, shape.digits);
+  if (turns.length > shape.agents)
+    throw new TeamtrError(
+      `convention: ${turns.length} turns for a team of ${shape.agents} agents (options.agents)`,
+    );
+  return turns.map((text, role) =>
+    codeNames.filter((code) => turnFor(parsed, shape, role, turns.slice(0, role), code) === text),
+  );
+}
