@@ -48,21 +48,17 @@ export function codesReading(text: string, length: number): CodeName[] {
   return codeNames.filter((code) => decode(text, code, length) !== null);
 }
 
-/** Digit-wise sum modulo 10 (no carries), the operation every agent applies. */
-export function addKey(digits: readonly number[], key: number): number[] {
-  return digits.map((digit) => (digit + key) % 10);
+/** What every agent adds to every digit, modulo 10 (no carries). */
+export const stepSize = 3;
+
+/** The operation every agent applies: each digit plus `stepSize`, modulo 10. */
+export function step(digits: readonly number[]): number[] {
+  return digits.map((digit) => (digit + stepSize) % 10);
 }
 
 /** A message of this number is ambiguous: every digit is 2–9, so both codes read it. */
 export function isAmbiguous(digits: readonly number[]): boolean {
   return digits.every((digit) => digit >= 2);
-}
-
-export interface ChainDraw {
-  /** The start number, in plain digits. */
-  start: number[];
-  /** One key per agent position 0–7 (1–9 each): agent k adds keys[k] to every digit. */
-  keys: number[];
 }
 
 export interface HandoffRates {
@@ -72,49 +68,78 @@ export interface HandoffRates {
   later: number;
 }
 
-/**
- * Draws a start number and eight keys so that handoff k (the message agent k writes) is
- * ambiguous with probability `rates.first` for k = 0 and `rates.later` after.
- *
- * Adding a key rotates every digit by the same amount, so the chain's numbers are one pattern
- * rotated: its digits are drawn inside a window of six consecutive values (mod 10), which some
- * rotations put entirely in 2–9 (ambiguous; at least 3 rotations) and some do not (at least 2),
- * and each key
- * picks the next rotation among those of the wanted kind. Keys are never 0, so every agent
- * changes the number.
- */
-export function drawChain(
-  random: RandomGenerator,
-  digits: number,
-  positions: number,
-  rates: HandoffRates,
-): ChainDraw {
-  const low = random.nextInt(10);
-  const pattern = Array.from({ length: digits }, () => (low + random.nextInt(6)) % 10);
-  const ambiguousAt = (rotation: number) => isAmbiguous(addKey(pattern, rotation));
-  const rotations: number[] = [];
-  for (let position = 0; position < positions; position++) {
-    const previous = rotations.at(-1);
-    const wanted = random.nextDouble() < (position === 0 ? rates.first : rates.later);
-    const candidates = Array.from({ length: 10 }, (_, rotation) => rotation).filter(
-      (rotation) => rotation !== previous && ambiguousAt(rotation) === wanted,
-    );
-    rotations.push(candidates[random.nextInt(candidates.length)]!);
-  }
-  const firstKey = 1 + random.nextInt(9);
-  const start = addKey(pattern, (rotations[0]! - firstKey + 10) % 10);
-  const keys = rotations.map((rotation, position) =>
-    position === 0 ? firstKey : (rotation - rotations[position - 1]! + 10) % 10,
-  );
-  return { start, keys };
+/** For each start digit, the handoffs at which that digit is 0 or 1 (a bit mask). */
+function badHandoffs(handoffs: number): number[] {
+  return Array.from({ length: 10 }, (_, start) => {
+    let mask = 0;
+    for (let handoff = 0; handoff < handoffs; handoff++)
+      if ((start + (handoff + 1) * stepSize) % 10 < 2) mask |= 1 << handoff;
+    return mask;
+  });
 }
 
-/** The number agent k writes: the start plus keys 0..k. */
-export function chainValues(start: readonly number[], keys: readonly number[]): number[][] {
+const bitCount = (mask: number) => mask.toString(2).replaceAll('0', '').length;
+
+/**
+ * How many sequences of `length` digits, each with a mask inside `target`, together with
+ * `covered` make the masks' union exactly `target` (inclusion–exclusion over target's subsets).
+ */
+function completions(masks: readonly number[], covered: number, target: number, length: number) {
+  let total = 0;
+  for (let subset = target; ; subset = (subset - 1) & target) {
+    if ((covered & ~subset) === 0) {
+      const within = masks.filter((mask) => (mask & ~subset) === 0).length;
+      total += (bitCount(target & ~subset) % 2 ? -1 : 1) * within ** length;
+    }
+    if (subset === 0) return total;
+  }
+}
+
+/**
+ * Draws a start number whose chain has handoff k (the message agent k writes, k = 0 …
+ * handoffs − 1) ambiguous with probability about `rates.first` for k = 0 and `rates.later`
+ * after. A handoff is ambiguous when no digit is then 0 or 1, so the pattern of ambiguous
+ * handoffs is drawn first, then the number uniformly among those with that pattern, digit by
+ * digit, each weighted by how many ways the rest can complete it. Some patterns have no
+ * number (with a step of 3 every digit is 0 or 1 at one of any seven handoffs in a row): they
+ * are redrawn, which moves the rates a little (measured in the tests).
+ */
+export function drawStart(
+  random: RandomGenerator,
+  digits: number,
+  handoffs: number,
+  rates: HandoffRates,
+): number[] {
+  const masks = badHandoffs(handoffs);
+  for (;;) {
+    let unambiguous = 0;
+    for (let handoff = 0; handoff < handoffs; handoff++)
+      if (random.nextDouble() >= (handoff === 0 ? rates.first : rates.later))
+        unambiguous |= 1 << handoff;
+    if (completions(masks, 0, unambiguous, digits) === 0) continue;
+    const start: number[] = [];
+    let covered = 0;
+    for (let position = 0; position < digits; position++) {
+      const weights = masks.map((mask) =>
+        (mask & ~unambiguous) === 0
+          ? completions(masks, covered | mask, unambiguous, digits - position - 1)
+          : 0,
+      );
+      let pick = random.nextInt(weights.reduce((sum, weight) => sum + weight, 0));
+      const digit = weights.findIndex((weight) => (pick -= weight) < 0);
+      start.push(digit);
+      covered |= masks[digit]!;
+    }
+    return start;
+  }
+}
+
+/** The numbers agents 0 … count − 1 write: the start after 1, 2, … steps. */
+export function chainValues(start: readonly number[], count: number): number[][] {
   const values: number[][] = [];
   let value = [...start];
-  for (const key of keys) {
-    value = addKey(value, key);
+  for (let agent = 0; agent < count; agent++) {
+    value = step(value);
     values.push(value);
   }
   return values;

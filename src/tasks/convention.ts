@@ -1,14 +1,15 @@
 import { z } from 'zod';
 import { TeamtrError } from '../util/errors.js';
 import {
-  addKey,
   chainValues,
   codeNames,
   codesReading,
   decode,
-  drawChain,
+  drawStart,
   encode,
   messageSymbols,
+  step,
+  stepSize,
   type CodeName,
 } from './convention-codes.js';
 import { checkDefaultProtocol, oneRoundProtocol, sortedUnique } from './protocol.js';
@@ -28,22 +29,28 @@ import { verifyExact } from './verifiers/exact.js';
  * choosing that nobody announces — a coordination game whose best responses move when the
  * agents before change (docs/guides/tasks.md; the codes in convention-codes.ts).
  *
- *     prompt   2417 35812649       start number 2417; agent k adds key k to every digit (mod 10)
- *     turn A   5742 or 6483        2417 + 3 = 5742, in plain digits or in the cipher
- *     turn B   ...                 B reads A's message, adds 5, writes it in its own code
- *     last     8297                the last agent writes the result in plain digits
+ *     prompt   107919     the start number; every agent adds 3 to every digit, modulo 10
+ *     turn A   430242     107919 + 3, in plain digits (in the cipher: 38x535)
+ *     turn B   498646     B reads A's message as plain (it holds a 0), adds 3 (763575) and
+ *                         writes it in the cipher, which spells 7 as 4, 6 as 9, 3 as 8, …
+ *     turn C   096808     the last agent reads B's message (only 2–9: both codes read it)
+ *                         as the cipher, adds 3 and writes the answer in plain digits; had
+ *                         it bet on plain it would have written 721979
  *
  * A message that holds a 0 or 1 (plain) or an x or y (cipher) shows its code; one of only 2–9
- * reads both ways, and then the reader must bet on the code its writer uses now. An agent
- * reads an ambiguous message in the code it writes itself (its *convention*), so adjacent
+ * reads both ways, and then the reader must bet on the code its writer uses now. A base
+ * agent reads an ambiguous message in the code it writes itself (its *convention*), so adjacent
  * agents must share a convention whenever the message between them is ambiguous: updating
  * one agent moves the code its neighbours should use. The first handoff is ambiguous in most
  * problems (`firstAmbiguity`), later ones less often (`ambiguity`), so a long chain is not
  * hopeless for an untrained team.
  *
- * The prompt does not depend on `agents` (eight keys, teams use the first N): teams of every
- * size share problems and per-role base models. Role prompts say who answers: `A>` passes the
- * number on, `C=` writes the answer.
+ * The prompt does not depend on `agents`: teams of every size share problems (the answer is
+ * the start after N steps) and per-role base models; role prompts say who answers (`A>`
+ * passes the number on, `C=` writes the answer). Every agent's operation is the same
+ * digit-wise step, a lookup a tiny model learns in a few hundred steps; a per-problem key
+ * added digit by digit (two symbols to combine per digit) was not learned at the base models'
+ * size in 4,000 steps.
  */
 
 export const conventionMaxAgents = 8;
@@ -58,10 +65,10 @@ export const conventionOptionsSchema = z.strictObject({
   name: z.literal('convention'),
   /** Agents in the chain, each one turn; the last writes the answer in plain digits. @default 3 */
   agents: z.number().int().min(2).max(conventionMaxAgents).default(3),
-  /** Digits of the number passed along: a turn is this many symbols. @default 4 */
-  digits: z.number().int().min(2).max(8).default(4),
-  /** Probability that the first agent's message is ambiguous (reads both ways). @default 0.75 */
-  firstAmbiguity: z.number().min(0).max(1).default(0.75),
+  /** Digits of the number passed along: a turn is this many symbols. @default 6 */
+  digits: z.number().int().min(2).max(8).default(6),
+  /** Probability that the first agent's message is ambiguous (reads both ways). @default 0.85 */
+  firstAmbiguity: z.number().min(0).max(1).default(0.85),
   /** Probability that each later handoff is ambiguous. @default 0.2 */
   ambiguity: z.number().min(0).max(1).default(0.2),
   /** Share of all possible prompts reserved for eval. @default 0.2 */
@@ -74,7 +81,6 @@ type Shape = Pick<z.output<typeof conventionOptionsSchema>, 'agents' | 'digits'>
 
 interface Parsed {
   start: number[];
-  keys: number[];
 }
 
 const letterOf = (agent: number) => String.fromCharCode(65 + agent);
@@ -86,10 +92,10 @@ function roles(agents: number): RoleDefinition[] {
       name: `agent-${letterOf(agent)}`,
       prompt: `${letterOf(agent)}${last ? '=' : '>'}`,
       description: last
-        ? 'Reads the message before it, adds its key, and writes the answer in plain digits.'
+        ? `Reads the message before it, adds ${stepSize} to every digit, and writes the answer in plain digits.`
         : agent === 0
-          ? 'Adds its key to the start number and writes the result in a code of its choice.'
-          : 'Reads the message before it, adds its key, and writes the result in a code of its choice.',
+          ? `Adds ${stepSize} to every digit of the start number and writes the result in a code of its choice.`
+          : `Reads the message before it, adds ${stepSize} to every digit, and writes the result in a code of its choice.`,
     };
   });
 }
@@ -102,15 +108,15 @@ export function createConventionTask(taskOptions: ConventionOptions = {}): Built
   return {
     name,
     description:
-      `A chain of ${agents} agents passing a ${digits}-digit number, each adding its key and ` +
+      `A chain of ${agents} agents passing a ${digits}-digit number, each adding ${stepSize} to every digit and ` +
       'writing the result in plain digits or a cipher it chooses unannounced; the last answers in plain digits.',
     protocol: oneRoundProtocol(roles(agents), digits),
     alphabet: sortedUnique(`${messageSymbols} >=ABCDEFGH`),
     split: generatedSplitMethod(name, options.evalFraction, (random) => {
-      const { start, keys } = drawChain(random, digits, conventionMaxAgents, rates);
-      const values = chainValues(start, keys).slice(0, agents);
+      const start = drawStart(random, digits, conventionMaxAgents - 1, rates);
+      const values = chainValues(start, agents);
       return {
-        prompt: `${encode(start, 'plain')} ${keys.join('')}`,
+        prompt: encode(start, 'plain'),
         answer: encode(values.at(-1)!, 'plain'),
         metadata: { agents, digits, values: values.map((value) => encode(value, 'plain')) },
       };
@@ -124,12 +130,11 @@ export function createConventionTask(taskOptions: ConventionOptions = {}): Built
 }
 
 function parsePrompt(taskName: string, prompt: string, digits: number): Parsed {
-  const match = new RegExp(`^(\\d{${digits}}) ([1-9]{${conventionMaxAgents}})$`).exec(prompt);
-  if (!match)
+  if (!new RegExp(`^\\d{${digits}}$`).test(prompt))
     throw new TeamtrError(
-      `${taskName}: cannot read the prompt "${prompt}" (expected ${digits} digits, a space and ${conventionMaxAgents} keys)`,
+      `${taskName}: cannot read the prompt "${prompt}" (expected a start number of ${digits} digits)`,
     );
-  return { start: [...match[1]!].map(Number), keys: [...match[2]!].map(Number) };
+  return { start: [...prompt].map(Number) };
 }
 
 /**
@@ -147,23 +152,20 @@ function incomingValue(
   if (role === 0) return parsed.start;
   const text = previousTurns[role - 1]!;
   const codes = codesReading(text, shape.digits);
-  if (codes.length === 0) return chainValues(parsed.start, parsed.keys)[role - 1]!;
+  if (codes.length === 0) return chainValues(parsed.start, role).at(-1)!;
   return decode(text, codes.includes(convention) ? convention : codes[0]!, shape.digits)!;
 }
 
-/** The turn of an agent that reads and writes in `convention` (the last one writes plain). */
+/** The turn of an agent that reads an ambiguous message in `read` and writes in `write` (the last agent writes plain). */
 function turnFor(
   parsed: Parsed,
   shape: Shape,
   role: number,
   previousTurns: readonly string[],
-  convention: CodeName,
+  codes: { read: CodeName; write: CodeName },
 ): string {
-  const value = addKey(
-    incomingValue(parsed, shape, role, previousTurns, convention),
-    parsed.keys[role]!,
-  );
-  return encode(value, role === shape.agents - 1 ? 'plain' : convention);
+  const value = step(incomingValue(parsed, shape, role, previousTurns, codes.read));
+  return encode(value, role === shape.agents - 1 ? 'plain' : codes.write);
 }
 
 /**
@@ -173,7 +175,7 @@ function turnFor(
 function codeInUse(parsed: Parsed, shape: Shape, role: number, previous: string): CodeName {
   const codes = codesReading(previous, shape.digits);
   if (codes.length === 1) return codes[0]!;
-  const truth = encode(chainValues(parsed.start, parsed.keys)[role - 1]!, 'plain');
+  const truth = encode(chainValues(parsed.start, role).at(-1)!, 'plain');
   return (
     codes.find((code) => encode(decode(previous, code, shape.digits)!, 'plain') === truth) ??
     'plain'
@@ -202,7 +204,7 @@ function demonstrate(
     : role === 0
       ? 'plain'
       : codeInUse(parsed, shape, role, previousTurns[role - 1]!);
-  return turnFor(parsed, shape, role, previousTurns, convention);
+  return turnFor(parsed, shape, role, previousTurns, { read: convention, write: convention });
 }
 
 /** A slip of one symbol, within the symbols the turn already uses (so its code stays readable). */
@@ -218,24 +220,46 @@ function corrupt(taskName: string, shape: Shape, request: CorruptionRequest): st
   );
 }
 
+/** How one turn read the message before it and wrote its own (see turnConventions). */
+export interface TurnConventions {
+  /** Codes in which the agent could have read the message before it to write this turn. */
+  reads: CodeName[];
+  /** Codes in which it could have written it. */
+  writes: CodeName[];
+}
+
 /**
- * For each turn of an episode, the conventions it is consistent with: the codes in which an
- * agent that reads and writes in that code would have written exactly this turn given the
- * turns before it (both for a turn whose code does not show, none for a wrong turn). How a
- * team's conventions are measured.
+ * For each turn of an episode, the codes it is consistent with: every (read, write) pair with
+ * which an agent would have written exactly this turn given the turns before it. A wrong turn
+ * has none; a turn after an unambiguous message can have been read either way, and the last
+ * turn is written in plain digits. How a team's conventions are measured.
  */
 export function turnConventions(
   problem: Problem,
   turns: readonly string[],
   options: ConventionOptions = {},
-): CodeName[][] {
+): TurnConventions[] {
   const shape = parseTaskOptions(conventionOptionsSchema, 'convention', options);
   const parsed = parsePrompt('convention', problem.prompt, shape.digits);
   if (turns.length > shape.agents)
     throw new TeamtrError(
       `convention: ${turns.length} turns for a team of ${shape.agents} agents (options.agents)`,
     );
-  return turns.map((text, role) =>
-    codeNames.filter((code) => turnFor(parsed, shape, role, turns.slice(0, role), code) === text),
-  );
+  return turns.map((text, role) => {
+    // The first agent reads the plain prompt; the last writes plain digits.
+    const reads = role === 0 ? (['plain'] as const) : codeNames;
+    const writes = role === shape.agents - 1 ? (['plain'] as const) : codeNames;
+    const pairs = reads.flatMap((read) =>
+      writes
+        .filter(
+          (write) => turnFor(parsed, shape, role, turns.slice(0, role), { read, write }) === text,
+        )
+        .map((write) => ({ read, write })),
+    );
+    const unique = (codes: CodeName[]) => codeNames.filter((code) => codes.includes(code));
+    return {
+      reads: unique(pairs.map((pair) => pair.read)),
+      writes: unique(pairs.map((pair) => pair.write)),
+    };
+  });
 }

@@ -33,6 +33,7 @@ export {
   conventionMaxAgents,
   turnConventions,
   type ConventionOptions,
+  type TurnConventions,
 } from './convention.js';
 export { codeNames, type CodeName } from './convention-codes.js';
 export { hashString, splitOf } from './splits.js';
