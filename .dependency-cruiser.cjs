@@ -19,7 +19,7 @@ const allowed = {
   tasks: ['util'],
   team: ['models', 'nn', 'tasks', 'tokenizer', 'tensor', 'util'],
   trainer: ['io', 'models', 'nn', 'optim', 'rl', 'tasks', 'team', 'tensor', 'tinker', 'tokenizer', 'util'],
-  pretrain: ['io', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
+  pretrain: ['io', 'models', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
   theory: ['io', 'rl', 'util'],
   serve: ['models', 'nn', 'team', 'tensor', 'tokenizer', 'io', 'util'],
   tinker: ['models', 'nn', 'optim', 'rl', 'tensor', 'tokenizer', 'io', 'util'],

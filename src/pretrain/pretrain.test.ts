@@ -3,8 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { chatPromptIds, hasChatTemplate } from '../models/chat.js';
 import { loadModel } from '../models/load.js';
-import { pretrain } from './pretrain.js';
+import { pretrain, pretrainOutputName } from './pretrain.js';
 
 const directory = mkdtempSync(path.join(os.tmpdir(), 'teamtr-pretrain-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
@@ -84,6 +85,59 @@ describe('pretrain', () => {
         path.join(directory, 'y'),
       ),
       /nonexistent/,
+    );
+  });
+
+  test('a list of tasks: role r learns role r of each, so a role can pass on in one team size and answer in another', async () => {
+    const sizes = {
+      task: [
+        { name: 'convention', agents: 2, digits: 2 },
+        { name: 'convention', agents: 3, digits: 2 },
+      ],
+      shared: false,
+      steps: 2,
+      batchSize: 4,
+      seed: 1,
+    };
+    const result = await pretrain(sizes, path.join(directory, 'sizes'));
+    assert.equal(result.task, 'convention');
+    assert.deepEqual(
+      result.directories.map((entry) => path.basename(entry)),
+      ['role-0', 'role-1', 'role-2'],
+    );
+    assert.equal(pretrainOutputName(sizes), 'convention');
+    assert.equal(pretrainOutputName({}), 'arithmetic-chain');
+    assert.equal(pretrainOutputName({ chat: {} }), 'general');
+  });
+
+  test('a chat model: one Hugging Face directory with its ChatML template, deterministic', async () => {
+    const chat = {
+      chat: { name: 'tiny-chat' },
+      steps: 3,
+      batchSize: 4,
+      seed: 2,
+      model: { ...config.model, maxPositions: 256 },
+    };
+    const first = await pretrain(chat, path.join(directory, 'chat-first'));
+    const second = await pretrain(chat, path.join(directory, 'chat-second'));
+    assert.deepEqual(first.directories, [path.join(directory, 'chat-first')]);
+    const weights = (folder: string) => readFileSync(path.join(folder, 'model.safetensors'));
+    assert.ok(weights(first.directories[0]!).equals(weights(second.directories[0]!)));
+    const { tokenizer, model } = await loadModel(first.directories[0]!);
+    assert.ok(hasChatTemplate(tokenizer), 'loads as a chat model');
+    assert.equal(model.config.maxPositions, 256);
+    const ids = chatPromptIds(tokenizer, [
+      { role: 'system', content: 'Add. ' },
+      { role: 'user', content: '2+3' },
+    ]);
+    assert.equal(
+      tokenizer.decode(ids),
+      '<|im_start|>system\nAdd. <|im_end|>\n<|im_start|>user\n2+3<|im_end|>\n<|im_start|>assistant\n',
+    );
+    assert.equal(tokenizer.decode([tokenizer.eosId!]), '<|im_end|>', 'a turn ends at <|im_end|>');
+    await assert.rejects(
+      pretrain({ ...chat, task: { name: 'arithmetic-chain' } }, path.join(directory, 'both')),
+      /give either task .* or chat .*, not both/,
     );
   });
 });

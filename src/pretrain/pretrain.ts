@@ -8,7 +8,9 @@ import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render
 import { turnTerminator } from '../team/policy.js';
 import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
 import { RandomGenerator } from '../util/random.js';
+import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
+import { pretrainChatModel } from './chat.js';
 import { fitModel } from './fit.js';
 
 /**
@@ -21,16 +23,27 @@ export const pretrainConfigSchema = z.strictObject({
    * The built-in task whose roles get a model each, or a list of tasks (e.g. one task at
    * several team sizes): role r's model then learns role r of every listed task that has it.
    */
-  task: z
-    .union([taskSpecSchema, z.array(taskSpecSchema).min(1).max(16)])
-    .prefault({ name: 'arithmetic-chain' }),
+  task: z.union([taskSpecSchema, z.array(taskSpecSchema).min(1).max(16)]).optional(),
+  /**
+   * Instead of per-role models of a task: one general chat model, pretrained on a mixture of
+   * short text tasks (chat.ts), saved as a Hugging Face directory serving builtin:<name>.
+   */
+  chat: z
+    .strictObject({
+      /** Its folder under the built-in models. @default general */
+      name: z
+        .string()
+        .regex(/^[a-z0-9][a-z0-9-]*$/, 'lowercase letters, digits and dashes')
+        .default('general'),
+    })
+    .optional(),
   seed: z.number().int().nonnegative().default(0),
-  /** Per-turn probability of a demonstrated mistake. */
+  /** Per-turn probability of a demonstrated mistake (per reply, for the chat model). */
   mistakeRate: z.number().min(0).max(1).default(0.2),
   steps: z.number().int().positive().default(1500),
   batchSize: z.number().int().positive().default(64),
   learningRate: z.number().positive().default(3e-3),
-  /** Also train one shared model that plays every role (the `single` baseline's base model). */
+  /** Also train one shared model that plays every role (the `single` baseline's base model); per-role models only. */
   shared: z.boolean().default(true),
   model: modelConfigSchema.optional(),
 });
@@ -132,7 +145,8 @@ function modelPlans(config: PretrainConfig, roles: number) {
 /**
  * Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one
  * into `shared`. With a list of tasks, role r's model learns role r of each task that has it
- * (a task drawn uniformly per example).
+ * (a task drawn uniformly per example). With `chat`, the general chat model instead, saved as
+ * a Hugging Face directory at `outputDirectory` itself.
  */
 export async function pretrain(
   configInput: unknown,
@@ -140,7 +154,32 @@ export async function pretrain(
   onProgress?: (progress: PretrainProgress) => void,
 ): Promise<PretrainResult> {
   const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
-  const specs = Array.isArray(config.task) ? config.task : [config.task];
+  if (config.chat && config.task)
+    throw new ConfigError(
+      'pretrain config',
+      'give either task (per-role base models of a built-in task) or chat (one general chat model), not both',
+    );
+  if (config.chat)
+    return pretrainChatModel({ ...config, chat: config.chat }, outputDirectory, onProgress);
+  return pretrainRoleModels(config, outputDirectory, onProgress);
+}
+
+/** The folder `teamtr pretrain` writes under the built-in models: the chat model's name or the (first) task's. */
+export function pretrainOutputName(configInput: unknown): string {
+  const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
+  if (config.chat) return config.chat.name;
+  const task = Array.isArray(config.task) ? config.task[0]! : (config.task ?? defaultTask);
+  return task.name;
+}
+
+const defaultTask = { name: 'arithmetic-chain' } as const;
+
+async function pretrainRoleModels(
+  config: PretrainConfig,
+  outputDirectory: string,
+  onProgress?: (progress: PretrainProgress) => void,
+): Promise<PretrainResult> {
+  const specs = Array.isArray(config.task) ? config.task : [config.task ?? defaultTask];
   const tasks = await Promise.all(
     specs.map((spec, index) =>
       getTask(spec, Array.isArray(config.task) ? `task[${index}]` : 'task'),
