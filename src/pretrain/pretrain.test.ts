@@ -110,6 +110,22 @@ describe('pretrain', () => {
     assert.equal(pretrainOutputName({ chat: {} }), 'general');
   });
 
+  test('warmStart: each role model starts from the one before it', async () => {
+    const still = { ...config, shared: false, steps: 1, learningRate: 1e-12 };
+    const weights = async (directoryName: string, role: number) =>
+      (await loadModel(path.join(directory, directoryName, `role-${role}`))).model.stateDict();
+    await pretrain({ ...still, warmStart: true }, path.join(directory, 'warm'));
+    await pretrain(still, path.join(directory, 'cold'));
+    const distance = (a: Awaited<ReturnType<typeof weights>>, b: typeof a) =>
+      Math.max(
+        ...a.map((entry, index) =>
+          Math.max(...entry.data.map((value, at) => Math.abs(value - b[index]!.data[at]!))),
+        ),
+      );
+    assert.ok(distance(await weights('warm', 0), await weights('warm', 1)) < 1e-6);
+    assert.ok(distance(await weights('cold', 0), await weights('cold', 1)) > 1e-3);
+  });
+
   test('a chat model: one Hugging Face directory with its ChatML template, deterministic', async () => {
     const chat = {
       chat: { name: 'tiny-chat' },

@@ -43,6 +43,12 @@ export const pretrainConfigSchema = z.strictObject({
   steps: z.number().int().positive().default(1500),
   batchSize: z.number().int().positive().default(64),
   learningRate: z.number().positive().default(3e-3),
+  /**
+   * Start each role's model from the one trained before it (role r + 1 from role r): the roles
+   * of a chain do the same job in different places, so the later ones learn it faster. The
+   * shared model starts fresh.
+   */
+  warmStart: z.boolean().default(false),
   /** Also train one shared model that plays every role (the `single` baseline's base model); per-role models only. */
   shared: z.boolean().default(true),
   model: modelConfigSchema.optional(),
@@ -194,9 +200,12 @@ async function pretrainRoleModels(
   const directories: string[] = [];
   const finalLosses: number[] = [];
   const plans = modelPlans(config, roles);
+  let previousRole: ReturnType<TransformerLM['stateDict']> | null = null;
   for (const [index, plan] of plans.entries()) {
     const random = new RandomGenerator(`${config.seed}/pretrain/${name}/${plan.name}`);
     const model = new TransformerLM(modelConfig, random.split('init'));
+    if (config.warmStart && previousRole && plan.roles.length === 1)
+      model.loadStateDict(previousRole);
     const smoothed = fitModel(model, random, {
       steps: plan.steps,
       batchSize: config.batchSize,
@@ -235,6 +244,7 @@ async function pretrainRoleModels(
     });
     directories.push(directory);
     finalLosses.push(smoothed);
+    previousRole = model.stateDict();
     model.destroy();
   }
   return { task: name, directories, finalLosses };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RandomGenerator } from '../util/random.js';
 import { codesReading } from './convention-codes.js';
-import { createConventionTask, turnConventions } from './convention.js';
+import { conventionSummary, createConventionTask, turnConventions } from './convention.js';
 import { sampleDemonstration } from './demonstrations.js';
 import { getTask } from './registry.js';
 
@@ -158,5 +158,45 @@ describe('convention', () => {
         ),
       /cannot read the prompt "12 34" \(expected a start number of 6 digits\)/,
     );
+  });
+
+  test('conventionSummary: a coordinated team reads every ambiguous message right, a base team half', () => {
+    const team = createConventionTask({ agents: 4 });
+    const problems = team.split('train', { seed: 8, count: 400 });
+    const random = new RandomGenerator('summary');
+    const ideal = problems.map((entry) => {
+      const turns: string[] = [];
+      for (let role = 0; role < 4; role++)
+        turns.push(team.demonstrator!.demonstrate(entry, { role, previousTurns: turns }));
+      return { problem: entry, turns };
+    });
+    const coordinated = conventionSummary(ideal, { agents: 4 });
+    assert.deepEqual(
+      coordinated.map((agent) => [
+        agent.cipherWriteShare,
+        agent.coordinatedShare,
+        agent.wrongShare,
+      ]),
+      [
+        [0, null, 0],
+        [0, 1, 0],
+        [0, 1, 0],
+        [null, 1, 0],
+      ],
+    );
+    const base = conventionSummary(
+      problems.map((entry) => ({
+        problem: entry,
+        turns: sampleDemonstration({ task: team, problem: entry, random }).turns.map(
+          (turn) => turn.text,
+        ),
+      })),
+      { agents: 4 },
+    );
+    assert.ok(base[1]!.ambiguousReads > 280, `${base[1]!.ambiguousReads}`);
+    for (const agent of base.slice(1))
+      assert.ok(Math.abs(agent.coordinatedShare! - 0.5) < 0.15, JSON.stringify(agent));
+    for (const agent of base.slice(0, 3))
+      assert.ok(Math.abs(agent.cipherWriteShare! - 0.5) < 0.08, JSON.stringify(agent));
   });
 });

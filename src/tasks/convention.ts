@@ -263,3 +263,72 @@ export function turnConventions(
     };
   });
 }
+
+/** How one agent of a convention team wrote and read over many episodes (conventionSummary). */
+export interface AgentConventions {
+  turns: number;
+  /** Share of its turns that no (read, write) pair explains: a slip or garbage. */
+  wrongShare: number;
+  /** Share of its unambiguously written turns in the cipher; null for the last agent (plain). */
+  cipherWriteShare: number | null;
+  /** Turns after an ambiguous message (none for the first agent). */
+  ambiguousReads: number;
+  /** Share of those it read as the cipher (when its turn tells). */
+  cipherReadShare: number | null;
+  /** Share of those it read in the code its writer used: the handoff's coordination. */
+  coordinatedShare: number | null;
+}
+
+const share = (part: number, whole: number) => (whole ? part / whole : null);
+
+/**
+ * Each agent's conventions over episodes of a team (turn texts in speaking order, one round):
+ * what `teamtr eval` cannot show — which code each agent writes, how it bets on ambiguous
+ * messages, and how often a handoff's reader bet on the code its writer used.
+ */
+export function conventionSummary(
+  episodes: readonly { problem: Problem; turns: readonly string[] }[],
+  options: ConventionOptions = {},
+): AgentConventions[] {
+  const { agents, digits } = parseTaskOptions(conventionOptionsSchema, 'convention', options);
+  const tallies = Array.from({ length: agents }, () => ({
+    turns: 0,
+    wrong: 0,
+    written: 0,
+    cipherWrites: 0,
+    ambiguousReads: 0,
+    toldReads: 0,
+    cipherReads: 0,
+    judged: 0,
+    coordinated: 0,
+  }));
+  for (const { problem, turns } of episodes) {
+    const codes = turnConventions(problem, turns, options);
+    codes.forEach((turn, role) => {
+      const tally = tallies[role]!;
+      tally.turns++;
+      if (turn.writes.length === 0) tally.wrong++;
+      if (turn.writes.length === 1 && role < agents - 1) {
+        tally.written++;
+        if (turn.writes[0] === 'cipher') tally.cipherWrites++;
+      }
+      if (role === 0 || codesReading(turns[role - 1]!, digits).length < 2) return;
+      tally.ambiguousReads++;
+      if (turn.reads.length !== 1) return;
+      tally.toldReads++;
+      if (turn.reads[0] === 'cipher') tally.cipherReads++;
+      const writer = codes[role - 1]!.writes;
+      if (writer.length !== 1) return;
+      tally.judged++;
+      if (writer[0] === turn.reads[0]) tally.coordinated++;
+    });
+  }
+  return tallies.map((tally, role) => ({
+    turns: tally.turns,
+    wrongShare: share(tally.wrong, tally.turns) ?? 0,
+    cipherWriteShare: role === agents - 1 ? null : share(tally.cipherWrites, tally.written),
+    ambiguousReads: tally.ambiguousReads,
+    cipherReadShare: share(tally.cipherReads, tally.toldReads),
+    coordinatedShare: share(tally.coordinated, tally.judged),
+  }));
+}

@@ -31,7 +31,9 @@ export {
 export {
   createConventionTask,
   conventionMaxAgents,
+  conventionSummary,
   turnConventions,
+  type AgentConventions,
   type ConventionOptions,
   type TurnConventions,
 } from './convention.js';
