@@ -7,7 +7,7 @@ import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
 import { RandomGenerator } from '../util/random.js';
 import { sampleChatExchange } from './chat-skills.js';
 import { fitModel } from './fit.js';
-import type { PretrainConfig, PretrainProgress, PretrainResult } from './pretrain.js';
+import type { PretrainConfig, PretrainProgress, PretrainResult } from './config.js';
 
 /**
  * The built-in general model: one tiny character-level chat model, pretrained on a mixture of

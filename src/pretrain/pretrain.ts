@@ -1,9 +1,7 @@
 import path from 'node:path';
-import { z } from 'zod';
 import { saveCheckpoint } from '../io/checkpoint.js';
-import { modelConfigSchema } from '../nn/config.js';
 import { TransformerLM } from '../nn/transformer.js';
-import { getTask, sampleDemonstration, taskSpecSchema, type Task } from '../tasks/index.js';
+import { getTask, sampleDemonstration, type Task } from '../tasks/index.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render.js';
 import { turnTerminator } from '../team/policy.js';
 import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
@@ -11,49 +9,20 @@ import { RandomGenerator } from '../util/random.js';
 import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import { pretrainChatModel } from './chat.js';
+import {
+  pretrainConfigSchema,
+  type PretrainConfig,
+  type PretrainProgress,
+  type PretrainResult,
+} from './config.js';
 import { fitModel } from './fit.js';
 
-/**
- * Built-in base models: one tiny character-level LM per role of a task, trained on synthetic
- * demonstrations in which each turn is replaced by a plausible mistake with probability
- * `mistakeRate`. The team built from them is competent but imperfect, so RL has room.
- */
-export const pretrainConfigSchema = z.strictObject({
-  /**
-   * The built-in task whose roles get a model each, or a list of tasks (e.g. one task at
-   * several team sizes): role r's model then learns role r of every listed task that has it.
-   */
-  task: z.union([taskSpecSchema, z.array(taskSpecSchema).min(1).max(16)]).optional(),
-  /**
-   * Instead of per-role models of a task: one general chat model, pretrained on a mixture of
-   * short text tasks (chat.ts), saved as a Hugging Face directory serving builtin:<name>.
-   */
-  chat: z
-    .strictObject({
-      /** Its folder under the built-in models. @default general */
-      name: z
-        .string()
-        .regex(/^[a-z0-9][a-z0-9-]*$/, 'lowercase letters, digits and dashes')
-        .default('general'),
-    })
-    .optional(),
-  seed: z.number().int().nonnegative().default(0),
-  /** Per-turn probability of a demonstrated mistake (per reply, for the chat model). */
-  mistakeRate: z.number().min(0).max(1).default(0.2),
-  steps: z.number().int().positive().default(1500),
-  batchSize: z.number().int().positive().default(64),
-  learningRate: z.number().positive().default(3e-3),
-  /**
-   * Start each role's model from the one trained before it (role r + 1 from role r): the roles
-   * of a chain do the same job in different places, so the later ones learn it faster. The
-   * shared model starts fresh.
-   */
-  warmStart: z.boolean().default(false),
-  /** Also train one shared model that plays every role (the `single` baseline's base model); per-role models only. */
-  shared: z.boolean().default(true),
-  model: modelConfigSchema.optional(),
-});
-export type PretrainConfig = z.output<typeof pretrainConfigSchema>;
+export {
+  pretrainConfigSchema,
+  type PretrainConfig,
+  type PretrainProgress,
+  type PretrainResult,
+} from './config.js';
 
 /**
  * The built-in models' shape. `maxPositions` fits the task: 96 for the short-turn tasks, more
@@ -71,22 +40,6 @@ export function defaultBaseModelConfig(vocabSize: number, maxPositions = 96) {
     maxPositions,
     tieEmbeddings: true,
   };
-}
-
-export interface PretrainProgress {
-  /** `role-<r>` or `shared`. */
-  model: string;
-  index: number;
-  models: number;
-  step: number;
-  steps: number;
-  loss: number;
-}
-
-export interface PretrainResult {
-  task: string;
-  directories: string[];
-  finalLosses: number[];
 }
 
 /** One training example: the role's rendered input and the turn it should write. */
