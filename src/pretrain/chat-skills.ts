@@ -57,8 +57,8 @@ const textProblem = (
   mistake: (random) => stringMistake(answer, letters, random),
 });
 
-/** Operand sizes: one digit, two digits or up to 999, so that small sums are the easy case. */
-const operand = (random: RandomGenerator) => random.nextInt([10, 100, 1000][random.nextInt(3)]!);
+/** Operands of one digit (a third of them) or two. */
+const operand = (random: RandomGenerator) => random.nextInt(random.nextInt(3) === 0 ? 10 : 100);
 
 const arithmetic = (random: RandomGenerator): Problem => {
   const kind = random.nextInt(4);
