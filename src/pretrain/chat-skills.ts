@@ -57,19 +57,20 @@ const textProblem = (
   mistake: (random) => stringMistake(answer, letters, random),
 });
 
-/** Operands of one digit (a third of them) or two. */
-const operand = (random: RandomGenerator) => random.nextInt(random.nextInt(3) === 0 ? 10 : 100);
+/** Operands of one digit or two, half each. */
+const operand = (random: RandomGenerator) => random.nextInt(random.nextInt(2) === 0 ? 10 : 100);
 
+/** Sums (45%), differences (25%), products of one-digit numbers (15%), sums of three (15%). */
 const arithmetic = (random: RandomGenerator): Problem => {
-  const kind = random.nextInt(4);
-  const [a, b, c] = [operand(random), operand(random), random.nextInt(100)];
-  if (kind === 0)
+  const kind = random.nextInt(20);
+  const [a, b] = [operand(random), operand(random)];
+  if (kind < 9)
     return numberProblem(
       ['Add.', 'Add the numbers.', 'Sum.', 'Compute.', 'Calculate.', 'Solve.', 'What is the sum?'],
       `${a}+${b}`,
       a + b,
     );
-  if (kind === 1) {
+  if (kind < 14) {
     const [large, small] = a >= b ? [a, b] : [b, a];
     return numberProblem(
       ['Subtract.', 'Compute.', 'Calculate.', 'Solve.', 'What is the difference?'],
@@ -77,15 +78,12 @@ const arithmetic = (random: RandomGenerator): Problem => {
       large - small,
     );
   }
-  if (kind === 2) {
-    const [x, y] = [random.nextInt(13), random.nextInt(13)];
+  if (kind < 17) {
+    const [x, y] = [random.nextInt(10), random.nextInt(10)];
     return numberProblem(['Multiply.', 'Compute.', 'Calculate.', 'Solve.'], `${x}*${y}`, x * y);
   }
-  return numberProblem(
-    ['Compute.', 'Calculate.', 'Solve.'],
-    `${a % 100}+${b % 100}+${c}`,
-    (a % 100) + (b % 100) + c,
-  );
+  const c = random.nextInt(10);
+  return numberProblem(['Compute.', 'Calculate.', 'Solve.'], `${a}+${b}+${c}`, a + b + c);
 };
 
 const textSkills: ((random: RandomGenerator) => Problem)[] = [

@@ -11,7 +11,7 @@ import type { PretrainConfig, PretrainProgress, PretrainResult } from './config.
 
 /**
  * The built-in general model: one tiny character-level chat model, pretrained on a mixture of
- * short text tasks (chat-skills.ts) rendered through its own ChatML template, and saved as a
+ * short text tasks (chat-skills.ts) rendered through its own chat template, and saved as a
  * Hugging Face directory, so that it plays any role of a task written in code the way an
  * instruct model does (role prompt → system message, problem → user message, other agents'
  * turns → user messages, the turn ends at <|im_end|>).
@@ -25,9 +25,16 @@ const characters = [
   ...Array.from({ length: 95 }, (_, code) => String.fromCharCode(32 + code)),
 ];
 
+/**
+ * ChatML with one-letter role names and no newlines around them (S:, U:, A:; other roles by
+ * name): the same structure in a third of the tokens, which the tiny model reads faster.
+ */
 export const chatTemplate =
-  '{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n' +
-  '{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}';
+  '{% for message in messages %}<|im_start|>' +
+  "{% if message.role == 'system' %}S{% elif message.role == 'user' %}U" +
+  "{% elif message.role == 'assistant' %}A{% else %}{{ message.role }}{% endif %}" +
+  ':{{ message.content }}<|im_end|>{% endfor %}' +
+  '{% if add_generation_prompt %}<|im_start|>A:{% endif %}';
 
 /**
  * The tokenizer: a BPE model with no merges (one token per character, as teamtr's character

@@ -148,7 +148,7 @@ describe('pretrain', () => {
     ]);
     assert.equal(
       tokenizer.decode(ids),
-      '<|im_start|>system\nAdd. <|im_end|>\n<|im_start|>user\n2+3<|im_end|>\n<|im_start|>assistant\n',
+      '<|im_start|>S:Add. <|im_end|><|im_start|>U:2+3<|im_end|><|im_start|>A:',
     );
     assert.equal(tokenizer.decode([tokenizer.eosId!]), '<|im_end|>', 'a turn ends at <|im_end|>');
     await assert.rejects(
