@@ -6,6 +6,7 @@ import { padPrompts, prefillAllButLastChunk, prefillSharedPrefix } from './prefi
 import { planSharedPrefix } from './shared-prefix.js';
 import { sampleTokens, type SamplingSettings } from './sampling.js';
 import type { TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 export interface GenerateOptions extends Partial<SamplingSettings> {
   /** One prompt (token ids, non-empty) per sequence. */
@@ -44,6 +45,11 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
    * head alone, instead of running the layers over the turn again. @default false
    */
   keepHiddenStates?: boolean;
+  /**
+   * Called with each token as it is drawn (its row, id and log-prob), before the next step:
+   * a server streams a turn with it.
+   */
+  onToken?: (row: number, token: number, logProb: number) => void;
 }
 
 export interface GeneratedSequence {
@@ -87,7 +93,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
       `generate: prefillChunkPositions must be a positive integer, got ${chunkPositions}`,
     );
   const stopTokens = new Set(options.stopTokens ?? []);
-  const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
+  const promptLength = largest(prompts, (prompt) => prompt.length);
   const capacity = promptLength + maxNewTokens;
   const { vocabSize, maxPositions } = model.config;
   if (capacity > maxPositions) {
@@ -149,6 +155,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
           if (draw) {
             results[row]!.tokens.push(draw.token);
             results[row]!.logProbs.push(draw.logProb);
+            options.onToken?.(row, draw.token, draw.logProb);
             if (stopTokens.has(draw.token)) {
               finished[row] = 1;
               results[row]!.finishReason = 'stop';

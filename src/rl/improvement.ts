@@ -5,7 +5,7 @@
  */
 import { ShapeError, TeamtrError } from '../util/errors.js';
 import { expectLength, resolveTokenGrid, type NumberArray } from './layout.js';
-import { meanWithStandardError, normalQuantile } from './statistics.js';
+import { meanWithStandardError, normalQuantile } from './statistics/index.js';
 
 export interface OffPolicyImprovementResult {
   /** Mean of (W − 1)·(R − b): an unbiased estimate of J(π') − J(π). */
@@ -104,7 +104,8 @@ export function offPolicyImprovementEstimate({
 /** (Σ W)² / Σ W² evaluated with the largest log-weight factored out, so nothing overflows. */
 function effectiveSampleSize(logWeights: Float64Array): number {
   if (logWeights.length === 0) return 0;
-  const largest = Math.max(...logWeights);
+  let largest = -Infinity;
+  for (const logWeight of logWeights) largest = Math.max(largest, logWeight);
   let sum = 0;
   let squares = 0;
   for (const logWeight of logWeights) {

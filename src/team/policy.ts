@@ -6,6 +6,7 @@ import { TeamtrError } from '../util/errors.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { chatPromptIds, hasChatTemplate } from '../models/chat.js';
 import { chatMessages, type AgentView } from './chat-view.js';
+import { largest } from '../util/extremes.js';
 
 export interface CompletionRequest {
   /** The agent's rendered input text (role prompt + shared context + its speaker tag). */
@@ -56,6 +57,13 @@ export interface CompletionSettings {
    * without a local model ignore it. @default false
    */
   keepHiddenStates?: boolean;
+  /**
+   * Called with each token as the policy draws it (the request's index, the token id and its
+   * log-prob), so a server can stream a turn. Policies that receive a turn whole (a remote
+   * endpoint) do not call it. Every drawn token is reported, including any past a stop string
+   * that the completion then cuts off.
+   */
+  onToken?: (requestIndex: number, token: number, logProb: number) => void;
 }
 
 /** Bytes of hidden states one completion call may keep (CompletionSettings.keepHiddenStates). */
@@ -176,7 +184,7 @@ export class LocalPolicy extends TokenizingPolicy {
 
   /** A turn must fit after its input in the model's positions; say which settings to change. */
   private checkContextLength(inputs: readonly number[][], maxNewTokens: number): void {
-    const longest = Math.max(...inputs.map((input) => input.length));
+    const longest = largest(inputs, (input) => input.length);
     const positions = this.model.config.maxPositions;
     if (longest + maxNewTokens <= positions) return;
     throw new TeamtrError(
@@ -207,6 +215,7 @@ export class LocalPolicy extends TokenizingPolicy {
       stopTokens: this.turns.stopIds,
       padId: this.tokenizer.padId ?? 0,
       vocabularyLimit: this.tokenizer.vocabSize,
+      ...(settings.onToken ? { onToken: settings.onToken } : {}),
     });
     return generated.map((sequence, index) => {
       const completion = this.turns.completion(inputs[index]!, sequence.tokens, sequence.logProbs, {
