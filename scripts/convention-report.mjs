@@ -8,8 +8,8 @@
 //     [--problems 150] [--seed 0] [--temperature 1] [--json]
 import { parseArgs } from 'node:util';
 import { conventionSummary, getTask } from '../src/tasks/index.ts';
-import { buildTeam } from '../src/trainer/build-team.ts';
-import { trainConfigSchema } from '../src/trainer/config.ts';
+import { buildTeam } from '../src/trainer/setup/build-team.ts';
+import { trainConfigSchema } from '../src/trainer/config/train-config.ts';
 import { evaluateTeam } from '../src/trainer/evaluate.ts';
 import { openRun } from '../src/trainer/open-run.ts';
 import { schedules } from '../src/trainer/schedules.ts';
