@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { writeJsonAtomic } from '../io/atomic.js';
 import { chatPromptIds } from '../models/chat.js';
-import { exportHuggingFaceModel } from '../models/huggingface/export.js';
+import { exportHuggingFaceModel, huggingFaceTokenizerFiles } from '../models/huggingface/export.js';
 import { TransformerLM } from '../nn/transformer.js';
+import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
 import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
 import { RandomGenerator } from '../util/random.js';
 import { sampleChatExchange } from './chat-skills.js';
@@ -17,13 +18,11 @@ import type { PretrainConfig, PretrainProgress, PretrainResult } from './config.
  * turns → user messages, the turn ends at <|im_end|>).
  */
 
-const specialTokens = ['<pad>', '<|im_start|>', '<|im_end|>', '<unk>'] as const;
-
-/** Every printable ASCII character and the newline; anything else is <unk>. */
-const characters = [
-  '\n',
-  ...Array.from({ length: 95 }, (_, code) => String.fromCharCode(32 + code)),
-];
+/** One token per printable ASCII character and the newline, and the chat template's specials. */
+const characters = new CharTokenizer({
+  alphabet: defaultCharAlphabet,
+  specialTokens: { pad: '<pad>', bos: '<|im_start|>', eos: '<|im_end|>', unk: '<unk>' },
+});
 
 /**
  * ChatML with one-letter role names and no newlines around them (S:, U:, A:; other roles by
@@ -37,54 +36,17 @@ export const chatTemplate =
   '{% if add_generation_prompt %}<|im_start|>A:{% endif %}';
 
 /**
- * The tokenizer: a BPE model with no merges (one token per character, as teamtr's character
- * tokenizer and its export do) plus the chat special tokens, and the ChatML template.
+ * The tokenizer: teamtr's character tokenizer as Hugging Face files (a BPE model with no
+ * merges), with <|im_start|> and <|im_end|> as its BOS and EOS, no BOS prepended (the template
+ * opens every message with <|im_start|>) and the template above.
  */
 export function chatTokenizer(): HuggingFaceTokenizer {
-  const vocabulary: Record<string, number> = {};
-  [...specialTokens, ...characters].forEach((token, id) => (vocabulary[token] = id));
-  const addedTokens = specialTokens.map((content, id) => ({
-    id,
-    content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: true,
-  }));
-  const tokenizerJson = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: addedTokens,
-    normalizer: null,
-    pre_tokenizer: null,
-    post_processor: null,
-    decoder: { type: 'Fuse' },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: '<unk>',
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab: vocabulary,
-      merges: [],
-    },
-  };
-  const config = {
-    eos_token: '<|im_end|>',
-    pad_token: '<pad>',
-    unk_token: '<unk>',
-    add_bos_token: false,
-    clean_up_tokenization_spaces: false,
-    tokenizer_class: 'PreTrainedTokenizerFast',
-    model_max_length: 4096,
-    chat_template: chatTemplate,
-  };
-  return new HuggingFaceTokenizer(tokenizerJson, config, 'general chat tokenizer');
+  const files = huggingFaceTokenizerFiles(characters);
+  return new HuggingFaceTokenizer(
+    { ...files.tokenizer, post_processor: null },
+    { ...files.config, add_bos_token: false, model_max_length: 4096, chat_template: chatTemplate },
+    'general chat tokenizer',
+  );
 }
 
 /**
