@@ -127,8 +127,6 @@ describe('the packed package', () => {
       'models/arithmetic-chain/role-0/model.safetensors',
       'models/arithmetic-chain/shared/tokenizer.json',
       'models/convention/role-7/model.safetensors',
-      'models/general/model.safetensors',
-      'models/general/tokenizer_config.json',
       'configs/demo.yaml',
       'docs/method.md',
       'dist/index.js',
