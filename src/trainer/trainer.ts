@@ -133,7 +133,7 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
     context.emit({
       kind: 'warning',
       stage: state.stage,
-      message: `stage ${state.stage}: ${noEffectCause(context.config, updates)} (said once until a stage changes weights again)`,
+      message: `stage ${state.stage}: ${noEffectCause(context.config, updates, context.run.directory)} (said once until a stage changes weights again)`,
     });
   context.idleReported = idle;
   if (state.stage % context.config.evaluation.every === 0) {
