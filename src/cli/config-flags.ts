@@ -31,7 +31,7 @@ function unwrapped(schema: z.ZodType): z.ZodType {
 }
 
 /** Keys the program writes into a run's config, never a user: no flag. */
-const recordedKeys = new Set(['taskFingerprint']);
+const recordedKeys = new Set(['taskFingerprint', 'provenance']);
 
 function leavesOf(schema: z.ZodType, prefix: string[] = []): Leaf[] {
   const inner = unwrapped(schema);
