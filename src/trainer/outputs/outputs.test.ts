@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { TrainConfigInput } from '../config/train-config.js';
+import { parseWithSchema } from '../../util/schema.js';
+import { trainConfigSchema, type TrainConfigInput } from '../config/train-config.js';
+import { runProvenance } from './provenance.js';
 import { createTrainingFixture } from '../test-support/fixture.js';
 import { train } from '../trainer.js';
 import { decodeEvent, type TensorboardEvent } from './tensorboard-events.js';
@@ -123,5 +127,32 @@ describe('a run writes what its agents wrote, and its metrics for TensorBoard', 
     await train({ config: {}, runDirectory: resumed, resume: true });
     assert.deepEqual(readTranscripts(resumed), readTranscripts(straight));
     assert.deepEqual(events(resumed), events(straight));
+  });
+
+  test('config.json records the teamtr version, the host and the task’s source', () => {
+    const { provenance } = JSON.parse(readFileSync(path.join(straight, 'config.json'), 'utf8'));
+    const manifest = JSON.parse(
+      readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
+    );
+    assert.equal(provenance.teamtrVersion, manifest.version);
+    assert.equal(provenance.node, process.version);
+    assert.equal(provenance.host.cores, os.cpus().length);
+    assert.equal(provenance.host.memoryBytes, os.totalmem());
+    assert.equal(provenance.host.cpu, os.cpus()[0]!.model.trim());
+    assert.deepEqual(provenance.task, { source: 'config', name: 'jsonl' });
+    const module = path.join(directory, 'task.mjs');
+    writeFileSync(module, 'export default {};\n');
+    const parsed = parseWithSchema(
+      trainConfigSchema,
+      { task: { name: 'code', task: 'sums' } },
+      'config',
+    );
+    assert.deepEqual(runProvenance(parsed, module).task, {
+      source: 'module',
+      name: 'sums',
+      path: module,
+      sha256: createHash('sha256').update('export default {};\n').digest('hex'),
+    });
+    assert.deepEqual(runProvenance(parsed, undefined).task, { source: 'code', name: 'sums' });
   });
 });
