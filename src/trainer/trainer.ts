@@ -41,8 +41,7 @@ async function trainHeld(
   options: TrainOptions,
   started: number,
 ): Promise<TrainSummary> {
-  const { config, run, emit } = context;
-  const outputs = await RunOutputs.open(config, run.directory);
+  const outputs = await RunOutputs.open(context.config, context.run.directory);
   try {
     return await trainTracked(context, options, started, outputs);
   } finally {

@@ -30,7 +30,8 @@ before(async () => {
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as { id: string; prompt: string; answer: string });
-  const { task: _jsonlTask, ...rest } = fixture.config;
+  const rest = { ...fixture.config };
+  delete rest.task;
   summary = await train({
     config: {
       ...rest,
