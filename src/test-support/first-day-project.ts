@@ -32,14 +32,34 @@ export default defineTask({
 `;
 }
 
-/** task.ts (TypeScript, in a CommonJS project) and task.mjs (the same as an ES module). */
-export const taskFiles = {
-  'task.ts': taskSource(),
-  'task.mjs': taskSource().replace(
-    'const problems: Array<{ prompt: string; answer: string }> = [];',
-    'const problems = [];',
-  ),
-};
+/** task.ts: the README's shape with problems the built-in models can learn. */
+export const taskFiles = { 'task.ts': taskSource() };
+
+/**
+ * The README's own task in code, word for word (the fenced block that starts `// task.ts`): it
+ * is plain JavaScript as well as TypeScript, so a user can save it as task.ts or task.mjs.
+ */
+export function readmeTask(readme: string): string {
+  const found = /```ts\n(\/\/ task\.ts\n[\s\S]*?)```/.exec(readme);
+  if (!found)
+    throw new Error(
+      'README.md has no ```ts block starting "// task.ts": keep the task-in-code example there (src/first-day.test.ts runs it)',
+    );
+  return found[1]!;
+}
+
+/**
+ * A team for the README's two roles (solver, finalizer) from the built-in models, whose 96
+ * positions need turns shorter than the default.
+ */
+export const readmeTeamConfig = `agents:
+  - { name: solver, model: "builtin:arithmetic-chain/role-0" }
+  - { name: finalizer, model: "builtin:arithmetic-chain/role-1" }
+protocol: { maxTurnTokens: 8 }
+rollout: { problemsPerBatch: 1, groupSize: 4 }
+budget: { maxStages: 1 }
+evaluation: { problems: 1 }
+`;
 
 export const teamConfig = `agents:
   - { name: solver, model: "builtin:arithmetic-chain/role-0" }
