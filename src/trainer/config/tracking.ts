@@ -42,8 +42,11 @@ export const trackingConfigSchema = z.strictObject({
    */
   wandb: z
     .strictObject({
+      /** The W&B project the run is logged to. */
       project: z.string().min(1),
+      /** The W&B team or user that owns the project. @default your W&B default entity */
       entity: z.string().min(1).optional(),
+      /** online needs the `@wandb/sdk` and `graphql` packages installed, and WANDB_API_KEY. */
       mode: z.enum(['offline', 'online']).default('offline'),
     })
     .optional(),
