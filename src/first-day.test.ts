@@ -221,45 +221,49 @@ describe('a new user’s first day, in a fresh npm init -y project', () => {
     assert.deepEqual(trained('readme-task.mjs'), trained('readme-task.ts'));
   });
 
-  test('served with teamtr serve RUN --task-module, it answers openai and the ai SDK', async () => {
-    const result = await serving(
-      ['runs/sums', '--task-module', 'task.ts'],
-      async (baseURL) =>
-        JSON.parse(
-          (
-            await runAsync(process.execPath, ['client.mjs', baseURL, '7+5|+1|-1', '9+9|+3|-1'], {
-              cwd: project,
-              env: environment,
-            })
-          ).stdout,
-        ) as {
-          chat: { content: string; finish: string };
-          stream: string[];
-          pairs: string[][];
-          logprobs: Array<{ token: string; logprob: number }>;
-          compatible: string;
-          responses: string;
-          responsesStream: string[];
-        },
-    );
-    assert.match(result.chat.content, /^\d+$/);
-    assert.equal(result.chat.finish, 'stop');
-    assert.ok(result.stream.length > 1, `streamed in ${result.stream.length} content chunk(s)`);
-    assert.equal(
-      result.stream.join(''),
-      result.chat.content,
-      'the same seed streams the same answer',
-    );
-    assert.ok(
-      result.pairs.some(([first, second]) => first !== second),
-      'n = 2 samples two answers',
-    );
-    assert.ok(result.logprobs.length >= result.chat.content.length);
-    assert.ok(result.logprobs.every((entry) => entry.logprob <= 0 && entry.logprob > -50));
-    assert.equal(result.compatible, result.chat.content);
-    assert.match(result.responses, /^\d+$/);
-    assert.ok(result.responsesStream.join('').length > 0);
-  });
+  test(
+    'served with teamtr serve RUN --task-module, it answers openai and the ai SDK',
+    { timeout: 180_000 },
+    async () => {
+      const result = await serving(
+        ['runs/sums', '--task-module', 'task.ts'],
+        async (baseURL) =>
+          JSON.parse(
+            (
+              await runAsync(process.execPath, ['client.mjs', baseURL, '7+5|+1|-1', '9+9|+3|-1'], {
+                cwd: project,
+                env: environment,
+              })
+            ).stdout,
+          ) as {
+            chat: { content: string; finish: string };
+            stream: string[];
+            pairs: string[][];
+            logprobs: Array<{ token: string; logprob: number }>;
+            compatible: string;
+            responses: string;
+            responsesStream: string[];
+          },
+      );
+      assert.match(result.chat.content, /^\d+$/);
+      assert.equal(result.chat.finish, 'stop');
+      assert.ok(result.stream.length > 1, `streamed in ${result.stream.length} content chunk(s)`);
+      assert.equal(
+        result.stream.join(''),
+        result.chat.content,
+        'the same seed streams the same answer',
+      );
+      assert.ok(
+        result.pairs.some(([first, second]) => first !== second),
+        'n = 2 samples two answers',
+      );
+      assert.ok(result.logprobs.length >= result.chat.content.length);
+      assert.ok(result.logprobs.every((entry) => entry.logprob <= 0 && entry.logprob > -50));
+      assert.equal(result.compatible, result.chat.content);
+      assert.match(result.responses, /^\d+$/);
+      assert.ok(result.responsesStream.join('').length > 0);
+    },
+  );
 
   test('the agents export, and teamtr samples shows what they wrote', () => {
     const exported = JSON.parse(
