@@ -65,7 +65,7 @@ export const teamConfig = `agents:
   - { name: solver, model: "builtin:arithmetic-chain/role-0" }
 rollout: { problemsPerBatch: 16, groupSize: 8 }
 optimizer: { learningRate: 0.001 }
-budget: { generatedTokens: 30000 }
+budget: { generatedTokens: 20000 }
 evaluation: { problems: 300, every: 100 }
 `;
 
