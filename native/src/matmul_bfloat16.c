@@ -44,6 +44,7 @@
 #include "addon.h"
 #include "arguments.h"
 #include "bfloat16_product.h"
+#include "host.h"
 
 /* ---- B [n×k]: dot products of A rows with B rows ------------------------------------------ */
 
@@ -139,8 +140,8 @@ static void dot_single(const bfloat16_problem *g, const weight_rows *b, int64_t 
   store(g, r, j, total);
 }
 
-/* Rows of A per tile: a tile (≤ 192 KB) stays in L2 while every column of the block runs over it. */
-#define ROW_TILE_BYTES (192 * 1024)
+/* Rows of A per tile: a tile (a quarter of L2, host.c) stays in L2 while every column of the block runs over it. */
+#define ROW_TILE_BYTES (host_tuning()->row_tile_bytes)
 
 static void dots_columns(const bfloat16_problem *g, const weight_rows *block, int64_t r0,
                          int64_t r1, int64_t j0, int64_t j1, bool prefetch) {
