@@ -41,10 +41,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "addon.h"
-#include "arguments.h"
 #include "bfloat16_product.h"
 #include "host.h"
+#include "kernels.h"
 
 /* ---- B [n×k]: dot products of A rows with B rows ------------------------------------------ */
 
@@ -235,24 +234,19 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   run_maybe_parallel(task_count(&tasks.grid), dots_task, &tasks, share);
 }
 
-KERNEL_ENTRY(matmul_bfloat16) {
-  READ_KERNEL_ARGUMENTS(MATMUL_BFLOAT16)
-  arguments_require(&args, "a", a.length, (double)m * k);
-  arguments_require(&args, "b", b.length, (double)k * n);
-  arguments_require(&args, "c", c.length, (double)m * n);
-  if (args.failed) return NULL;
-  bfloat16_problem problem = {a.data, b.data, NULL, c.data, m, n, k, (float)alpha, (float)beta};
-  matmul_bfloat16(&problem, transpose_b);
-  return NULL;
+/* The two products differ only in B's element type (kernels.h: exactly one B is set). */
+static bfloat16_problem problem_of(const product_arguments *call) {
+  bfloat16_problem problem = {call->a, call->b_bfloat16, call->b_bfloat16 ? NULL : call->b,
+                              call->c, call->m, call->n, call->k, call->alpha, call->beta};
+  return problem;
 }
 
-KERNEL_ENTRY(matmul_fixed_order) {
-  READ_KERNEL_ARGUMENTS(MATMUL_FIXED_ORDER)
-  arguments_require(&args, "a", a.length, (double)m * k);
-  arguments_require(&args, "b", b.length, (double)k * n);
-  arguments_require(&args, "c", c.length, (double)m * n);
-  if (args.failed) return NULL;
-  bfloat16_problem problem = {a.data, NULL, b.data, c.data, m, n, k, (float)alpha, (float)beta};
-  matmul_bfloat16(&problem, transpose_b);
-  return NULL;
+void kernel_matmul_bfloat16(const product_arguments *call) {
+  bfloat16_problem problem = problem_of(call);
+  matmul_bfloat16(&problem, call->transpose_b);
+}
+
+void kernel_matmul_fixed_order(const product_arguments *call) {
+  bfloat16_problem problem = problem_of(call);
+  matmul_bfloat16(&problem, call->transpose_b);
 }

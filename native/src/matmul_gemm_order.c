@@ -21,9 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addon.h"
-#include "arguments.h"
 #include "gemm.h"
+#include "kernels.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -181,13 +180,8 @@ static void matmul_gemm_order(const gemm_problem *g) {
   gemm_own(g, true);
 }
 
-KERNEL_ENTRY(matmul_gemm_order) {
-  READ_KERNEL_ARGUMENTS(MATMUL_GEMM_ORDER)
-  arguments_require(&args, "a", a.length, (double)m * k);
-  arguments_require(&args, "b", b.length, (double)k * n);
-  arguments_require(&args, "c", c.length, (double)m * n);
-  if (args.failed) return NULL;
-  gemm_problem problem = {a.data, b.data, c.data, m, n, k, false, transpose_b, 1.0f, 0.0f};
+void kernel_matmul_gemm_order(const product_arguments *call) {
+  gemm_problem problem = {call->a, call->b, call->c, call->m, call->n, call->k,
+                          false, call->transpose_b, 1.0f, 0.0f};
   matmul_gemm_order(&problem);
-  return NULL;
 }

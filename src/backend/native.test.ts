@@ -1,23 +1,61 @@
-import { describe, test } from 'node:test';
+/**
+ * The native kernels, every variant this host can run: the shared suite, agreement with the
+ * reference backend, argument checks and determinism for each instruction-set build (an
+ * AVX-512 host tests its AVX2 and portable kernels too, the paths of the host kinds it stands
+ * in for), and the products once more on the OpenBLAS path when OpenBLAS is installed.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
 import { runBackendSuite } from './backend.suite.js';
-import { NATIVE_ADDON_PATH, loadNativeBackend, nativeBackendProblem } from './native.js';
+import {
+  builtVariants,
+  chooseVariant,
+  probeHost,
+  variantPath,
+  variantsHostRuns,
+} from './native-addon.js';
+import { loadAddonFile, loadNativeBackend, nativeBackend, nativeBackendProblem } from './native.js';
 import { runAgreementSuite } from './testing/agreement.js';
 import { runNativeArgumentTests } from './testing/native-arguments.js';
 import { runNativeDeterminismTests } from './testing/native-determinism.js';
+import { matmulTests } from './testing/suite-matmul.js';
 import { createTypeScriptBackend } from './typescript.js';
 
-const native = loadNativeBackend();
+const built = builtVariants();
+const host = built.length > 0 && loadNativeBackend() ? probeHost(built) : null;
 
-if (native) {
-  describe(`native backend: ${native.description}`, () => {
-    runBackendSuite(native);
-    runAgreementSuite(native, createTypeScriptBackend());
-    runNativeArgumentTests(native);
-    runNativeDeterminismTests(native);
+if (host) {
+  const runnable = variantsHostRuns(host).filter((isa) => built.includes(isa));
+  for (const isa of runnable) {
+    const addon = loadAddonFile(variantPath(isa))!;
+    const backend = nativeBackend(addon);
+    describe(`native backend, ${isa} kernels: ${backend.description}`, () => {
+      runBackendSuite(backend);
+      runAgreementSuite(backend, createTypeScriptBackend());
+      runNativeArgumentTests(backend);
+      runNativeDeterminismTests(backend, addon);
+    });
+    if (addon.info().blas !== 'openblas') continue;
+    describe(`native backend, ${isa} kernels, products on OpenBLAS`, () => {
+      const original = addon.info().sgemm as 'own' | 'openblas';
+      before(() => addon.setSgemm('openblas'));
+      after(() => addon.setSgemm(original));
+      test('the OpenBLAS path is the one taken', () =>
+        assert.equal(addon.info().sgemm, 'openblas'));
+      matmulTests(backend);
+    });
+  }
+
+  describe('native variants', () => {
+    test('the widest variant the host runs is the one loaded by default', () => {
+      const widest = chooseVariant(host, built);
+      assert.equal(widest, runnable.at(-1));
+      assert.equal(loadNativeBackend()!.description.includes(`${widest} kernels`), true);
+    });
   });
 } else {
   test.skip(
-    `native backend: skipped because ${nativeBackendProblem()}; build ${NATIVE_ADDON_PATH} ` +
-      'with `node scripts/build-native.mjs` to run these tests',
+    `native backend: skipped because ${nativeBackendProblem()}; build it with ` +
+      '`node scripts/build-native.mjs` to run these tests',
   );
 }

@@ -145,7 +145,9 @@ function positionalCaller(
   signature: Readonly<Record<string, ArgumentSignature>>,
 ): (args: object) => unknown {
   const passed = Object.entries(signature).map(([name, argument]) =>
-    typeof argument === 'string' ? `args.${name}` : `(args.${name} ?? ${argument.default})`,
+    typeof argument === 'object' && 'default' in argument
+      ? `(args.${name} ?? ${argument.default})`
+      : `args.${name}`,
   );
   const compile = new Function('kernel', `return (args) => kernel(${passed.join(', ')});`);
   return compile(kernel) as (args: object) => unknown;
