@@ -35,6 +35,7 @@
       "native/src/matmul_gemm_order.c",
       "native/src/matmul_skinny.c",
       "native/src/norms.c",
+      "native/src/paths.c",
       "native/src/rope.c",
       "native/src/sampling.c",
       "native/src/softmax.c",

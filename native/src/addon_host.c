@@ -1,8 +1,9 @@
 /*
  * N-API entry points that describe the addon and the machine: `host()` (host.h: what the CPU
  * is), `info()` (this build: its variant, the paths its kernels take, the block sizes derived
- * from the caches) and `setSgemm(path)`, which switches the code running large float32
- * products so a benchmark can time both in one process.
+ * from the caches), `setSgemm(path)`, which switches the code running large float32 products
+ * so a benchmark can time both in one process, and `paths()`/`resetPaths()`, the counts of
+ * the code each hot kernel ran (paths.h).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "blas.h"
 #include "host.h"
 #include "kernels.h"
+#include "paths.h"
 #include "threadpool.h"
 
 #ifndef TEAMTR_ISA
@@ -115,7 +117,36 @@ static napi_value set_sgemm(napi_env env, napi_callback_info callback_info) {
   return NULL;
 }
 
+/* [{kernel, path, calls, multiplyAdds}] for every path taken since the last reset. */
+static napi_value paths(napi_env env, napi_callback_info callback_info) {
+  (void)callback_info;
+  napi_value list;
+  napi_create_array(env, &list);
+  uint32_t count = 0;
+  for (int path = 0; path < PATH_COUNT; path++) {
+    path_record record = path_read((kernel_path)path);
+    if (record.calls == 0) continue;
+    napi_value entry;
+    napi_create_object(env, &entry);
+    set_string(env, entry, "kernel", record.kernel);
+    set_string(env, entry, "path", record.description);
+    set_number(env, entry, "calls", (double)record.calls);
+    set_number(env, entry, "multiplyAdds", record.multiply_adds);
+    napi_set_element(env, list, count++, entry);
+  }
+  return list;
+}
+
+static napi_value reset_paths(napi_env env, napi_callback_info callback_info) {
+  (void)env;
+  (void)callback_info;
+  paths_reset();
+  return NULL;
+}
+
 void addon_export_host(napi_env env, napi_value exports) {
-  const addon_function functions[] = {{"host", host}, {"info", info}, {"setSgemm", set_sgemm}};
+  const addon_function functions[] = {{"host", host},           {"info", info},
+                                      {"setSgemm", set_sgemm},  {"paths", paths},
+                                      {"resetPaths", reset_paths}};
   addon_export(env, exports, functions, sizeof functions / sizeof functions[0]);
 }

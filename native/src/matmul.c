@@ -15,6 +15,7 @@
 #include "gemm.h"
 #include "kernels.h"
 #include "parallel.h"
+#include "paths.h"
 #include "simd.h"
 
 
@@ -47,7 +48,9 @@ void gemm_own(const gemm_problem *g, bool parallel) {
   /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
   int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
   bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
-  if (VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows)) {
+  bool panels = VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows);
+  path_taken(panels ? PATH_OWN_PANELS : PATH_OWN_PACKED, (double)g->m * g->n * g->k);
+  if (panels) {
     gemm_panels(g, parallel);
   } else if (parallel) {
     gemm_packed(g);
@@ -93,15 +96,19 @@ static void product(const gemm_problem *g, bool parallel) {
     scale_only(g);
     return;
   }
+  double work = (double)g->m * g->n * g->k;
   if (g->m <= SKINNY_ROWS) {
+    path_taken(PATH_MATMUL_SKINNY, work);
     skinny_product(g, parallel);
     return;
   }
   if (g->transpose_a && g->n <= SKINNY_ROWS && g->m >= FEW_COLUMNS_MIN_ROWS) {
+    path_taken(PATH_MATMUL_FEW_COLUMNS, work);
     few_columns_product(g, parallel);
     return;
   }
   if (sgemm_uses_blas()) {
+    path_taken(PATH_MATMUL_OPENBLAS, work);
     blas_product(g, parallel);
     return;
   }
@@ -130,6 +137,7 @@ void kernel_matmul(const matmul_arguments *x) {
   if (x->batch == 0 || x->m == 0 || x->n == 0) return;
   double item_work = (double)x->m * x->n * (x->k > 0 ? x->k : 1);
   if (x->batch > 1 && item_work < SMALL_ITEM_WORK) {
+    path_taken(PATH_MATMUL_BATCHED_SMALL, item_work * x->batch);
     batch_context context = {x};
     run_maybe_parallel((size_t)x->batch, batch_item_task, &context,
                        item_work * x->batch >= SMALL_ITEM_WORK);

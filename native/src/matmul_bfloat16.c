@@ -44,6 +44,7 @@
 #include "bfloat16_product.h"
 #include "host.h"
 #include "kernels.h"
+#include "paths.h"
 
 /* ---- B [n×k]: dot products of A rows with B rows ------------------------------------------ */
 
@@ -220,6 +221,15 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     if (g->beta == 0.0f) memset(g->c, 0, (size_t)count * sizeof(float));
     else for (int64_t i = 0; i < count; i++) g->c[i] *= g->beta;
     return;
+  }
+  double work = (double)g->m * g->n * g->k;
+  if (!g->b) {
+    path_taken(PATH_FIXED_ORDER, work);
+  } else if (!transpose_b || g->k < VECTOR_WIDTH) {
+    path_taken(PATH_BFLOAT16_ROWS, work);
+  } else {
+    path_taken(g->m <= IN_PLACE_ROWS ? PATH_BFLOAT16_IN_REGISTERS : PATH_BFLOAT16_WIDENED_BLOCKS,
+               work);
   }
   if (transpose_b && g->k < VECTOR_WIDTH) {
     matmul_shallow_transposed(g);

@@ -23,6 +23,7 @@
 
 #include "gemm.h"
 #include "kernels.h"
+#include "paths.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -171,12 +172,15 @@ static void matmul_gemm_order(const gemm_problem *g) {
     memset(g->c, 0, (size_t)(g->m * g->n) * sizeof(float));
     return;
   }
+  double work = (double)g->m * g->n * g->k;
   if (g->transpose_b && g->m <= CHAINED_ROWS) {
+    path_taken(PATH_GEMM_ORDER_CHAINED, work);
     bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
     run_maybe_parallel((size_t)chunk_count(g->n, TASK_COLUMNS), chained_task, (void *)g, share);
     return;
   }
   /* B [k×n] at any m, and B [n×k] with more rows: the panels copy B cheaply or pay it back. */
+  path_taken(PATH_GEMM_ORDER_GEMM, work);
   gemm_own(g, true);
 }
 

@@ -59,15 +59,28 @@ export interface NativeBuildInfo {
   tuning: { aBlockBytes: number; packedRows: number; rowTileBytes: number };
 }
 
+/** Calls of one hot kernel on one of its paths since the counters were reset (paths.h). */
+export interface KernelPathCount {
+  /** The kernel (or "own sgemm", the GEMM kernels matmul and matmulGemmOrder share). */
+  kernel: string;
+  /** The code it ran, e.g. "widened in registers (≤16 rows)". */
+  path: string;
+  calls: number;
+  multiplyAdds: number;
+}
+
 /**
- * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, and every kernel of
- * `kernelSignatures`, taking its arguments positionally in the signature's order.
+ * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, `paths`, `resetPaths`, and
+ * every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
+ * order.
  */
 export type NativeAddon = {
   host(): HostInfo;
   info(): NativeBuildInfo;
   setThreads(threads: number): void;
   setSgemm(path: 'own' | 'openblas'): void;
+  paths(): KernelPathCount[];
+  resetPaths(): void;
 } & Record<KernelName, (...args: unknown[]) => unknown>;
 
 /** build/Release, two levels above this file in both src/ and dist/. */

@@ -46,7 +46,7 @@ test(
     >;
     assert.deepEqual(
       Object.keys(addon)
-        .filter((name) => !['host', 'info', 'setThreads', 'setSgemm'].includes(name))
+        .filter((name) => !['host', 'info', 'setThreads', 'setSgemm', 'paths', 'resetPaths'].includes(name))
         .sort(),
       Object.keys(kernelSignatures).sort(),
     );

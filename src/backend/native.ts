@@ -14,6 +14,7 @@ import {
   requireAddon,
   variantPath,
   type HostInfo,
+  type KernelPathCount,
   type NativeAddon,
   type NativeBuildInfo,
 } from './native-addon.js';
@@ -24,7 +25,7 @@ import {
   type KernelName,
 } from './types.js';
 
-export type { HostInfo, NativeBuildInfo } from './native-addon.js';
+export type { HostInfo, KernelPathCount, NativeBuildInfo } from './native-addon.js';
 
 /**
  * TEAMTR_NATIVE_ADDON: one addon file to load as it is (a build elsewhere, or a missing path
@@ -130,6 +131,17 @@ export function setNativeSgemm(path: 'own' | 'openblas'): boolean {
   if (!loadNativeBackend()) return false;
   loadedAddon!.setSgemm(path);
   return true;
+}
+
+/**
+ * The paths the hot kernels took since the last reset (a benchmark resets them before a
+ * workload and reads them after it); null without the addon.
+ */
+export function nativeKernelPaths(options: { reset?: boolean } = {}): KernelPathCount[] | null {
+  if (!loadNativeBackend()) return null;
+  const paths = loadedAddon!.paths();
+  if (options.reset) loadedAddon!.resetPaths();
+  return paths;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { timeKernel } from '../backend/benchmark.js';
+import { timeKernel } from './timing.js';
 
 /** One benchmark figure: `teamtr bench --json` prints one of these per line. */
 export interface BenchmarkResult {

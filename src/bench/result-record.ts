@@ -1,0 +1,156 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { HostInfo, KernelPathCount, NativeBuildInfo } from '../backend/native.js';
+import type { SgemmBound } from './bound.js';
+import type { BenchmarkResult } from './context.js';
+
+/**
+ * A `teamtr bench` run as a result file (`--json FILE`, format teamtr-result/1: the shape every
+ * measured result of the docs shares; docs/results.md is rendered from such files). It records
+ * the host (CPU model, kind, features, cores, caches, the load around the run), the commit
+ * measured, the command, and every figure.
+ */
+
+export interface BenchRun {
+  command: string;
+  host: HostInfo | null;
+  build: NativeBuildInfo | null;
+  backend: string;
+  bound: SgemmBound;
+  /** Every figure in the order printed. */
+  results: readonly BenchmarkResult[];
+  /** Kernel paths per workload. */
+  paths: ReadonlyArray<{ workload: string; paths: readonly KernelPathCount[] }>;
+  wallSeconds: number;
+  /** One-minute load averages before and after the run (other work on a shared machine). */
+  load: { before: number; after: number };
+}
+
+/** The git commit of the checkout this package runs from (`-dirty` with changes), or null. */
+export function currentCommit(): string | null {
+  const git = (args: string[]) =>
+    spawnSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const head = git(['rev-parse', 'HEAD']);
+  if (head.status !== 0) return null;
+  const dirty = git(['status', '--porcelain', '--untracked-files=no']).stdout.trim() !== '';
+  return `${head.stdout.trim()}${dirty ? '-dirty' : ''}`;
+}
+
+const rounded = (value: number) => Number(value.toPrecision(4));
+
+function figureTables(results: readonly BenchmarkResult[]) {
+  const fractions = new Map(
+    results
+      .filter((result) => result.name.endsWith('-of-sgemm4096'))
+      .map((result) => [result.name.slice(0, -'-of-sgemm4096'.length), result.value]),
+  );
+  const ratios = new Map(
+    results
+      .filter((result) => result.name.startsWith('ratio-'))
+      .map((result) => [result.name.slice('ratio-'.length), result.value]),
+  );
+  const torch = new Map(
+    results
+      .filter((result) => result.name.startsWith('torch-'))
+      .map((result) => [result.name.slice('torch-'.length), result.value]),
+  );
+  const own = results.filter(
+    (result) =>
+      !result.name.endsWith('-of-sgemm4096') &&
+      !result.name.startsWith('ratio-') &&
+      !result.name.startsWith('torch-'),
+  );
+  return own.map((result) => [
+    result.name,
+    rounded(result.value),
+    result.unit,
+    fractions.has(result.name) ? rounded(fractions.get(result.name)!) : null,
+    torch.has(result.name) ? rounded(torch.get(result.name)!) : null,
+    ratios.has(result.name) ? rounded(ratios.get(result.name)!) : null,
+  ]);
+}
+
+/** The run as a teamtr-result/1 record. */
+export function benchRecord(run: BenchRun): Record<string, unknown> {
+  const host = run.host;
+  const kind = host?.kind ?? 'unknown';
+  const { bound } = run;
+  return {
+    format: 'teamtr-result/1',
+    title: `teamtr bench on ${kind}`,
+    command: run.command,
+    commit: currentCommit(),
+    measuredAt: new Date().toISOString(),
+    host: {
+      cpu: host?.model || os.cpus()[0]?.model || 'unknown CPU',
+      kind,
+      features: host?.features ?? [],
+      cores: host?.cpus ?? os.availableParallelism(),
+      memoryGiB: Math.round((10 * os.totalmem()) / 2 ** 30) / 10,
+      node: process.version,
+      quiet: run.load.before < 0.5 && run.load.after < 2.5,
+      caches: host
+        ? { l1dBytes: host.l1dBytes, l2Bytes: host.l2Bytes, l3Bytes: host.l3Bytes }
+        : null,
+      loadAverage: run.load,
+      kernels: run.build
+        ? {
+            isa: run.build.isa,
+            sgemm: run.build.sgemm,
+            openblas: run.build.blasVersion,
+            openblasCore: run.build.blasCore,
+            threads: run.build.threads,
+            tuning: run.build.tuning,
+          }
+        : { backend: run.backend },
+    },
+    wallSeconds: rounded(run.wallSeconds),
+    tables: [
+      {
+        caption: `The machine's bound is the fastest sgemm of 4096×1024×1024 here: ${bound.fastest}'s, ${bound.bound.toFixed(1)} GFLOP/s.`,
+        columns: ['sgemm 4096×1024×1024', 'GFLOP/s'],
+        rows: [
+          ['ours', rounded(bound.own)],
+          ['OpenBLAS through our addon', bound.openblas === null ? null : rounded(bound.openblas)],
+          ['PyTorch', bound.torch === null ? null : rounded(bound.torch)],
+          ['bound (the fastest)', rounded(bound.bound)],
+        ],
+      },
+      {
+        caption:
+          'Every figure of the run; fractions are of the bound measured around the workload.',
+        columns: ['figure', 'value', 'unit', 'fraction of bound', 'PyTorch', 'ratio to PyTorch'],
+        rows: figureTables(run.results),
+      },
+      {
+        caption: 'The code each hot kernel ran, by workload (share of its multiply-adds).',
+        columns: ['workload', 'kernel', 'path', 'multiply-adds', 'calls'],
+        rows: run.paths.flatMap(({ workload, paths }) =>
+          paths.map((taken) => [
+            workload,
+            taken.kernel,
+            taken.path,
+            taken.multiplyAdds,
+            taken.calls,
+          ]),
+        ),
+      },
+    ],
+    notes: [
+      'Throughputs are medians of timed runs after warm-ups, wall time, on the host stated; the machine may have been shared (host.loadAverage).',
+      "Fractions of the bound: a workload's FLOPs (its weight products; attention and the rest uncounted, so a lower bound on the work done) over its seconds, divided by the fastest sgemm-4096 measured around it in its own process (ours and OpenBLAS's; PyTorch's as its ratio to them at the start of the run).",
+      "PyTorch: Debian's python3-torch, its best of 1 and 2 threads, with OPENBLAS_CORETYPE set to the host's core type (Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels on CPUs newer than the release).",
+    ],
+    data: { results: run.results, bound },
+  };
+}
+
+/** Writes the record to `file` (a temporary file renamed over it: never half a file). */
+export function writeBenchRecord(file: string, record: Record<string, unknown>): void {
+  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(record, null, 2)}\n`);
+  renameSync(temporary, file);
+}
