@@ -46,7 +46,10 @@ test(
     >;
     assert.deepEqual(
       Object.keys(addon)
-        .filter((name) => !['host', 'info', 'setThreads', 'setSgemm', 'paths', 'resetPaths'].includes(name))
+        .filter(
+          (name) =>
+            !['host', 'info', 'setThreads', 'setSgemm', 'paths', 'resetPaths'].includes(name),
+        )
         .sort(),
       Object.keys(kernelSignatures).sort(),
     );

@@ -46,6 +46,47 @@ if (host) {
     });
   }
 
+  describe('kernel path counters', () => {
+    const addon = loadAddonFile(variantPath(runnable.at(-1)!))!;
+    const backend = nativeBackend(addon);
+    const product = (m: number, n: number, k: number) =>
+      backend.matmul({
+        a: new Float32Array(m * k).fill(1),
+        b: new Float32Array(k * n).fill(1),
+        c: new Float32Array(m * n),
+        batch: 1,
+        m,
+        n,
+        k,
+        transposeA: false,
+        transposeB: true,
+        strideA: 0,
+        strideB: 0,
+      });
+    test('each product counts on the path its shape takes, with its multiply-adds', () => {
+      addon.resetPaths();
+      product(4, 32, 8);
+      product(4, 32, 8);
+      product(300, 64, 40);
+      const paths = addon.paths();
+      const skinny = paths.find((path) => path.path.startsWith('skinny'));
+      assert.deepEqual(skinny && [skinny.kernel, skinny.calls, skinny.multiplyAdds], [
+        'matmul',
+        2,
+        2 * 4 * 32 * 8,
+      ]);
+      // The large product: our GEMM kernels or OpenBLAS, whichever runs large products here.
+      const large = paths.filter((path) => path !== skinny);
+      assert.deepEqual(
+        large.map((path) => [path.calls, path.multiplyAdds]),
+        [[1, 300 * 64 * 40]],
+        JSON.stringify(paths),
+      );
+      addon.resetPaths();
+      assert.deepEqual(addon.paths(), []);
+    });
+  });
+
   describe('native variants', () => {
     test('the widest variant the host runs is the one loaded by default', () => {
       const widest = chooseVariant(host, built);

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KernelPathCount } from '../backend/native.js';
+import type { TimeSplit } from './time-split.js';
 import { findWorkload } from './registry.js';
 import type { BenchmarkResult } from './workloads.js';
 
@@ -14,10 +15,11 @@ export interface ChildWorkloadOptions {
   torchSgemmRatio?: number;
 }
 
-/** What a workload's process reports: its figures and the kernel paths it took. */
+/** What a workload's process reports: its figures, the kernel paths it took, its time splits. */
 export interface ChildWorkloadReport {
   results: BenchmarkResult[];
   paths: KernelPathCount[];
+  splits: Array<{ name: string; split: TimeSplit }>;
 }
 
 /** Checks one line of a child's --json output: {"name": string, "value": number, "unit": string}. */
@@ -72,9 +74,9 @@ export function runWorkloadInChild(
     );
   const lines = run.stdout.split('\n').filter((line) => line.trim() !== '');
   const last = lines.at(-1) ?? '';
-  const paths = last.startsWith('{"paths":')
-    ? (JSON.parse(last) as { paths: KernelPathCount[] }).paths
+  const details = last.startsWith('{"paths":')
+    ? (JSON.parse(last) as Pick<ChildWorkloadReport, 'paths' | 'splits'>)
     : null;
-  if (!paths) throw new Error(`benchmark workload ${name} did not report its kernel paths`);
-  return { results: lines.slice(0, -1).map((line) => parseResultLine(line, name)), paths };
+  if (!details) throw new Error(`benchmark workload ${name} did not report its kernel paths`);
+  return { results: lines.slice(0, -1).map((line) => parseResultLine(line, name)), ...details };
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { HostInfo, KernelPathCount, NativeBuildInfo } from '../backend/native.js';
 import type { SgemmBound } from './bound.js';
 import type { BenchmarkResult } from './context.js';
+import type { TimeSplit } from './time-split.js';
 
 /**
  * A `teamtr bench` run as a result file (`--json FILE`, format teamtr-result/1: the shape every
@@ -23,6 +24,8 @@ export interface BenchRun {
   results: readonly BenchmarkResult[];
   /** Kernel paths per workload. */
   paths: ReadonlyArray<{ workload: string; paths: readonly KernelPathCount[] }>;
+  /** Time splits the workloads measured, by the figure they explain. */
+  splits: ReadonlyArray<{ name: string; split: TimeSplit }>;
   wallSeconds: number;
   /** One-minute load averages before and after the run (other work on a shared machine). */
   load: { before: number; after: number };
@@ -70,6 +73,33 @@ function figureTables(results: readonly BenchmarkResult[]) {
     torch.has(result.name) ? rounded(torch.get(result.name)!) : null,
     ratios.has(result.name) ? rounded(ratios.get(result.name)!) : null,
   ]);
+}
+
+/** A time split as a table: its parts, then the JavaScript between kernels. */
+function splitTable(name: string, split: TimeSplit) {
+  const accounted = split.parts.reduce((total, part) => total + part.seconds, 0);
+  const rate = (part: TimeSplit['parts'][number]) =>
+    part.multiplyAdds > 0 ? rounded((2 * part.multiplyAdds) / part.seconds / 1e9) : null;
+  return {
+    caption: `Where the ${split.wallSeconds.toFixed(0)} s of ${name} went (${split.minorPageFaults} minor page faults, ${split.systemSeconds.toFixed(1)} s of system time).`,
+    columns: ['part', 'seconds', 'share', 'calls', 'GFLOP/s'],
+    rows: [
+      ...split.parts.map((part) => [
+        part.part,
+        rounded(part.seconds),
+        rounded(part.seconds / split.wallSeconds),
+        part.calls,
+        rate(part),
+      ]),
+      [
+        'JavaScript between kernels',
+        rounded(split.wallSeconds - accounted),
+        rounded((split.wallSeconds - accounted) / split.wallSeconds),
+        null,
+        null,
+      ],
+    ],
+  };
 }
 
 /** The run as a teamtr-result/1 record. */
@@ -138,6 +168,7 @@ export function benchRecord(run: BenchRun): Record<string, unknown> {
         ),
       },
     ],
+    ...run.splits.map(({ name, split }) => splitTable(name, split)),
     notes: [
       'Throughputs are medians of timed runs after warm-ups, wall time, on the host stated; the machine may have been shared (host.loadAverage).',
       "Fractions of the bound: a workload's FLOPs (its weight products; attention and the rest uncounted, so a lower bound on the work done) over its seconds, divided by the fastest sgemm-4096 measured around it in its own process (ours and OpenBLAS's; PyTorch's as its ratio to them at the start of the run).",

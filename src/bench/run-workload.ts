@@ -12,7 +12,8 @@
  * machine; PyTorch's enters as its ratio to the faster of those two, measured by the parent at
  * the start of the run), with `-own` and `-openblas` beside it; then `<workload>-peak-rss` in
  * MiB (process.resourceUsage().maxRSS, read before the second bound measurement). With --json,
- * a last line {"paths": [...]}: the code each hot kernel ran during the workload.
+ * a last line {"paths": [...], "splits": [...]}: the code each hot kernel ran during the
+ * workload, and the time splits it measured (time-split.ts).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,8 +22,9 @@ import { setBackend } from '../backend/index.js';
 import { nativeKernelPaths, type KernelPathCount } from '../backend/native.js';
 import { TeamtrError } from '../util/errors.js';
 import { boundOf, measureOwnAndOpenblas } from './bound.js';
-import { formatBenchmarkResult } from './context.js';
+import { formatBenchmarkResult, takeTimeSplits } from './context.js';
 import { pathLines } from './host-report.js';
+import { splitLines, type TimeSplit } from './time-split.js';
 import { withFractionsOfBound } from './flops.js';
 import { findWorkload } from './registry.js';
 import type { BenchmarkResult } from './workloads.js';
@@ -56,7 +58,11 @@ function mean(first: number | null, second: number | null): number | null {
 export async function runWorkload(
   name: string,
   options: WorkloadRunOptions = {},
-): Promise<{ results: BenchmarkResult[]; paths: KernelPathCount[] }> {
+): Promise<{
+  results: BenchmarkResult[];
+  paths: KernelPathCount[];
+  splits: Array<{ name: string; split: TimeSplit }>;
+}> {
   const workload = findWorkload(name);
   const before = measureOwnAndOpenblas({ rounds: 1 });
   nativeKernelPaths({ reset: true });
@@ -80,6 +86,7 @@ export async function runWorkload(
       peak,
     ],
     paths,
+    splits: takeTimeSplits(),
   };
 }
 
@@ -108,7 +115,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (positionals.length !== 1)
       throw new TeamtrError('usage: run-workload.js <workload> [--json] [--repeats n] ...');
     setBackend((values.backend ?? 'auto') as 'auto');
-    const { results, paths } = await runWorkload(positionals[0]!, {
+    const { results, paths, splits } = await runWorkload(positionals[0]!, {
       repeats: positiveNumber(values.repeats, '--repeats'),
       warmup: positiveNumber(values.warmup, '--warmup'),
       torchSgemmRatio: positiveNumber(values['torch-sgemm-ratio'], '--torch-sgemm-ratio'),
@@ -117,10 +124,13 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(
         `${values.json ? JSON.stringify(result) : formatBenchmarkResult(result)}\n`,
       );
+    const text = [
+      'paths:',
+      ...pathLines(paths),
+      ...splits.flatMap(({ name, split }) => [`time split of ${name}:`, ...splitLines(split)]),
+    ];
     process.stdout.write(
-      values.json
-        ? `${JSON.stringify({ paths })}\n`
-        : `${['paths:', ...pathLines(paths)].join('\n')}\n`,
+      values.json ? `${JSON.stringify({ paths, splits })}\n` : `${text.join('\n')}\n`,
     );
     return 0;
   } catch (error) {

@@ -11,7 +11,9 @@ import type { TeamBatch } from '../team/types.js';
 import type { TrainableUnit } from '../trainer/units.js';
 import { smolLM2, type RealModelShape } from './real-model.js';
 import { writeShapeCheckpointInChild } from './team-stage-fixture.js';
-import type { WorkloadFigure } from './context.js';
+import { getBackend, setBackend } from '../backend/index.js';
+import { recordTimeSplit, type WorkloadFigure } from './context.js';
+import { measureTimeSplit } from './time-split.js';
 import { layerMatrixWeights } from './flops.js';
 import { LayerRows, stageHeadFlops, stageLayerFlops } from './layer-rows.js';
 
@@ -176,7 +178,15 @@ export async function benchmarkTeamStage(
     const rows = new LayerRows(models);
     const started = process.hrtime.bigint();
     const cpuBefore = process.cpuUsage();
-    const outcome = await schedules.teamtr.runStage(stage);
+    const backend = getBackend();
+    const { result: outcome, split } = await measureTimeSplit(backend, async (timed) => {
+      setBackend(timed);
+      try {
+        return await schedules.teamtr.runStage(stage);
+      } finally {
+        setBackend(backend);
+      }
+    });
     const seconds = secondsSince(started);
     const cpu = process.cpuUsage(cpuBefore);
     rows.detach();
@@ -186,6 +196,7 @@ export async function benchmarkTeamStage(
     const flops = layerFlops + headFlops;
     const precision = settings.weightsDtype === 'bfloat16' ? '-bf16' : '';
     const name = `${shape.name}-team-stage-${settings.problemsPerBatch}x${settings.groupSize}${precision}`;
+    recordTimeSplit(`${name}-seconds`, split);
     for (const loaded of context.built.models) loaded.model.destroy();
     return [
       // As a rate: the weight products of the layers and the LM head over the stage's seconds

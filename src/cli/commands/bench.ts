@@ -16,6 +16,7 @@ import {
   torchSgemm,
   torchTinyReference,
 } from '../../bench/torch-reference.js';
+import { splitLines } from '../../bench/time-split.js';
 import { TorchRealModelReference } from '../../bench/torch-real-model.js';
 import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep } from '../../bench/workloads.js';
 import { ConfigError } from '../../util/errors.js';
@@ -44,6 +45,7 @@ interface BenchFlags {
 class Output {
   readonly results: BenchmarkResult[] = [];
   readonly paths: BenchRun['paths'][number][] = [];
+  readonly splits: BenchRun['splits'][number][] = [];
 
   constructor(private readonly jsonLines: boolean) {}
 
@@ -55,6 +57,14 @@ class Output {
 
   note(lines: readonly string[]): void {
     if (!this.jsonLines && lines.length > 0) process.stdout.write(`${lines.join('\n')}\n`);
+  }
+
+  /** A workload's time splits, printed under its figures and kept for the result file. */
+  recordSplits(splits: BenchRun['splits']): void {
+    for (const { name, split } of splits) {
+      this.splits.push({ name, split });
+      this.note([`time split of ${name}:`, ...splitLines(split)]);
+    }
   }
 
   /** A workload's kernel paths, printed under its figures and kept for the result file. */
@@ -140,6 +150,7 @@ function realModelBench(
     const report = runWorkloadInChild(name, options);
     for (const result of report.results) output.emit(result);
     output.recordPaths(name, report.paths);
+    output.recordSplits(report.splits);
     reference.push(...(torch?.run(name) ?? []));
   }
   return reference;
@@ -197,6 +208,7 @@ async function bench(flags: BenchFlags): Promise<void> {
     bound,
     results: output.results,
     paths: output.paths,
+    splits: output.splits,
     wallSeconds: (performance.now() - started) / 1000,
     load: { before: loadBefore, after: os.loadavg()[0]! },
   };
