@@ -126,11 +126,11 @@ export async function measureTimeSplit<T>(
 }
 
 /**
- * The split as lines: the largest parts (products at their GFLOP/s), attention, the other
- * kernels together, zero-filling, and the JavaScript between kernels (the wall time no kernel
- * or fill accounts for), then page faults and system time.
+ * The split as lines: every part of at least `smallestShare` of the wall time (products at
+ * their GFLOP/s), the smaller ones together, and the JavaScript between kernels (the wall time
+ * no kernel or fill accounts for), then page faults and system time.
  */
-export function splitLines(split: TimeSplit, largest = 12): string[] {
+export function splitLines(split: TimeSplit, smallestShare = 0.005): string[] {
   const accounted = split.parts.reduce((total, part) => total + part.seconds, 0);
   const percent = (seconds: number) => `${((100 * seconds) / split.wallSeconds).toFixed(1)}%`;
   const line = (part: SplitPart) => {
@@ -140,13 +140,14 @@ export function splitLines(split: TimeSplit, largest = 12): string[] {
         : '';
     return `  ${part.part}: ${part.seconds.toFixed(2)} s (${percent(part.seconds)}), ${part.calls} calls${rate}`;
   };
-  const shown = split.parts.slice(0, largest);
-  const rest = split.parts.slice(largest).reduce((total, part) => total + part.seconds, 0);
+  const largest = split.parts.filter((part) => part.seconds >= smallestShare * split.wallSeconds);
+  const shown = largest.length;
+  const rest = split.parts.slice(shown).reduce((total, part) => total + part.seconds, 0);
   const javascript = split.wallSeconds - accounted;
   return [
-    ...shown.map(line),
+    ...largest.map(line),
     ...(rest > 0
-      ? [`  ${split.parts.length - largest} other parts: ${rest.toFixed(2)} s (${percent(rest)})`]
+      ? [`  ${split.parts.length - shown} other parts: ${rest.toFixed(2)} s (${percent(rest)})`]
       : []),
     `  JavaScript between kernels: ${javascript.toFixed(2)} s (${percent(javascript)})`,
     `  page faults: ${split.minorPageFaults} minor, ${split.majorPageFaults} major; system time ${split.systemSeconds.toFixed(2)} s; ` +
