@@ -305,7 +305,9 @@ function createLibraryTokenizer(
 /** id → token string for every id; the vocabulary must have no holes. */
 function vocabularyList(library: LibraryTokenizer, source: string): string[] {
   const vocabulary = library.get_vocab(true);
-  const size = Math.max(-1, ...vocabulary.values()) + 1;
+  // A loop, not Math.max(...ids): spreading Qwen2.5's 151,665 ids overflows the call stack.
+  let size = 0;
+  for (const id of vocabulary.values()) if (id + 1 > size) size = id + 1;
   const tokens: string[] = new Array(size);
   for (const [token, id] of vocabulary) tokens[id] = token;
   for (let id = 0; id < size; id++) {
