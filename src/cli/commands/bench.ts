@@ -193,9 +193,11 @@ async function bench(flags: BenchFlags): Promise<void> {
       value: benchmarkSgemm(backend, { m, n, k, minimumSeconds: 1 }),
       unit: 'GFLOP/s',
     });
-  if (!flags.realModel || flags.size === '135m') tinyWorkloads(output, repeats);
+  // The llama-3m workloads and their PyTorch reference go with the 135m size (the default).
+  const tiny = !flags.realModel || flags.size === '135m';
+  if (tiny) tinyWorkloads(output, repeats);
   const realModelReference = flags.realModel ? realModelBench(output, flags, withTorch, bound) : [];
-  const reference = withTorch ? torchTinyReference(repeats) : null;
+  const reference = withTorch ? (tiny ? torchTinyReference(repeats) : new Map()) : null;
   for (const result of realModelReference) reference?.set(result.name, result);
   if (reference) emitRatios(output, reference);
   else output.note(["(no PyTorch reference: install Debian's python3-torch for ratios)"]);
