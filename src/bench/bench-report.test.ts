@@ -96,6 +96,8 @@ describe('the result file', () => {
   it('records host, command, the bound and every figure with its fraction and ratio', () => {
     const run: BenchRun = {
       command: 'node bin/teamtr.js bench --json out.json',
+      commit: 'abc123',
+      startedAt: '2000-01-01T00:00:00.000Z',
       host: null,
       build: null,
       backend: 'typescript',
@@ -119,6 +121,7 @@ describe('the result file', () => {
     };
     assert.equal(record.format, 'teamtr-result/1');
     assert.equal(record.command, run.command);
+    assert.equal((record as unknown as { commit: string }).commit, 'abc123');
     assert.equal(record.host.quiet, true);
     assert.deepEqual(record.tables[0]!.rows.at(-1), ['bound (the fastest)', 120]);
     assert.deepEqual(record.tables[1]!.rows, [['work', 50, 'tokens/s', 0.8, 25, 2]]);

@@ -16,6 +16,8 @@ import type { TimeSplit } from './time-split.js';
 
 export interface BenchRun {
   command: string;
+  /** The commit measured, read when the run started (currentCommit). */
+  commit: string | null;
   host: HostInfo | null;
   build: NativeBuildInfo | null;
   backend: string;
@@ -27,6 +29,8 @@ export interface BenchRun {
   /** Time splits the workloads measured, by the figure they explain. */
   splits: ReadonlyArray<{ name: string; split: TimeSplit }>;
   wallSeconds: number;
+  /** ISO time the run started. */
+  startedAt: string;
   /** One-minute load averages before and after the run (other work on a shared machine). */
   load: { before: number; after: number };
 }
@@ -111,8 +115,8 @@ export function benchRecord(run: BenchRun): Record<string, unknown> {
     format: 'teamtr-result/1',
     title: `teamtr bench on ${kind}`,
     command: run.command,
-    commit: currentCommit(),
-    measuredAt: new Date().toISOString(),
+    commit: run.commit,
+    measuredAt: run.startedAt,
     host: {
       cpu: host?.model || os.cpus()[0]?.model || 'unknown CPU',
       kind,

@@ -7,7 +7,12 @@ import { runWorkloadInChild } from '../../bench/child-process.js';
 import { formatBenchmarkResult, type BenchmarkResult } from '../../bench/context.js';
 import { hostLines, kernelLines, pathLines } from '../../bench/host-report.js';
 import { realModelWorkloadsOf, realModelSizes } from '../../bench/registry.js';
-import { benchRecord, writeBenchRecord, type BenchRun } from '../../bench/result-record.js';
+import {
+  benchRecord,
+  currentCommit,
+  writeBenchRecord,
+  type BenchRun,
+} from '../../bench/result-record.js';
 import { benchmarkSgemm } from '../../bench/timing.js';
 import {
   hasTorch,
@@ -172,6 +177,8 @@ async function bench(flags: BenchFlags): Promise<void> {
       `unknown size "${flags.size}" (valid: ${realModelSizes.join(', ')})`,
     );
   const started = performance.now();
+  const startedAt = new Date().toISOString();
+  const commit = currentCommit();
   const loadBefore = os.loadavg()[0]!;
   setBackend(flags.backend as 'auto');
   const backend = getBackend();
@@ -204,6 +211,8 @@ async function bench(flags: BenchFlags): Promise<void> {
   if (typeof flags.json !== 'string') return;
   const run: BenchRun = {
     command: `node bin/teamtr.js ${process.argv.slice(2).join(' ')}`,
+    commit,
+    startedAt,
     host,
     build,
     backend: backend.description,
