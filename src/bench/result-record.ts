@@ -106,52 +106,65 @@ function splitTable(name: string, split: TimeSplit) {
   };
 }
 
+/** The host as a result file records it: the schema's fields, then caches, load and kernels. */
+function hostRecord(run: BenchRun): Record<string, unknown> {
+  const host = run.host;
+  return {
+    cpu: host?.model || os.cpus()[0]?.model || 'unknown CPU',
+    kind: host?.kind ?? 'unknown',
+    features: host?.features ?? [],
+    cores: host?.cpus ?? os.availableParallelism(),
+    memoryGiB: Math.round((10 * os.totalmem()) / 2 ** 30) / 10,
+    node: process.version,
+    quiet: run.load.before < 0.5 && run.load.after < 2.5,
+    caches: host ? { l1dBytes: host.l1dBytes, l2Bytes: host.l2Bytes, l3Bytes: host.l3Bytes } : null,
+    loadAverage: run.load,
+    kernels: run.build
+      ? {
+          isa: run.build.isa,
+          sgemm: run.build.sgemm,
+          openblas: run.build.blasVersion,
+          openblasCore: run.build.blasCore,
+          threads: run.build.threads,
+          tuning: run.build.tuning,
+        }
+      : { backend: run.backend },
+  };
+}
+
+function boundTable(bound: SgemmBound) {
+  const cell = (rate: number | null) => (rate === null ? null : rounded(rate));
+  return {
+    caption: `The machine's bound is the fastest sgemm of 4096×1024×1024 here: ${bound.fastest}'s, ${bound.bound.toFixed(1)} GFLOP/s.`,
+    columns: ['sgemm 4096×1024×1024', 'GFLOP/s'],
+    rows: [
+      ['ours', cell(bound.own)],
+      ['OpenBLAS through our addon', cell(bound.openblas)],
+      ['PyTorch', cell(bound.torch)],
+      ['bound (the fastest)', cell(bound.bound)],
+    ],
+  };
+}
+
+const notes = [
+  'Throughputs are medians of timed runs after warm-ups, wall time, on the host stated; the machine may have been shared (host.loadAverage).',
+  "Fractions of the bound: a workload's FLOPs (its weight products; attention and the rest uncounted, so a lower bound on the work done) over its seconds, divided by the fastest sgemm-4096 measured around it in its own process (ours and OpenBLAS's; PyTorch's as its ratio to them at the start of the run).",
+  "PyTorch: Debian's python3-torch, its best of 1 and 2 threads, with OPENBLAS_CORETYPE set to the host's core type (Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels on CPUs newer than the release).",
+];
+
 /** The run as a teamtr-result/1 record. */
 export function benchRecord(run: BenchRun): Record<string, unknown> {
-  const host = run.host;
-  const kind = host?.kind ?? 'unknown';
-  const { bound } = run;
+  const kind = run.host?.kind ?? 'unknown';
   return {
     format: 'teamtr-result/1',
     title: `teamtr bench on ${kind}`,
     command: run.command,
     commit: run.commit,
     measuredAt: run.startedAt,
-    host: {
-      cpu: host?.model || os.cpus()[0]?.model || 'unknown CPU',
-      kind,
-      features: host?.features ?? [],
-      cores: host?.cpus ?? os.availableParallelism(),
-      memoryGiB: Math.round((10 * os.totalmem()) / 2 ** 30) / 10,
-      node: process.version,
-      quiet: run.load.before < 0.5 && run.load.after < 2.5,
-      caches: host
-        ? { l1dBytes: host.l1dBytes, l2Bytes: host.l2Bytes, l3Bytes: host.l3Bytes }
-        : null,
-      loadAverage: run.load,
-      kernels: run.build
-        ? {
-            isa: run.build.isa,
-            sgemm: run.build.sgemm,
-            openblas: run.build.blasVersion,
-            openblasCore: run.build.blasCore,
-            threads: run.build.threads,
-            tuning: run.build.tuning,
-          }
-        : { backend: run.backend },
-    },
+    host: hostRecord(run),
     wallSeconds: rounded(run.wallSeconds),
     tables: [
-      {
-        caption: `The machine's bound is the fastest sgemm of 4096×1024×1024 here: ${bound.fastest}'s, ${bound.bound.toFixed(1)} GFLOP/s.`,
-        columns: ['sgemm 4096×1024×1024', 'GFLOP/s'],
-        rows: [
-          ['ours', rounded(bound.own)],
-          ['OpenBLAS through our addon', bound.openblas === null ? null : rounded(bound.openblas)],
-          ['PyTorch', bound.torch === null ? null : rounded(bound.torch)],
-          ['bound (the fastest)', rounded(bound.bound)],
-        ],
-      },
+      boundTable(run.bound),
       {
         caption:
           'Every figure of the run; fractions are of the bound measured around the workload.',
@@ -159,7 +172,8 @@ export function benchRecord(run: BenchRun): Record<string, unknown> {
         rows: figureTables(run.results),
       },
       {
-        caption: 'The code each hot kernel ran, by workload (share of its multiply-adds).',
+        caption:
+          'The code each hot kernel ran, by workload: the multiply-adds and calls of each path.',
         columns: ['workload', 'kernel', 'path', 'multiply-adds', 'calls'],
         rows: run.paths.flatMap(({ workload, paths }) =>
           paths.map((taken) => [
@@ -171,14 +185,10 @@ export function benchRecord(run: BenchRun): Record<string, unknown> {
           ]),
         ),
       },
+      ...run.splits.map(({ name, split }) => splitTable(name, split)),
     ],
-    ...run.splits.map(({ name, split }) => splitTable(name, split)),
-    notes: [
-      'Throughputs are medians of timed runs after warm-ups, wall time, on the host stated; the machine may have been shared (host.loadAverage).',
-      "Fractions of the bound: a workload's FLOPs (its weight products; attention and the rest uncounted, so a lower bound on the work done) over its seconds, divided by the fastest sgemm-4096 measured around it in its own process (ours and OpenBLAS's; PyTorch's as its ratio to them at the start of the run).",
-      "PyTorch: Debian's python3-torch, its best of 1 and 2 threads, with OPENBLAS_CORETYPE set to the host's core type (Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels on CPUs newer than the release).",
-    ],
-    data: { results: run.results, bound },
+    notes,
+    data: { results: run.results, bound: run.bound },
   };
 }
 
