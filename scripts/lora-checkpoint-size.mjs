@@ -20,7 +20,7 @@ import { TransformerLM } from '../src/nn/transformer.ts';
 import { AdamW, decayExempt } from '../src/optim/adamw.ts';
 import { crossEntropy, tidy } from '../src/tensor/index.ts';
 import { CharTokenizer } from '../src/tokenizer/char.ts';
-import { restoreUnitCheckpoint, saveUnitCheckpoint } from '../src/trainer/unit-checkpoint.ts';
+import { restoreUnitCheckpoint, saveUnitCheckpoint } from '../src/trainer/update/local/unit-checkpoint.ts';
 import { RandomGenerator } from '../src/util/random.ts';
 
 const { values: options } = parseArgs({

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pretrain } from '../src/pretrain/pretrain.ts';
 import { clearPool } from '../src/tensor/index.ts';
-import { scheduleSwap } from '../src/trainer/swap-plan.ts';
+import { scheduleSwap } from '../src/trainer/swap/swap-plan.ts';
 import { train } from '../src/trainer/trainer.ts';
 
 const { values: options } = parseArgs({

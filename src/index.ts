@@ -11,12 +11,12 @@ export {
   type TrainConfig,
   type TrainConfigInput,
   type AgentConfig,
-} from './trainer/config.js';
+} from './trainer/config/train-config.js';
 export { openRun, type OpenedRun } from './trainer/open-run.js';
 export { evaluateTeam, wilsonInterval, type Evaluation } from './trainer/evaluate.js';
-export { buildTeam, defaultAgents, type BuiltTeam } from './trainer/build-team.js';
+export { buildTeam, defaultAgents, type BuiltTeam } from './trainer/setup/build-team.js';
 export { schedules, type Schedule } from './trainer/schedules.js';
-export { RunDirectory, runFiles } from './trainer/run-directory.js';
+export { RunDirectory, runFiles } from './trainer/run/run-directory.js';
 export type {
   MetricsRecord,
   UpdateRecord,
@@ -57,16 +57,13 @@ export { getBackend, setBackend, availableBackends } from './backend/index.js';
 export { RandomGenerator } from './util/random.js';
 export { TeamtrError, ConfigError, FileFormatError, ShapeError } from './util/errors.js';
 export { certificateStatistics } from './trainer/summary.js';
-export { scheduleSwap } from './trainer/swap-plan.js';
+export { scheduleSwap } from './trainer/schedule-swap.js';
 // The applications the CLI runs, as functions: serve a team or model over an OpenAI-compatible
 // API, the live dashboard, the static report, and export to a Hugging Face directory.
 export { startServer, type ServerOptions, type RunningServer } from './serve/server.js';
-export {
-  modelEndpoint,
-  teamEndpoint,
-  type ServedModel,
-  type ModelEndpointOptions,
-} from './serve/endpoints.js';
+export { modelEndpoint, type ServedModel, type ModelEndpointOptions } from './serve/endpoints.js';
+export { teamEndpoint, type TeamEndpointOptions } from './serve/team-endpoint.js';
+export { teamEndpoints, type TeamServingOptions } from './serve/run-endpoints.js';
 export { startDashboard, type DashboardOptions, type DashboardServer } from './dashboard/server.js';
 export {
   writeReport,

@@ -49,8 +49,11 @@ describe('the package as a dependency', () => {
 
 describe('the published declarations', () => {
   test("carry the config schema's field docs, so editors show them", () => {
-    // scripts/schema-docs.mjs (run by `npm run build`) copies them from src/trainer/config.ts.
-    const declarations = readFileSync(path.join(root, 'dist', 'trainer', 'config.d.ts'), 'utf8');
+    // scripts/schema-docs.mjs (run by `npm run build`) copies them from the config schema.
+    const declarations = readFileSync(
+      path.join(root, 'dist', 'trainer', 'config', 'train-config.d.ts'),
+      'utf8',
+    );
     assert.match(
       declarations,
       /\/\*\* Trajectories per prompt: the group whose rewards give each other's baseline\. \*\/\n\s+groupSize: z\.ZodDefault<z\.ZodNumber>;/,

@@ -3,7 +3,7 @@ import { scoreCompletions, type ScoringItem } from '../nn/score.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { tokenKl } from '../rl/index.js';
 import { noGrad, tidy } from '../tensor/index.js';
-import { ReferenceDistributions } from '../trainer/reference-distributions.js';
+import { ReferenceDistributions } from '../trainer/update/local/reference-distributions.js';
 import { RandomGenerator } from '../util/random.js';
 import { medianSeconds, type WorkloadContext, type WorkloadFigure } from './context.js';
 import { forwardFlopsPerToken, throughput } from './flops.js';

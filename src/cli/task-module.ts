@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { TaskInput } from '../trainer/task-source.js';
+import type { TaskInput } from '../trainer/setup/task-source.js';
 import { TeamtrError } from '../util/errors.js';
 
 /**

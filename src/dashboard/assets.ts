@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dashboardScript } from './client/script.js';
-import { dashboardStyles } from './client/styles.js';
+import { fileURLToPath } from 'node:url';
+import { TeamtrError } from '../util/errors.js';
+import { dashboardStyles } from './styles.js';
 
 /**
  * The files the dashboard page loads, all served by the dashboard itself (it works offline):
- * the page, its script and styles, and uPlot from the installed `uplot` package. The client
- * names an asset; it never supplies a path.
+ * the page, its script (src/dashboard/client/, bundled by the build) and styles, and uPlot from
+ * the installed `uplot` package. The client names an asset; it never supplies a path.
  */
 
 export interface Asset {
@@ -19,6 +20,32 @@ const require = createRequire(import.meta.url);
 /** A file of the installed uplot package, wherever npm put it (also when teamtr is a dependency). */
 function uplotFile(name: string): () => Promise<Buffer> {
   return () => readFile(require.resolve(`uplot/dist/${name}`));
+}
+
+/** dist/dashboard/client/dashboard.js, next to this module once built. */
+const builtScript = fileURLToPath(new URL('./client/dashboard.js', import.meta.url));
+/** Running from the TypeScript source (tsx): there is no build output to read. */
+const fromSource = import.meta.url.endsWith('.ts');
+let script: Promise<string> | null = null;
+
+async function loadScript(): Promise<string> {
+  if (fromSource) return (await import('./client-bundle.js')).bundleDashboardClient();
+  try {
+    return await readFile(builtScript, 'utf8');
+  } catch {
+    throw new TeamtrError(
+      `the dashboard's browser script ${builtScript} is missing; run \`npm run build\``,
+    );
+  }
+}
+
+/** The browser script served as /assets/dashboard.js (read or bundled once). */
+export function dashboardScript(): Promise<string> {
+  script ??= loadScript().catch((error: unknown) => {
+    script = null;
+    throw error;
+  });
+  return script;
 }
 
 export const dashboardPage = `<!doctype html>
@@ -60,7 +87,7 @@ export const assets: Readonly<Record<string, Asset>> = {
   'uPlot.min.css': { contentType: 'text/css; charset=utf-8', body: uplotFile('uPlot.min.css') },
   'dashboard.js': {
     contentType: 'text/javascript; charset=utf-8',
-    body: async () => dashboardScript,
+    body: dashboardScript,
   },
   'dashboard.css': { contentType: 'text/css; charset=utf-8', body: async () => dashboardStyles },
 };

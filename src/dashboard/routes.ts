@@ -1,16 +1,23 @@
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { Hono } from 'hono';
 import { createReadStream } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { HttpError, isClientGone } from '../http/errors.js';
+import { hostGuard, type AppContext, type NodeEnvironment } from '../http/guards.js';
 import { configTable } from '../report/config-table.js';
 import { runColors } from '../report/figure-data.js';
 import { buildFigures } from '../report/figures.js';
 import { describeRun } from '../report/run-overview.js';
+import { TeamtrError } from '../util/errors.js';
 import { assets, contentTypeOf, dashboardPage } from './assets.js';
 import { RunStore } from './run-store.js';
 import { decodePathSegments } from './safe-path.js';
 
 /**
- * The dashboard's HTTP API. GET only; run ids are positions ("0", "1", …) in the list of runs
- * the dashboard was started with, never paths; every file read stays inside its run directory.
+ * The dashboard's HTTP API, a route table on hono. GET only; run ids are positions ("0", "1",
+ * …) in the list of runs the dashboard was started with, never paths; every file read stays
+ * inside its run directory (paths are decoded from the raw request line, before any
+ * normalization, and a traversal is refused with 403).
  *
  *     GET /                                  the page
  *     GET /assets/<name>                     its script, styles and uPlot
@@ -40,123 +47,153 @@ const pagePolicy =
 /** Files from run directories are data: a served HTML file must not run scripts on our origin. */
 const filePolicy = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'";
 
-function send(
-  response: ServerResponse,
-  status: number,
-  contentType: string,
-  body: string | Buffer,
-  extra: Record<string, string> = {},
-): void {
-  response.writeHead(status, {
+function refuse(status: number, message: string): never {
+  throw new HttpError(status, message);
+}
+
+function page(context: AppContext, status: number, contentType: string, body: string | Buffer) {
+  return context.body(body as string, status as 200, {
     ...securityHeaders,
     'content-type': contentType,
-    'content-length': String(Buffer.byteLength(body)),
-    ...extra,
   });
-  response.end(body);
 }
 
-function sendJson(response: ServerResponse, status: number, value: unknown): void {
-  send(response, status, 'application/json; charset=utf-8', JSON.stringify(value));
+function json(context: AppContext, value: unknown): Response {
+  return page(context, 200, 'application/json; charset=utf-8', JSON.stringify(value));
 }
 
-function sendError(response: ServerResponse, status: number, message: string): void {
-  sendJson(response, status, { error: message });
-}
-
-export async function handleRequest(
-  request: IncomingMessage,
-  response: ServerResponse,
-  context: RouteContext,
-): Promise<void> {
-  if (request.method !== 'GET') {
-    send(
-      response,
-      405,
-      'application/json; charset=utf-8',
-      JSON.stringify({ error: 'the dashboard is read-only: only GET is allowed' }),
-      { allow: 'GET' },
-    );
-    return;
-  }
-  if (
-    context.allowedHosts &&
-    !context.allowedHosts.has((request.headers.host ?? '').toLowerCase())
-  ) {
-    sendError(
-      response,
-      421,
-      'unexpected Host header; open the dashboard through the URL it printed',
-    );
-    return;
-  }
-  const url = request.url ?? '/';
+/** The path's segments, decoded from the raw request line (set by the guard below). */
+function segmentsOf(context: AppContext): string[] {
+  const url = context.env.incoming.url ?? '/';
   const queryStart = url.indexOf('?');
   const decoded = decodePathSegments(queryStart < 0 ? url : url.slice(0, queryStart));
-  if (!decoded.ok) {
-    sendError(response, 403, `refused: ${decoded.reason}`);
-    return;
-  }
-  const query = new URLSearchParams(queryStart < 0 ? '' : url.slice(queryStart + 1));
-  await route(decoded.segments, query, response, context);
+  if (!decoded.ok) throw new HttpError(403, `refused: ${decoded.reason}`);
+  return decoded.segments;
 }
 
-async function route(
-  segments: string[],
-  query: URLSearchParams,
-  response: ServerResponse,
-  context: RouteContext,
-): Promise<void> {
-  const [first, second, id, resource, ...rest] = segments;
-  if (segments.length === 0) {
-    send(response, 200, 'text/html; charset=utf-8', dashboardPage, {
-      'content-security-policy': pagePolicy,
-    });
-    return;
-  }
-  if (first === 'assets' && second !== undefined && segments.length === 2) {
-    const asset = Object.hasOwn(assets, second) ? assets[second] : undefined;
-    if (!asset) return sendError(response, 404, `no asset "${second}"`);
-    send(response, 200, asset.contentType, await asset.body());
-    return;
-  }
-  if (first !== 'api') return sendError(response, 404, 'not found; the API lives under /api');
-  await context.store.refresh();
-  if (second === 'runs' && segments.length === 2)
-    return sendJson(response, 200, context.store.runs.map(describeRun));
-  if (second === 'overview' && segments.length === 2)
-    return sendJson(response, 200, overview(context));
-  if (second !== 'runs' || id === undefined || resource === undefined)
-    return sendError(response, 404, 'not found; see GET /api/runs');
-  const run = context.store.run(id);
+function runOf(context: AppContext, routeContext: RouteContext) {
+  const id = context.req.param('id') ?? '';
+  const run = routeContext.store.run(id);
   if (!run)
-    return sendError(
-      response,
+    refuse(
       404,
-      `no run "${id}"; GET /api/runs lists the runs (ids 0 to ${context.store.runs.length - 1})`,
+      `no run "${id}"; GET /api/runs lists the runs (ids 0 to ${routeContext.store.runs.length - 1})`,
     );
-  if (resource === 'metrics' && rest.length === 0) {
-    const since = query.get('since') ?? '0';
-    if (!/^\d+$/.test(since))
-      return sendError(
-        response,
-        400,
-        'since must be a byte offset (a non-negative integer) from a previous response',
-      );
-    return sendJson(response, 200, await context.store.readMetrics(id, Number(since)));
-  }
-  if (resource === 'config' && rest.length === 0) return sendJson(response, 200, run.config);
-  if (resource === 'summary' && rest.length === 0) {
-    return run.summary
-      ? sendJson(response, 200, run.summary)
-      : sendError(
-          response,
-          404,
-          'this run has no summary.json yet (it is written when the run ends)',
-        );
-  }
-  if (resource === 'files' && rest.length > 0) return sendRunFile(id, rest, response, context);
-  sendError(response, 404, 'not found; see GET /api/runs');
+  return { id, run: run! };
+}
+
+async function metrics(c: AppContext, routeContext: RouteContext): Promise<Response> {
+  await routeContext.store.refresh();
+  const { id } = runOf(c, routeContext);
+  const since = c.req.query('since') ?? '0';
+  if (!/^\d+$/.test(since))
+    refuse(400, 'since must be a byte offset (a non-negative integer) from a previous response');
+  return json(c, await routeContext.store.readMetrics(id, Number(since)));
+}
+
+async function summary(c: AppContext, routeContext: RouteContext): Promise<Response> {
+  await routeContext.store.refresh();
+  const { run } = runOf(c, routeContext);
+  if (!run.summary)
+    refuse(404, 'this run has no summary.json yet (it is written when the run ends)');
+  return json(c, run.summary);
+}
+
+/** The routes: path and handler (every one GET). */
+function routeTable(routeContext: RouteContext) {
+  const refreshed = async () => routeContext.store.refresh();
+  return [
+    {
+      path: '/',
+      handle: (c: AppContext) => {
+        c.header('content-security-policy', pagePolicy);
+        return page(c, 200, 'text/html; charset=utf-8', dashboardPage);
+      },
+    },
+    {
+      path: '/assets/:name',
+      handle: async (c: AppContext) => {
+        const name = c.req.param('name') ?? '';
+        const asset = Object.hasOwn(assets, name) ? assets[name] : undefined;
+        if (!asset) return refuse(404, `no asset "${name}"`);
+        return page(c, 200, asset.contentType, await asset.body());
+      },
+    },
+    {
+      path: '/api/runs',
+      handle: async (c: AppContext) => {
+        await refreshed();
+        return json(c, routeContext.store.runs.map(describeRun));
+      },
+    },
+    {
+      path: '/api/overview',
+      handle: async (c: AppContext) => {
+        await refreshed();
+        return json(c, overview(routeContext));
+      },
+    },
+    { path: '/api/runs/:id/metrics', handle: (c: AppContext) => metrics(c, routeContext) },
+    {
+      path: '/api/runs/:id/config',
+      handle: async (c: AppContext) => {
+        await refreshed();
+        return json(c, runOf(c, routeContext).run.config);
+      },
+    },
+    { path: '/api/runs/:id/summary', handle: (c: AppContext) => summary(c, routeContext) },
+    {
+      path: '/api/runs/:id/files/*',
+      handle: async (c: AppContext) => {
+        await refreshed();
+        const { id } = runOf(c, routeContext);
+        return sendRunFile(c, id, segmentsOf(c).slice(4), routeContext);
+      },
+    },
+  ];
+}
+
+/** The dashboard as a hono app: read-only, Host-guarded, paths checked before routing. */
+export function dashboardApp(routeContext: RouteContext, onError?: (error: unknown) => void) {
+  const app = new Hono<NodeEnvironment>();
+  app.use(async (context, next) => {
+    if (context.req.method !== 'GET') {
+      context.header('allow', 'GET');
+      throw new HttpError(405, 'the dashboard is read-only: only GET is allowed');
+    }
+    await next();
+  });
+  app.use(
+    hostGuard(() => routeContext.allowedHosts, 'open the dashboard through the URL it printed'),
+  );
+  app.use(async (context, next) => {
+    segmentsOf(context);
+    await next();
+  });
+  for (const route of routeTable(routeContext)) app.get(route.path, route.handle);
+  app.notFound((context) =>
+    refuse(
+      404,
+      context.req.path.startsWith('/api/')
+        ? 'not found; see GET /api/runs'
+        : 'not found; the API lives under /api',
+    ),
+  );
+  app.onError((error, context) => {
+    if (isClientGone(error)) return context.body(null, 499 as 200);
+    if (!(error instanceof HttpError)) onError?.(error);
+    const status =
+      error instanceof HttpError ? error.status : error instanceof TeamtrError ? 403 : 500;
+    const message =
+      error instanceof TeamtrError
+        ? error.message
+        : 'internal error; see the terminal running `teamtr dashboard`';
+    return context.body(JSON.stringify({ error: message }), status as 400, {
+      ...securityHeaders,
+      'content-type': 'application/json; charset=utf-8',
+    });
+  });
+  return app;
 }
 
 function overview(context: RouteContext): unknown {
@@ -177,16 +214,17 @@ function overview(context: RouteContext): unknown {
 }
 
 async function sendRunFile(
+  context: AppContext,
   id: string,
   segments: string[],
-  response: ServerResponse,
-  context: RouteContext,
-): Promise<void> {
-  const file = await context.store.file(id, segments);
+  routeContext: RouteContext,
+): Promise<Response> {
+  const file = await routeContext.store.file(id, segments);
   if (!file || file.kind === 'missing')
-    return sendError(response, 404, `run ${id} has no file ${segments.join('/')}`);
+    return refuse(404, `run ${id} has no file ${segments.join('/')}`);
   if (file.kind === 'refused')
-    return sendError(response, 403, `refused: ${segments.join('/')} is ${file.reason}`);
+    return refuse(403, `refused: ${segments.join('/')} is ${file.reason}`);
+  const response = context.env.outgoing as ServerResponse;
   response.writeHead(200, {
     ...securityHeaders,
     'content-type': contentTypeOf(file.path),
@@ -195,7 +233,7 @@ async function sendRunFile(
   });
   if (file.size === 0) {
     response.end();
-    return;
+    return RESPONSE_ALREADY_SENT;
   }
   // Exactly the bytes stat counted, even if the file grows meanwhile (metrics.jsonl does).
   await new Promise<void>((resolve, reject) => {
@@ -204,4 +242,5 @@ async function sendRunFile(
     stream.on('end', resolve);
     stream.pipe(response);
   });
+  return RESPONSE_ALREADY_SENT;
 }

@@ -2,8 +2,8 @@ import { readFile, realpath } from 'node:fs/promises';
 import { readMetricsSince, type MetricsChunk } from '../report/metrics-file.js';
 import { asObject, runLabels, type RunView } from '../report/runs.js';
 import type { TrainSummary } from '../trainer/summary.js';
-import { isRunActive } from '../trainer/run-lock.js';
-import { runFiles } from '../trainer/run-directory.js';
+import { isRunActive } from '../trainer/run/run-lock.js';
+import { runFiles } from '../trainer/run/run-directory.js';
 import { TeamtrError } from '../util/errors.js';
 import { resolveFileInside, type ResolvedFile } from './safe-path.js';
 

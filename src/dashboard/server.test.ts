@@ -17,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import vm from 'node:vm';
 import { figureIds } from '../report/figures.js';
 import { syntheticRecords, writeSyntheticRun } from '../report/test-support/synthetic-run.js';
-import { dashboardScript } from './client/script.js';
+import { dashboardScript } from './assets.js';
 import { startDashboard, type DashboardServer } from './server.js';
 
 interface Reply {
@@ -217,13 +217,14 @@ describe('dashboard server', () => {
     assert.equal(uplot.status, 200);
     assert.match(uplot.body, /uPlot/);
     assert.equal((await send(server, '/assets/uPlot.min.css')).status, 200);
-    assert.equal((await send(server, '/assets/dashboard.js')).body, dashboardScript);
+    assert.equal((await send(server, '/assets/dashboard.js')).body, await dashboardScript());
     assert.equal((await send(server, '/assets/constructor')).status, 404);
     assert.equal((await send(server, '/nowhere')).status, 404);
   });
 
-  test('the browser script compiles', () => {
-    assert.doesNotThrow(() => new vm.Script(dashboardScript, { filename: 'dashboard.js' }));
+  test('the browser script compiles', async () => {
+    const script = await dashboardScript();
+    assert.doesNotThrow(() => new vm.Script(script, { filename: 'dashboard.js' }));
   });
 });
 

@@ -1,9 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import { isIP } from 'node:net';
 import { resolveRunDirectories } from '../report/runs.js';
+import { startHttpServer } from '../http/server.js';
 import { TeamtrError } from '../util/errors.js';
-import { isLoopbackHost } from '../util/listen.js';
-import { handleRequest } from './routes.js';
+import { PortInUseError } from '../util/listen.js';
+import { dashboardApp } from './routes.js';
 import { RunStore } from './run-store.js';
 
 export interface DashboardOptions {
@@ -30,23 +29,6 @@ export interface DashboardServer {
 
 export const defaultDashboardPort = 8765;
 
-function listen(server: Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error) => {
-      server.off('listening', onListening);
-      reject(error);
-    };
-    const onListening = () => {
-      server.off('error', onError);
-      const address = server.address();
-      resolve(typeof address === 'object' && address ? address.port : port);
-    };
-    server.once('error', onError);
-    server.once('listening', onListening);
-    server.listen(port, host);
-  });
-}
-
 /** Serves a read-only live view of the runs until `close()`. */
 export async function startDashboard(options: DashboardOptions): Promise<DashboardServer> {
   const host = options.host ?? '127.0.0.1';
@@ -55,64 +37,26 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const context = {
     store,
     pollIntervalMs: options.pollIntervalMs ?? 1000,
-    allowedHosts: null as Set<string> | null,
+    allowedHosts: null as ReadonlySet<string> | null,
   };
-  const server = createServer((request, response) => {
-    handleRequest(request, response, context).catch((error: unknown) => {
-      options.onError?.(error);
-      if (!response.headersSent) {
-        const message =
-          error instanceof TeamtrError
-            ? error.message
-            : 'internal error; see the terminal running `teamtr dashboard`';
-        response.writeHead(error instanceof TeamtrError ? 403 : 500, {
-          'content-type': 'application/json; charset=utf-8',
-        });
-        response.end(JSON.stringify({ error: message }));
-      } else {
-        response.destroy();
-      }
-    });
-  });
-  let port: number;
-  if (
-    options.port !== undefined &&
-    !(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65_535)
-  )
-    throw new TeamtrError(`--port ${options.port} is not a port; give 0–65535 (0 = any free port)`);
-  try {
-    port = await listen(server, host, options.port ?? defaultDashboardPort);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE' && options.port === undefined) port = await listen(server, host, 0);
-    else if (code === 'EADDRINUSE')
-      throw new TeamtrError(
-        `port ${options.port} is in use; pick another with --port (0 = any free port)`,
-      );
-    else if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
-      throw new TeamtrError(
-        `cannot listen on ${host}: no such local address; use --host 127.0.0.1 or an address of this machine`,
-      );
-    else throw error;
-  }
-  const urlHost =
-    isIP(host) === 6 ? `[${host}]` : host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  if (isLoopbackHost(host))
-    context.allowedHosts = new Set([
-      `127.0.0.1:${port}`,
-      `localhost:${port}`,
-      `[::1]:${port}`,
-      `${urlHost}:${port}`,
-    ]);
-  return {
-    url: `http://${urlHost}:${port}/`,
+  const running = await startHttpServer(dashboardApp(context, options.onError), {
     host,
-    port,
+    port: options.port ?? defaultDashboardPort,
+    orAnyFreePort: options.port === undefined,
+  }).catch((error: unknown) => {
+    if (error instanceof PortInUseError)
+      throw new TeamtrError(
+        `port ${error.port} is in use; pick another with --port (0 = any free port)`,
+      );
+    throw error;
+  });
+  context.allowedHosts = running.allowedHosts;
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : new URL(running.url).hostname;
+  return {
+    url: `http://${urlHost}:${running.port}/`,
+    host,
+    port: running.port,
     runDirectories,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      }),
+    close: running.close,
   };
 }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { MetricsRecord } from '../trainer/records.js';
-import { bootstrap, mean } from './bootstrap.js';
 import {
   occupancyGapByUpdateIndex,
   surrogateErrors,
@@ -110,13 +109,5 @@ describe('scaling analysis', () => {
     );
     assert.deepEqual(curve[1]!.band, [0.2, 0.4]);
     assert.ok(Math.abs(curve[1]!.accuracy - 0.3) < 1e-12);
-  });
-
-  test('the bootstrap is deterministic and covers the mean of a spread sample', () => {
-    const values = Array.from({ length: 40 }, (_unused, index) => index / 40);
-    const first = bootstrap(values, mean, { seed: 'a' });
-    assert.deepEqual(bootstrap(values, mean, { seed: 'a' }), first);
-    assert.ok(first.interval![0] < first.value && first.value < first.interval![1]);
-    assert.equal(bootstrap([1], mean, { seed: 'a' }).interval, null);
   });
 });

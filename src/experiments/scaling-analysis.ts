@@ -1,12 +1,13 @@
-import { leastSquaresLine } from '../theory/fit.js';
-import type { MetricsRecord, UpdateRecord } from '../trainer/records.js';
 import {
   bootstrap,
+  leastSquaresLine,
   mean,
   percentileInterval,
-  resampledStatistics,
+  stratifiedResamples,
   type Estimate,
-} from './bootstrap.js';
+} from '../rl/index.js';
+import type { MetricsRecord, UpdateRecord } from '../trainer/records.js';
+import { RandomGenerator } from '../util/random.js';
 
 /**
  * The LM-level scaling experiment's figures (docs/method.md §9), as pure functions of the runs'
@@ -29,6 +30,11 @@ export interface ScalingRun {
 export interface ScalingCell {
   agents: number;
   schedule: string;
+}
+
+/** The resampling stream named `name`: the same name gives the same interval. */
+export function bootstrapStream(name: string): RandomGenerator {
+  return new RandomGenerator(`bootstrap/${name}`);
 }
 
 const updatesOf = (run: ScalingRun) =>
@@ -86,7 +92,9 @@ export function occupancyGapByUpdateIndex(runs: readonly ScalingRun[]): Occupanc
         ...cell,
         updateIndex,
         stages: gaps.length,
-        gap: bootstrap(gaps, mean, { seed: `gap/${cell.agents}/${cell.schedule}/${updateIndex}` }),
+        gap: bootstrap(gaps, mean, {
+          random: bootstrapStream(`gap/${cell.agents}/${cell.schedule}/${updateIndex}`),
+        }),
       });
     }
     return rows;
@@ -142,6 +150,8 @@ export function surrogateErrors(runs: readonly ScalingRun[]): SurrogateErrorRow[
     const stages = errorsByStage(runs, cell);
     if (stages.length === 0) return [];
     const seed = `error/${cell.agents}/${cell.schedule}`;
+    const over = (statistic: (sample: readonly StageErrors[]) => number) =>
+      bootstrap(stages, statistic, { random: bootstrapStream(seed) });
     const standardErrors = stages
       .flat()
       .map((error) => error.standardError)
@@ -150,8 +160,8 @@ export function surrogateErrors(runs: readonly ScalingRun[]): SurrogateErrorRow[
       {
         ...cell,
         updates: stages.flat().length,
-        absoluteError: bootstrap(stages, meanAbsolute, { seed }),
-        signedError: bootstrap(stages, meanSigned, { seed }),
+        absoluteError: over(meanAbsolute),
+        signedError: over(meanSigned),
         noiseFloor: Math.sqrt(2 / Math.PI) * mean(standardErrors),
       },
     ];
@@ -184,14 +194,12 @@ export function surrogateErrorSlopes(runs: readonly ScalingRun[]): ErrorSlope[] 
           ).slope
         : Number.NaN;
     // Each N's stages are resampled on their own stream; draw k of every N makes slope k.
-    const resampled = groups.map((group) =>
-      resampledStatistics(group.stages, meanAbsolute, {
-        seed: `slope/${schedule}/${group.agents}`,
-      }),
-    );
-    const slopes = resampled[0]!.map((_value, draw) =>
-      slopeOf(resampled.map((means) => means[draw]!)),
-    );
+    const slopes = stratifiedResamples({
+      strata: groups.map((group) => group.stages),
+      statistic: (resampled) => slopeOf(resampled.map(meanAbsolute)),
+      samples: 2000,
+      random: groups.map((group) => bootstrapStream(`slope/${schedule}/${group.agents}`)),
+    });
     const value = slopeOf(groups.map((group) => meanAbsolute(group.stages)));
     return [{ schedule, slope: { value, interval: percentileInterval(slopes) } }];
   });

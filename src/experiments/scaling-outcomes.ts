@@ -1,6 +1,6 @@
+import { bootstrap, bootstrapRatio, mean, type Estimate } from '../rl/index.js';
 import type { EvaluationRecord, StageRecord } from '../trainer/records.js';
-import { bootstrap, bootstrapRatio, mean, type Estimate } from './bootstrap.js';
-import { cellsOf, type ScalingCell, type ScalingRun } from './scaling-analysis.js';
+import { bootstrapStream, cellsOf, type ScalingCell, type ScalingRun } from './scaling-analysis.js';
 
 /**
  * What each schedule reached, compared two ways. At matched generated tokens every run has the
@@ -66,7 +66,7 @@ export function outcomes(runs: readonly ScalingRun[]): OutcomeRow[] {
     });
     type PerRun = (typeof perRun)[number];
     const over = (read: (entry: PerRun) => number) =>
-      bootstrap(perRun, (sample) => mean(sample.map(read)), { seed });
+      bootstrap(perRun, (sample) => mean(sample.map(read)), { random: bootstrapStream(seed) });
     return {
       ...cell,
       seeds: cellRuns.length,
@@ -104,8 +104,8 @@ export function staleFreshRatios(
       if (!reference) return [];
       const seed = `ratio/${stale.agents}/${stale.schedule}`;
       const ratio = bootstrapRatio(stale.stageErrors, reference.stageErrors, meanAbsolute, {
-        numerator: `${seed}/stale`,
-        denominator: `${seed}/fresh`,
+        numerator: bootstrapStream(`${seed}/stale`),
+        denominator: bootstrapStream(`${seed}/fresh`),
       });
       return [{ agents: stale.agents, stale: stale.schedule, fresh, ratio }];
     });

@@ -1,4 +1,4 @@
-import type { Estimate } from './bootstrap.js';
+import type { Estimate } from '../rl/index.js';
 import {
   cellsOf,
   occupancyGapByUpdateIndex,
@@ -65,36 +65,37 @@ function table(header: string[], rows: string[][]): string {
   ].join('\n');
 }
 
-/** The report as Markdown tables (what the README quotes), 95% bootstrap intervals in brackets. */
-export function formatScalingReport(report: ScalingReport): string {
-  const four = (value: number) => fixed(value, 4);
-  const sections = [
-    `## Accuracy and regressions (${report.runs} runs)`,
-    table(
-      [
-        'N',
-        'schedule',
-        'seeds',
-        'acc. at matched tokens',
-        'regressions',
-        'tokens',
-        'acc. at matched updates',
-        'regressions',
-        'matched stage',
-      ],
-      report.outcomes.map((row) => [
-        String(row.agents),
-        row.schedule,
-        String(row.seeds),
-        withInterval(row.accuracyAtMatchedTokens, percent),
-        withInterval(row.regressionsAtMatchedTokens, (value) => fixed(value, 1)),
-        Math.round(row.generatedTokens).toLocaleString('en-US'),
-        withInterval(row.accuracyAtMatchedUpdates, percent),
-        withInterval(row.regressionsAtMatchedUpdates, (value) => fixed(value, 1)),
-        fixed(row.matchedStage, 1),
-      ]),
-    ),
-    '## Surrogate error per update (held-out improvement − surrogate)',
+const four = (value: number) => fixed(value, 4);
+
+function outcomesTable(report: ScalingReport): string {
+  return table(
+    [
+      'N',
+      'schedule',
+      'seeds',
+      'acc. at matched tokens',
+      'regressions',
+      'tokens',
+      'acc. at matched updates',
+      'regressions',
+      'matched stage',
+    ],
+    report.outcomes.map((row) => [
+      String(row.agents),
+      row.schedule,
+      String(row.seeds),
+      withInterval(row.accuracyAtMatchedTokens, percent),
+      withInterval(row.regressionsAtMatchedTokens, (value) => fixed(value, 1)),
+      Math.round(row.generatedTokens).toLocaleString('en-US'),
+      withInterval(row.accuracyAtMatchedUpdates, percent),
+      withInterval(row.regressionsAtMatchedUpdates, (value) => fixed(value, 1)),
+      fixed(row.matchedStage, 1),
+    ]),
+  );
+}
+
+function surrogateErrorTables(report: ScalingReport): string[] {
+  return [
     table(
       ['N', 'schedule', 'updates', 'mean |error|', 'mean error', 'noise floor'],
       report.surrogateError.map((row) => [
@@ -120,17 +121,31 @@ export function formatScalingReport(report: ScalingReport): string {
         `${row.stale} / ${row.fresh}: ${withInterval(row.ratio, (value) => fixed(value, 2))}`,
       ]),
     ),
+  ];
+}
+
+function occupancyGapTable(report: ScalingReport): string {
+  return table(
+    ['N', 'schedule', 'update index', 'stages', 'gap'],
+    report.occupancyGap.map((row) => [
+      String(row.agents),
+      row.schedule,
+      String(row.updateIndex),
+      String(row.stages),
+      withInterval(row.gap, four),
+    ]),
+  );
+}
+
+/** The report as Markdown tables (what the README quotes), 95% bootstrap intervals in brackets. */
+export function formatScalingReport(report: ScalingReport): string {
+  const sections = [
+    `## Accuracy and regressions (${report.runs} runs)`,
+    outcomesTable(report),
+    '## Surrogate error per update (held-out improvement − surrogate)',
+    ...surrogateErrorTables(report),
     '## Occupancy gap by update index within a stage',
-    table(
-      ['N', 'schedule', 'update index', 'stages', 'gap'],
-      report.occupancyGap.map((row) => [
-        String(row.agents),
-        row.schedule,
-        String(row.updateIndex),
-        String(row.stages),
-        withInterval(row.gap, four),
-      ]),
-    ),
+    occupancyGapTable(report),
   ];
   return `${sections.join('\n\n')}\n`;
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { TransformerLM } from '../nn/transformer.js';
 import { applyLora } from '../nn/lora.js';
-import { agentConfigSchema } from '../trainer/config.js';
+import { agentConfigSchema } from '../trainer/config/train-config.js';
 import { ConfigError } from '../util/errors.js';
 import { RandomGenerator } from '../util/random.js';
 import { roundToBfloat16, widenBfloat16 } from '../backend/bfloat16.js';

@@ -44,6 +44,11 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
    * head alone, instead of running the layers over the turn again. @default false
    */
   keepHiddenStates?: boolean;
+  /**
+   * Called with each token as it is drawn (its row, id and log-prob), before the next step:
+   * a server streams a turn with it.
+   */
+  onToken?: (row: number, token: number, logProb: number) => void;
 }
 
 export interface GeneratedSequence {
@@ -149,6 +154,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
           if (draw) {
             results[row]!.tokens.push(draw.token);
             results[row]!.logProbs.push(draw.logProb);
+            options.onToken?.(row, draw.token, draw.logProb);
             if (stopTokens.has(draw.token)) {
               finished[row] = 1;
               results[row]!.finishReason = 'stop';

@@ -1,6 +1,6 @@
 import type { EvaluationRecord, StageRecord, UpdateRecord } from '../trainer/records.js';
-import type { FigurePoint, FigureSeries } from './figure.js';
-import { paletteColor, shade } from './palette.js';
+import type { FigurePoint, FigureSeries } from '../figures/figure.js';
+import { paletteColor, shade } from '../figures/palette.js';
 import { runSchedule, type RunView } from './runs.js';
 
 /** What every figure builder needs: a run's records by type, points from them, run colors. */

@@ -1,6 +1,7 @@
+import { mean } from '../rl/index.js';
 import type { UpdateRecord } from '../trainer/records.js';
 import { certificateStatistics } from '../trainer/summary.js';
-import type { Figure, FigurePoint, FigureSeries } from './figure.js';
+import type { Figure, FigurePoint, FigureSeries } from '../figures/figure.js';
 import {
   colorOf,
   finite,
@@ -10,9 +11,9 @@ import {
   updatesOf,
   withData,
 } from './figure-data.js';
-import { alertColor, shade } from './palette.js';
+import { alertColor, shade } from '../figures/palette.js';
 import type { RunView } from './runs.js';
-import { formatPercent, formatValue } from './ticks.js';
+import { formatPercent, formatValue } from '../figures/ticks.js';
 
 /** Whether updates improved the team as certified: certificates, occupancy gaps, regressions. */
 
@@ -80,7 +81,7 @@ export function occupancyFigure(runs: readonly RunView[], colors: Map<string, st
       .sort(([a], [b]) => a - b)
       .map(([position, gaps]) => ({
         x: position + 1,
-        y: gaps.reduce((a, b) => a + b, 0) / gaps.length,
+        y: mean(gaps),
       }));
     return { label: run.label, color: colorOf(colors, run), style: 'line', markers: true, points };
   });
@@ -103,47 +104,49 @@ export function occupancyFigure(runs: readonly RunView[], colors: Map<string, st
   };
 }
 
+/** A run's reward change per stage, its −2 SE noise line and its regressions. */
+function regressionSeries(run: RunView, color: string, prefix: string): FigureSeries[] {
+  const stages = stagesOf(run).filter((record) => finite(record.stage));
+  return [
+    {
+      label: `${prefix}reward change in stage`,
+      color,
+      style: 'line',
+      markers: true,
+      points: pointsOf(
+        stages,
+        (record) => record.stage,
+        (record) => record.improvement,
+      ),
+    },
+    {
+      label: `${prefix}−2 SE (noise)`,
+      color: shade(color, 0.45),
+      style: 'line',
+      dashed: true,
+      points: pointsOf(
+        stages,
+        (record) => record.stage,
+        (record) => -2 * record.improvementStandardError,
+      ),
+    },
+    {
+      label: `${prefix}regression`,
+      color: alertColor,
+      style: 'points',
+      points: pointsOf(
+        stages.filter((record) => record.regression === true),
+        (record) => record.stage,
+        (record) => record.improvement,
+      ),
+    },
+  ];
+}
+
 export function regressionFigure(runs: readonly RunView[], colors: Map<string, string>): Figure {
-  const series: FigureSeries[] = [];
-  for (const run of runs) {
-    const stages = stagesOf(run).filter((record) => finite(record.stage));
-    const prefix = runs.length > 1 ? `${run.label} · ` : '';
-    const color = colorOf(colors, run);
-    series.push(
-      {
-        label: `${prefix}reward change in stage`,
-        color,
-        style: 'line',
-        markers: true,
-        points: pointsOf(
-          stages,
-          (record) => record.stage,
-          (record) => record.improvement,
-        ),
-      },
-      {
-        label: `${prefix}−2 SE (noise)`,
-        color: shade(color, 0.45),
-        style: 'line',
-        dashed: true,
-        points: pointsOf(
-          stages,
-          (record) => record.stage,
-          (record) => -2 * record.improvementStandardError,
-        ),
-      },
-      {
-        label: `${prefix}regression`,
-        color: alertColor,
-        style: 'points',
-        points: pointsOf(
-          stages.filter((record) => record.regression === true),
-          (record) => record.stage,
-          (record) => record.improvement,
-        ),
-      },
-    );
-  }
+  const series = runs.flatMap((run) =>
+    regressionSeries(run, colorOf(colors, run), runs.length > 1 ? `${run.label} · ` : ''),
+  );
   return {
     id: 'regressions',
     title: 'Per-stage regressions',

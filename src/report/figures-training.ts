@@ -1,7 +1,7 @@
-import type { Figure } from './figure.js';
+import type { Figure } from '../figures/figure.js';
 import { colorOf, evaluationsOf, pointsOf, stagesOf, updatesOf, withData } from './figure-data.js';
 import type { RunView } from './runs.js';
-import { formatPercent, formatValue } from './ticks.js';
+import { formatPercent, formatValue } from '../figures/ticks.js';
 
 /** Training curves at matched budgets: the x axis is generated tokens, not iterations. */
 

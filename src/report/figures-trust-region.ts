@@ -1,9 +1,10 @@
+import { mean } from '../rl/index.js';
 import type { UpdateRecord } from '../trainer/records.js';
-import type { Figure, FigurePoint, FigureSeries } from './figure.js';
+import type { Figure, FigurePoint, FigureSeries } from '../figures/figure.js';
 import { colorOf, finite, maximum, minimum, pointsOf, updatesOf, withData } from './figure-data.js';
-import { paletteColor, referenceColor, shade } from './palette.js';
+import { paletteColor, referenceColor, shade } from '../figures/palette.js';
 import type { RunView } from './runs.js';
-import { formatPercent, formatValue } from './ticks.js';
+import { formatPercent, formatValue } from '../figures/ticks.js';
 
 /** How far each update moved its agent: KL against δ and probability shift by rank. */
 
@@ -53,8 +54,7 @@ export function klFigure(runs: readonly RunView[]): Figure {
       const updates = updatesOf(run);
       const outside = updates.filter((record) => record.inRegion === false).length;
       const meanKl = updates.length
-        ? updates.reduce((total, record) => total + (finite(record.kl) ? record.kl : 0), 0) /
-          updates.length
+        ? mean(updates.map((record) => (finite(record.kl) ? record.kl : 0)))
         : null;
       return `${run.label}: out of region ${outside}/${updates.length} updates (${formatPercent(updates.length ? outside / updates.length : null)}), mean KL ${formatValue(meanKl)}`;
     }),
@@ -101,9 +101,7 @@ function meanMassShift(
         )
         .map((entry) => entry.massShiftPerPosition),
     );
-    return values.length
-      ? [{ x: index, y: values.reduce((a, b) => a + b, 0) / values.length }]
-      : [];
+    return values.length ? [{ x: index, y: mean(values) }] : [];
   });
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { MetricsRecord, UpdateRecord } from '../trainer/records.js';
-import type { Figure } from './figure.js';
+import type { Figure } from '../figures/figure.js';
 import { runColors } from './figure-data.js';
 import { buildFigures, figureIds } from './figures.js';
 import type { RunView } from './runs.js';

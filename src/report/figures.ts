@@ -1,4 +1,4 @@
-import type { Figure } from './figure.js';
+import type { Figure } from '../figures/figure.js';
 import { runColors } from './figure-data.js';
 import { certificateFigure, occupancyFigure, regressionFigure } from './figures-certificates.js';
 import { accuracyFigure, rewardFigure } from './figures-training.js';

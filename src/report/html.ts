@@ -1,8 +1,8 @@
 import type { ConfigRow } from './config-table.js';
-import type { Figure } from './figure.js';
+import type { Figure } from '../figures/figure.js';
 import type { RunOverview } from './run-overview.js';
-import { escapeXml as escapeHtml } from './svg.js';
-import { formatPercent, formatValue } from './ticks.js';
+import { escapeXml as escapeHtml } from '../figures/svg.js';
+import { formatPercent, formatValue } from '../figures/ticks.js';
 
 /**
  * The report page: one HTML file with its styles and every figure inlined as SVG, and nothing

@@ -1,35 +1,9 @@
 import { certificateStatistics } from '../trainer/summary.js';
 import { evaluationsOf, maximum, stagesOf, updatesOf } from './figure-data.js';
+import type { RunOverview } from './run-overview-type.js';
 import { runSchedule, runSeed, type RunView } from './runs.js';
 
-/** One row of the runs table: where a run stands, at a glance. */
-export interface RunOverview {
-  id: string;
-  label: string;
-  directory: string;
-  schedule: string;
-  seed: number | null;
-  task: string;
-  /**
-   * finished / interrupted from summary.json; without one, running while a trainer process
-   * holds the run, stopped when it crashed or was killed (resume it with --resume).
-   */
-  status: 'running' | 'finished' | 'interrupted' | 'stopped';
-  stages: number;
-  updates: number;
-  generatedTokens: number;
-  /** The config's generated-token budget, when known. */
-  budget: number | null;
-  accuracyBefore: number | null;
-  accuracyLast: number | null;
-  rewardLast: number | null;
-  meanKl: number | null;
-  outOfRegionRate: number | null;
-  cumulativeRankCorrelation: number | null;
-  regressions: number;
-  /** Complete metrics records read so far. */
-  records: number;
-}
+export type { RunOverview } from './run-overview-type.js';
 
 function taskName(config: Record<string, unknown> | null): string {
   const task = config?.task as { name?: unknown; difficulty?: unknown } | undefined;

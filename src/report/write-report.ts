@@ -5,7 +5,7 @@ import { buildFigures } from './figures.js';
 import { renderReportHtml } from './html.js';
 import { describeRun } from './run-overview.js';
 import { loadRuns, resolveRunDirectories } from './runs.js';
-import { renderSvgChart } from './svg.js';
+import { renderSvgChart } from '../figures/svg.js';
 
 export interface WriteReportOptions {
   /** Run directories, or directories of runs (`teamtr compare --out`). */

@@ -60,7 +60,7 @@
  * K − 1 − j later steps (`horizon`), not only the row's own later tokens; with rows of different
  * lengths the row count alone can fall below the error (a test shows one). Step 7 needs no
  * horizon: where the agent emits nothing f_k = 0, so each row's own tokens are all it sums.
- * The tabular lab (src/theory/certificateBounds.ts) checks all of them exactly: none was ever
+ * The tabular lab (src/theory/certificate-bounds.ts) checks all of them exactly: none was ever
  * violated, and the weighted one certifies most improving updates there (README of src/theory).
  * Step 7 needs the sampled tokens to come from π as scored (no temperature, top-p or stale
  * sampler) and the mask to mark every token whose policy the update changes.
@@ -68,7 +68,7 @@
 import { TeamtrError } from '../util/errors.js';
 import { expectLength, resolveTokenGrid, type NumberArray } from './layout.js';
 import type { PerTokenKlGrid } from './kl.js';
-import { meanWithStandardError } from './statistics.js';
+import { meanWithStandardError } from './statistics/index.js';
 
 /** A batch estimate: the mean over trajectories and its standard error. */
 export interface TrajectoryEstimate {

@@ -5,7 +5,7 @@
  */
 import { ShapeError, TeamtrError } from '../util/errors.js';
 import { expectLength, resolveTokenGrid, type NumberArray } from './layout.js';
-import { meanWithStandardError, normalQuantile } from './statistics.js';
+import { meanWithStandardError, normalQuantile } from './statistics/index.js';
 
 export interface OffPolicyImprovementResult {
   /** Mean of (W − 1)·(R − b): an unbiased estimate of J(π') − J(π). */

@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Team } from '../team/team.js';
-import { modelEndpoint, teamEndpoint } from './endpoints.js';
+import { modelEndpoint } from './endpoints.js';
+import { teamEndpoint } from './team-endpoint.js';
 import { startServer, type RunningServer } from './server.js';
 import { charModel, charTeam, charTokenizer } from './test-support/char-team.js';
 

@@ -2,9 +2,11 @@ import { KeyValueCache } from '../nn/kv-cache.js';
 import { sampleToken, type SamplingSettings } from '../nn/sampling.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { noGrad, tidy } from '../tensor/index.js';
+import { firstStop, streamableLength } from '../team/turn-stream.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TeamtrError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
+import { tokenBytes } from './token-bytes.js';
 
 /**
  * One sequence decoded token by token with a KV cache, for serving: text arrives as deltas (for
@@ -26,12 +28,22 @@ export interface GenerationSettings extends SamplingSettings {
   topLogprobs: number;
 }
 
-export interface TokenLogprob {
+/** One token as a client sees it: id, text and raw bytes (tokenBytes). */
+export interface TokenText {
   token: number;
   text: string;
+  bytes: number[];
+}
+
+export interface TokenLogprob extends TokenText {
   /** log π(token | prefix) under the model itself (temperature 1). */
   logprob: number;
-  top: Array<{ token: number; text: string; logprob: number }>;
+  top: Array<TokenText & { logprob: number }>;
+}
+
+/** A token's id, text and raw bytes. */
+export function tokenText(tokenizer: Tokenizer, token: number): TokenText {
+  return { token, text: tokenizer.decode([token]), bytes: tokenBytes(tokenizer, token) };
 }
 
 export interface GenerationResult {
@@ -57,30 +69,6 @@ function topAlternatives(
     (left, right) => logits[right]! - logits[left]! || left - right,
   );
   return order.slice(0, count).map((token) => ({ token, logprob: logits[token]! - normalizer }));
-}
-
-/** Where the text may be emitted up to: not inside a partial character or a possible stop string. */
-function safeLength(text: string, stopStrings: readonly string[]): number {
-  let end = text.length;
-  while (end > 0 && text[end - 1] === '\ufffd') end--;
-  for (const stop of stopStrings) {
-    for (let length = Math.min(stop.length - 1, end); length > 0; length--) {
-      if (text.endsWith(stop.slice(0, length), end)) {
-        end -= length;
-        break;
-      }
-    }
-  }
-  return Math.max(0, end);
-}
-
-function firstStop(text: string, stopStrings: readonly string[]): number {
-  let earliest = -1;
-  for (const stop of stopStrings) {
-    const at = text.indexOf(stop);
-    if (at >= 0 && (earliest < 0 || at < earliest)) earliest = at;
-  }
-  return earliest;
 }
 
 /**
@@ -135,7 +123,7 @@ export class CompletionText {
     const stopAt = firstStop(text, this.stopStrings);
     this.text = stopAt >= 0 ? text.slice(0, stopAt) : text;
     if (stopAt >= 0) return true;
-    const safe = safeLength(text, this.stopStrings);
+    const safe = streamableLength(text, this.stopStrings);
     if (safe > this.emitted) {
       this.onDelta?.(text.slice(this.emitted, safe));
       this.emitted = safe;
@@ -160,10 +148,9 @@ function tokenLogprob(
 ): TokenLogprob {
   const top = topCount > 0 ? topAlternatives(logits, usable, topCount) : [];
   return {
-    token,
-    text: tokenizer.decode([token]),
+    ...tokenText(tokenizer, token),
     logprob,
-    top: top.map((entry) => ({ ...entry, text: tokenizer.decode([entry.token]) })),
+    top: top.map((entry) => ({ ...tokenText(tokenizer, entry.token), logprob: entry.logprob })),
   };
 }
 

@@ -7,7 +7,8 @@ import OpenAI from 'openai';
 import { loadModel } from '../models/load.js';
 import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
 import type { Team } from '../team/team.js';
-import { modelEndpoint, teamEndpoint } from './endpoints.js';
+import { modelEndpoint } from './endpoints.js';
+import { teamEndpoint } from './team-endpoint.js';
 import { startServer, type RunningServer } from './server.js';
 import { charTeam } from './test-support/char-team.js';
 
@@ -140,16 +141,120 @@ describe('teamtr serve through the official openai client', () => {
     );
   });
 
-  test('the team model honours max_tokens per turn and counts its usage', async () => {
+  test('a byte-level token holding part of a character reports its raw byte in logprobs', async () => {
+    const response = await client.chat.completions.create({
+      model: 'qwen',
+      messages: question,
+      max_tokens: 36,
+      seed: 3,
+      logprobs: true,
+      top_logprobs: 3,
+    });
+    const entries = response.choices[0]!.logprobs!.content!;
+    const alternatives = entries.flatMap((entry) => entry.top_logprobs);
+    const partial = [...entries, ...alternatives].filter((entry) => entry.token === '\ufffd');
+    assert.ok(partial.length > 0, 'the fixture model samples partial characters');
+    for (const entry of partial) {
+      assert.equal(entry.bytes!.length, 1);
+      assert.ok(entry.bytes![0]! >= 0x80);
+    }
+  });
+});
+
+describe('the served team through the official openai client', () => {
+  test('chat: max_tokens bounds the whole completion; usage counts every turn', async () => {
     const response = await client.chat.completions.create({
       model: 'team',
       messages: question,
-      max_tokens: 3,
+      max_tokens: 5,
       seed: 2,
     });
     const usage = response.usage!;
     assert.ok(usage.prompt_tokens > 0, 'prompt tokens are counted');
-    assert.ok(usage.completion_tokens > 0 && usage.completion_tokens <= 2 * 3);
+    assert.ok(usage.completion_tokens > 0 && usage.completion_tokens <= 5);
     assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+    assert.equal(response.choices[0]!.finish_reason, 'length');
+  });
+
+  test('n: 2 gives two different answers; log-probs are the answer tokens’', async () => {
+    const response = await client.chat.completions.create({
+      model: 'team',
+      messages: question,
+      n: 2,
+      seed: 13,
+      logprobs: true,
+    });
+    const [first, second] = response.choices;
+    const tokens = (choice: typeof first) => choice!.logprobs!.content!.map((entry) => entry.token);
+    assert.notDeepEqual(tokens(first), tokens(second));
+    for (const choice of [first!, second!]) {
+      const entries = choice.logprobs!.content!;
+      assert.ok(entries.length > 0 && entries.every((entry) => entry.logprob <= 0));
+      // Every answer token is listed: their text joined starts with the answer.
+      assert.ok(
+        entries
+          .map((entry) => entry.token)
+          .join('')
+          .startsWith(choice.message.content!),
+      );
+    }
+  });
+
+  test('a stream sends the answer in more than one content chunk', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'team',
+      messages: question,
+      seed: 21,
+      stream: true,
+    });
+    const pieces: string[] = [];
+    for await (const chunk of stream) {
+      const content = chunk.choices[0]?.delta.content;
+      if (content) pieces.push(content);
+    }
+    assert.ok(pieces.length > 1, `${pieces.length} content chunk(s)`);
+    const whole = await client.chat.completions.create({
+      model: 'team',
+      messages: question,
+      seed: 21,
+    });
+    assert.equal(pieces.join(''), whole.choices[0]!.message.content);
+  });
+
+  test('responses: whole and streamed, the same greedy answer as chat completions', async () => {
+    const chat = await client.chat.completions.create({
+      model: 'team',
+      messages: [{ role: 'system', content: 'Think.' }, ...question],
+      temperature: 0,
+    });
+    const request = {
+      model: 'team',
+      instructions: 'Think.',
+      input: 'What is 2+3?',
+      temperature: 0,
+    };
+    const whole = await client.responses.create(request);
+    assert.equal(whole.output_text, chat.choices[0]!.message.content);
+    assert.equal(whole.usage!.output_tokens, chat.usage!.completion_tokens);
+    assert.equal(
+      whole.status,
+      chat.choices[0]!.finish_reason === 'length' ? 'incomplete' : 'completed',
+    );
+    const stream = await client.responses.create({ ...request, stream: true });
+    const deltas: string[] = [];
+    const types: string[] = [];
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') deltas.push(event.delta);
+    }
+    assert.ok(deltas.length > 1);
+    assert.equal(deltas.join(''), whole.output_text);
+    assert.equal(types[0], 'response.created');
+    assert.equal(types.at(-1), `response.${whole.status}`);
+    await rejectsWithStatus(
+      client.responses.create({ ...request, tools: [{ type: 'web_search' }] }),
+      400,
+      /tools/,
+    );
   });
 });

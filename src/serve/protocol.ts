@@ -1,13 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { ChatMessage } from '../models/chat.js';
 import { TeamtrError } from '../util/errors.js';
-import type { TokenLogprob } from './generation.js';
 
 /**
- * The OpenAI wire format, as far as teamtr serves it: `/v1/chat/completions` and
- * `/v1/completions`, streamed (server-sent events) or not. Requests are validated here and
- * normalized into one shape; responses and stream chunks are built here. Fields teamtr cannot
+ * OpenAI requests, as far as teamtr serves them: `/v1/chat/completions` and `/v1/completions`
+ * (`/v1/responses` in responses.ts), validated here and normalized into the one shape every
+ * served model reads; their answers are written by chat-format.ts. Fields teamtr cannot
  * honour (n > 1, penalties, echo) are refused with a message rather than silently ignored;
  * fields that do not change the result (user, metadata) are accepted and ignored.
  */
@@ -41,22 +39,55 @@ const sharedFields = {
   seed: z.number().int().nullable().optional(),
   frequency_penalty: optionalNumber,
   presence_penalty: optionalNumber,
+  // Accepted and ignored: they do not change the generated text.
+  user: z.string().nullable().optional(),
+  metadata: z.record(z.string(), z.string()).nullable().optional(),
+  store: z.boolean().nullable().optional(),
+  service_tier: z.string().nullable().optional(),
+  // Refused by name when set (see unsupportedFields), so they are known here.
+  ...Object.fromEntries(
+    [
+      'tools',
+      'tool_choice',
+      'functions',
+      'function_call',
+      'parallel_tool_calls',
+      'response_format',
+      'logit_bias',
+      'suffix',
+      'best_of',
+      'audio',
+      'modalities',
+      'prediction',
+    ].map((field) => [field, z.unknown().optional()]),
+  ),
 };
+
+/** Message roles a chat template renders; anything else (a typo, "wizard") is refused. */
+const roleSchema = z.enum(['system', 'developer', 'user', 'assistant']);
 
 const contentSchema = z
   .union([z.string(), z.array(z.looseObject({ type: z.literal('text'), text: z.string() }))])
   .nullable();
 
-export const chatRequestSchema = z.looseObject({
+export const chatRequestSchema = z.strictObject({
   ...sharedFields,
-  messages: z.array(z.looseObject({ role: z.string().min(1), content: contentSchema })).min(1),
+  messages: z
+    .array(
+      z.strictObject({
+        role: roleSchema,
+        content: contentSchema,
+        name: z.string().optional(),
+      }),
+    )
+    .min(1),
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
 });
 
-export const completionRequestSchema = z.looseObject({
+export const completionRequestSchema = z.strictObject({
   ...sharedFields,
   prompt: z.union([z.string(), z.array(z.string()).length(1)]),
   max_tokens: z.number().int().positive().nullable().optional(),
@@ -84,14 +115,23 @@ export interface NormalizedRequest {
   n: number;
 }
 
-function describeIssues(error: z.ZodError): { message: string; param: string | null } {
+/** The first issue of a failed parse, as a message naming the field and the field. */
+export function describeIssues(error: z.ZodError): { message: string; param: string | null } {
   const issue = error.issues[0]!;
-  const param = issue.path.map(String).join('.') || null;
+  const at = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const names = issue.keys.map((key) => (at ? `${at}.${key}` : key));
+    return {
+      message: `unknown parameter${names.length > 1 ? 's' : ''} ${names.map((name) => `"${name}"`).join(', ')}; check the spelling (teamtr serve refuses what it would otherwise ignore)`,
+      param: names[0]!,
+    };
+  }
+  const param = at || null;
   return { message: `${param ?? 'request'}: ${issue.message}`, param };
 }
 
 /** Samples one request may ask for (a group for RL: each is a full generation). */
-const maxChoices = 16;
+export const maxChoices = 16;
 
 /** Fields that change what a client expects back; accepting and ignoring them would mislead. */
 const unsupportedFields = [
@@ -199,162 +239,4 @@ export function normalizeRequest(kind: 'chat' | 'completion', raw: unknown): Nor
     logprobs: completion.logprobs !== undefined && completion.logprobs !== null,
     topLogprobs: completion.logprobs ?? 0,
   };
-}
-
-export interface ServedResult {
-  text: string;
-  finishReason: 'stop' | 'length';
-  promptTokens: number;
-  completionTokens: number;
-  logprobs: TokenLogprob[] | null;
-  /** Extra fields placed beside `choices` (e.g. a team's turns under `teamtr`). */
-  extra?: Record<string, unknown>;
-}
-
-export function completionId(kind: 'chat' | 'completion'): string {
-  return `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
-}
-
-const usageOf = (result: ServedResult) => ({
-  prompt_tokens: result.promptTokens,
-  completion_tokens: result.completionTokens,
-  total_tokens: result.promptTokens + result.completionTokens,
-});
-
-function chatLogprobs(logprobs: readonly TokenLogprob[]): unknown {
-  const bytes = (text: string) => [...Buffer.from(text, 'utf8')];
-  return {
-    content: logprobs.map((entry) => ({
-      token: entry.text,
-      logprob: entry.logprob,
-      bytes: bytes(entry.text),
-      top_logprobs: entry.top.map((alternative) => ({
-        token: alternative.text,
-        logprob: alternative.logprob,
-        bytes: bytes(alternative.text),
-      })),
-    })),
-  };
-}
-
-function legacyLogprobs(logprobs: readonly TokenLogprob[]): unknown {
-  let offset = 0;
-  return {
-    tokens: logprobs.map((entry) => entry.text),
-    token_logprobs: logprobs.map((entry) => entry.logprob),
-    top_logprobs: logprobs.map((entry) =>
-      Object.fromEntries(entry.top.map((alternative) => [alternative.text, alternative.logprob])),
-    ),
-    text_offset: logprobs.map((entry) => {
-      const at = offset;
-      offset += entry.text.length;
-      return at;
-    }),
-  };
-}
-
-/** The `logprobs` field of a choice: in the request's format, or null when not asked for. */
-function logprobsBody(
-  request: NormalizedRequest,
-  logprobs: readonly TokenLogprob[] | null | undefined,
-): unknown {
-  if (!request.logprobs || !logprobs) return null;
-  return request.kind === 'chat' ? chatLogprobs(logprobs) : legacyLogprobs(logprobs);
-}
-
-/** The non-streamed response body. */
-export function responseBody(
-  request: NormalizedRequest,
-  id: string,
-  created: number,
-  results: readonly ServedResult[],
-): unknown {
-  const choices = results.map((result, index) => {
-    const logprobs = logprobsBody(request, result.logprobs);
-    return request.kind === 'chat'
-      ? {
-          index,
-          message: { role: 'assistant', content: result.text },
-          logprobs,
-          finish_reason: result.finishReason,
-        }
-      : { index, text: result.text, logprobs, finish_reason: result.finishReason };
-  });
-  const completionTokens = results.reduce((total, result) => total + result.completionTokens, 0);
-  return {
-    id,
-    object: request.kind === 'chat' ? 'chat.completion' : 'text_completion',
-    created,
-    model: request.model,
-    choices,
-    usage: {
-      prompt_tokens: results[0]!.promptTokens,
-      completion_tokens: completionTokens,
-      total_tokens: results[0]!.promptTokens + completionTokens,
-    },
-    ...results[0]!.extra,
-  };
-}
-
-/** One streamed chunk: a text delta, or the final chunk with the finish reason. */
-export function chunkBody(
-  request: NormalizedRequest,
-  id: string,
-  created: number,
-  delta: {
-    text?: string;
-    role?: boolean;
-    finishReason?: 'stop' | 'length';
-    /** The log-probs of the tokens behind this delta, when the request asked for them. */
-    logprobs?: readonly TokenLogprob[];
-  },
-): unknown {
-  const finish = delta.finishReason ?? null;
-  const logprobs = logprobsBody(request, delta.logprobs);
-  const choice =
-    request.kind === 'chat'
-      ? {
-          index: 0,
-          delta: {
-            ...(delta.role ? { role: 'assistant' } : {}),
-            ...(delta.text !== undefined ? { content: delta.text } : {}),
-          },
-          logprobs,
-          finish_reason: finish,
-        }
-      : { index: 0, text: delta.text ?? '', logprobs, finish_reason: finish };
-  return {
-    id,
-    object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
-    created,
-    model: request.model,
-    choices: [choice],
-  };
-}
-
-/** The usage chunk sent last when `stream_options.include_usage` is set. */
-export function usageChunkBody(
-  request: NormalizedRequest,
-  id: string,
-  created: number,
-  result: ServedResult,
-): unknown {
-  return {
-    id,
-    object: request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
-    created,
-    model: request.model,
-    choices: [],
-    usage: usageOf(result),
-    ...result.extra,
-  };
-}
-
-export function errorBody(
-  message: string,
-  type: string,
-  param: string | null = null,
-  code: string | null = null,
-): unknown {
-  return { error: { message, type, param, code } };
 }

@@ -9,8 +9,8 @@ import { loadModel, type LoadedModel } from '../models/load.js';
 import { writeHuggingFaceFixture } from '../models/test-support/huggingface-fixture.js';
 import { scoreToArrays } from '../nn/score.js';
 import type { Team } from '../team/team.js';
-import { RandomGenerator } from '../util/random.js';
-import { modelEndpoint, runTeamPipeline, teamEndpoint, type ServedModel } from './endpoints.js';
+import { modelEndpoint, type ServedModel } from './endpoints.js';
+import { teamEndpoint } from './team-endpoint.js';
 import { startServer, type RunningServer } from './server.js';
 import { charModel, charTeam, charTokenizer } from './test-support/char-team.js';
 
@@ -28,13 +28,15 @@ const blocking: ServedModel = {
   complete: () =>
     new Promise((resolve) => {
       release = () =>
-        resolve({
-          text: 'done',
-          finishReason: 'stop',
-          promptTokens: 1,
-          completionTokens: 1,
-          logprobs: null,
-        });
+        resolve([
+          {
+            text: 'done',
+            finishReason: 'stop',
+            promptTokens: 1,
+            completionTokens: 1,
+            logprobs: null,
+          },
+        ]);
     }),
 };
 
@@ -183,47 +185,6 @@ describe('teamtr serve: OpenAI-compatible HTTP', () => {
       assert.equal(entry.top_logprobs.length, 2);
       assert.ok(entry.top_logprobs[0]!.logprob >= entry.logprob - 1e-9);
     });
-  });
-
-  test('the team answers as a pipeline, with every turn reported', async () => {
-    const response = await post('/v1/chat/completions', {
-      model: 'team',
-      messages: [{ role: 'user', content: 'Q: 2+2?' }],
-      seed: 1,
-    });
-    assert.equal(response.status, 200);
-    const direct = await runTeamPipeline(team, 'Q: 2+2?', {
-      temperature: 0,
-      random: new RandomGenerator(1),
-    });
-    assert.deepEqual(response.json.teamtr.turns, direct.turns);
-    assert.equal(response.json.choices[0].message.content, direct.answer);
-    assert.deepEqual(
-      direct.turns.map((turn) => turn.agent),
-      ['agent-0', 'agent-1'],
-    );
-  });
-
-  test("the team's usage counts what every agent read and wrote; max_tokens bounds each turn", async () => {
-    const response = await post('/v1/chat/completions', {
-      model: 'team',
-      messages: [{ role: 'user', content: 'Q: 2+2?' }],
-      seed: 1,
-      max_tokens: 2,
-    });
-    assert.equal(response.status, 200);
-    const direct = await runTeamPipeline(team, 'Q: 2+2?', {
-      temperature: 0,
-      random: new RandomGenerator(1),
-      maxTurnTokens: 2,
-    });
-    assert.ok(direct.inputTokens > 0);
-    assert.deepEqual(response.json.usage, {
-      prompt_tokens: direct.inputTokens,
-      completion_tokens: direct.generatedTokens,
-      total_tokens: direct.inputTokens + direct.generatedTokens,
-    });
-    assert.ok(direct.generatedTokens <= 2 * team.protocol.turnOrder.length);
   });
 
   test('bad requests get OpenAI-style errors', async () => {

@@ -56,6 +56,13 @@ export interface CompletionSettings {
    * without a local model ignore it. @default false
    */
   keepHiddenStates?: boolean;
+  /**
+   * Called with each token as the policy draws it (the request's index, the token id and its
+   * log-prob), so a server can stream a turn. Policies that receive a turn whole (a remote
+   * endpoint) do not call it. Every drawn token is reported, including any past a stop string
+   * that the completion then cuts off.
+   */
+  onToken?: (requestIndex: number, token: number, logProb: number) => void;
 }
 
 /** Bytes of hidden states one completion call may keep (CompletionSettings.keepHiddenStates). */
@@ -207,6 +214,7 @@ export class LocalPolicy extends TokenizingPolicy {
       stopTokens: this.turns.stopIds,
       padId: this.tokenizer.padId ?? 0,
       vocabularyLimit: this.tokenizer.vocabSize,
+      ...(settings.onToken ? { onToken: settings.onToken } : {}),
     });
     return generated.map((sequence, index) => {
       const completion = this.turns.completion(inputs[index]!, sequence.tokens, sequence.logProbs, {

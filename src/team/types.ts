@@ -12,15 +12,23 @@ export interface TurnRecord extends Completion {
   agentIndex: number;
 }
 
-/** One full episode of the team on one problem. */
-export interface Trajectory {
+/** One episode of the team on one problem, as its agents played it. */
+export interface Episode {
   /** Index of the problem in its batch (the GRPO group). */
   problemIndex: number;
   /** Which of the G samples of that problem this is. */
   sampleIndex: number;
   /** Agent index of each turn in speaking order (fixed, or permuted per episode). */
   speakingOrder: number[];
+  /**
+   * The turns played, in order: every turn of the protocol, unless a bound on the episode's
+   * tokens (a served request's max_tokens) ended it early.
+   */
   turns: TurnRecord[];
+}
+
+/** One full episode of the team on one problem, scored by the task's verifier. */
+export interface Trajectory extends Episode {
   /** Content text of the answer turn. */
   answerText: string;
   /** Team reward in [0, 1] from the task's verifier, shared by every agent. */

@@ -18,11 +18,11 @@ import {
   estimateReturn,
   estimateSurrogate,
   type Estimate,
-} from './monteCarlo.js';
+} from './monte-carlo.js';
 import { tableFromLogits, withTables } from './policy.js';
 import { createSeededRandom } from './random.js';
 import { makeGame, transcriptProbability } from './test-support/games.js';
-import { trustRegionStep } from './trustRegion.js';
+import { trustRegionStep } from './trust-region.js';
 
 const shapes = [
   { agentCount: 1, tokensPerTurn: 3, vocabularySize: 2, rounds: 1 },

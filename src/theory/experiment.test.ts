@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError } from '../util/errors.js';
-import { certificateBounds } from './certificateBounds.js';
+import { certificateBounds } from './certificate-bounds.js';
 import { resolveTheoryConfig } from './config.js';
 import { runGame, runTheoryExperiment, scalingMetrics } from './experiment.js';
 import { renderTheoryReport, renderTheoryTable } from './report.js';

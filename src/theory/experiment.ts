@@ -1,3 +1,4 @@
+import { mean } from '../rl/index.js';
 import type { TheoryConfig } from './config.js';
 import { createGame, gameFamilyByName } from './families.js';
 import { fitPowerLaw, type PowerLawFit } from './fit.js';
@@ -224,7 +225,7 @@ export interface CertificateCheck {
   readonly stepsMissingDelta: number;
   /** How much of its penalty the worst update's surrogate error used up. */
   readonly maxErrorShare: number;
-  /** Every certificate of certificateBounds.ts over the same updates, per schedule. */
+  /** Every certificate of certificate-bounds.ts over the same updates, per schedule. */
   readonly bounds: TalliesBySchedule;
 }
 
@@ -270,11 +271,9 @@ function fitMetric(
       .filter((outcome) => outcome.agentCount === agentCount)
       .map((outcome) => metric.read(outcome.schedules[metric.schedule]!)),
   }));
-  let improvementScale = 0;
-  for (const outcome of outcomes) {
-    improvementScale +=
-      Math.abs(outcome.schedules[metric.schedule]!.trueImprovement) / outcomes.length;
-  }
+  const improvementScale = mean(
+    outcomes.map((outcome) => Math.abs(outcome.schedules[metric.schedule]!.trueImprovement)),
+  );
   return fitPowerLaw({
     groups,
     bootstrapSamples: config.bootstrapSamples,

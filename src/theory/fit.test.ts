@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fitPowerLaw, leastSquaresLine, quantile, standardError } from './fit.js';
+import { leastSquaresLine } from '../rl/index.js';
+import { fitPowerLaw } from './fit.js';
 import { createSeededRandom } from './random.js';
 
 test('least squares recovers an exact line and rejects degenerate input', () => {
@@ -9,13 +10,6 @@ test('least squares recovers an exact line and rejects degenerate input', () => 
   assert.ok(Math.abs(fit.intercept - 3) < 1e-12);
   assert.throws(() => leastSquaresLine([1], [1]), RangeError);
   assert.throws(() => leastSquaresLine([2, 2], [1, 3]), RangeError);
-});
-
-test('quantiles interpolate and the standard error is s/√n', () => {
-  assert.equal(quantile([0, 10], 0.25), 2.5);
-  assert.equal(quantile([1, 2, 3, 4, 5], 0.5), 3);
-  assert.ok(Math.abs(standardError([1, 2, 3, 4]) - Math.sqrt(5 / 3 / 4)) < 1e-15);
-  assert.equal(standardError([7]), 0);
 });
 
 test('a noisy power law gives its exponent inside a bootstrap interval of sensible width', () => {

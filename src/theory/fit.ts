@@ -1,3 +1,10 @@
+import {
+  leastSquaresLine,
+  mean,
+  percentileInterval,
+  standardError,
+  stratifiedResamples,
+} from '../rl/index.js';
 import type { SeededRandom } from './random.js';
 
 /**
@@ -5,54 +12,6 @@ import type { SeededRandom } from './random.js';
  * ordinary least squares, with a percentile bootstrap interval that resamples games (with
  * replacement, within each N) and refits.
  */
-export interface LineFit {
-  readonly slope: number;
-  readonly intercept: number;
-}
-
-export function leastSquaresLine(xs: readonly number[], ys: readonly number[]): LineFit {
-  if (xs.length !== ys.length || xs.length < 2) {
-    throw new RangeError(
-      `a line needs at least two paired points, got ${xs.length} and ${ys.length}`,
-    );
-  }
-  const meanX = mean(xs);
-  const meanY = mean(ys);
-  let covariance = 0;
-  let variance = 0;
-  for (let index = 0; index < xs.length; index++) {
-    covariance += (xs[index]! - meanX) * (ys[index]! - meanY);
-    variance += (xs[index]! - meanX) ** 2;
-  }
-  if (variance === 0) throw new RangeError('a line needs at least two distinct x values');
-  const slope = covariance / variance;
-  return { slope, intercept: meanY - slope * meanX };
-}
-
-export function mean(values: readonly number[]): number {
-  let total = 0;
-  for (const value of values) total += value;
-  return total / values.length;
-}
-
-/** Standard error of the mean (sample standard deviation / √n); 0 for a single value. */
-export function standardError(values: readonly number[]): number {
-  if (values.length < 2) return 0;
-  const center = mean(values);
-  let squares = 0;
-  for (const value of values) squares += (value - center) ** 2;
-  return Math.sqrt(squares / (values.length - 1) / values.length);
-}
-
-/** The q-quantile of sorted values, linear interpolation between order statistics. */
-export function quantile(sortedValues: readonly number[], q: number): number {
-  const position = q * (sortedValues.length - 1);
-  const lower = Math.floor(position);
-  const upper = Math.min(lower + 1, sortedValues.length - 1);
-  const fraction = position - lower;
-  return sortedValues[lower]! * (1 - fraction) + sortedValues[upper]! * fraction;
-}
-
 /** The per-game values of one metric at one team size. */
 export interface ScalingGroup {
   readonly agentCount: number;
@@ -103,23 +62,20 @@ export function fitPowerLaw(input: PowerLawFitInput): PowerLawFit {
     logN,
     groups.map((group) => Math.log(group.mean)),
   );
-  const slopes: number[] = [];
-  const resampledLogMeans = new Array<number>(groups.length);
-  for (let sample = 0; sample < input.bootstrapSamples; sample++) {
-    let valid = true;
-    input.groups.forEach((group, index) => {
-      let total = 0;
-      for (let draw = 0; draw < group.values.length; draw++) {
-        total += group.values[input.random.nextInteger(group.values.length)]!;
-      }
-      const resampledMean = total / group.values.length;
-      if (!(resampledMean > floor)) valid = false;
-      resampledLogMeans[index] = Math.log(resampledMean);
-    });
-    if (valid) slopes.push(leastSquaresLine(logN, resampledLogMeans).slope);
-  }
-  slopes.sort((first, second) => first - second);
-  const interval: readonly [number, number] | null =
-    slopes.length > 0 ? [quantile(slopes, 0.025), quantile(slopes, 0.975)] : null;
+  // One stream for every N, drawn sample by sample, N by N: the games of each N are resampled
+  // and the line refitted; a resample whose mean is not above the floor has no slope.
+  const random = { nextInt: (bound: number) => input.random.nextInteger(bound) };
+  const slopes = stratifiedResamples({
+    strata: input.groups.map((group) => group.values),
+    statistic: (resampled) => {
+      const means = resampled.map((values) => mean(values));
+      return means.every((value) => value > floor)
+        ? leastSquaresLine(logN, means.map(Math.log)).slope
+        : Number.NaN;
+    },
+    samples: input.bootstrapSamples,
+    random,
+  });
+  const interval = percentileInterval(slopes);
   return { slope: fit.slope, intercept: fit.intercept, interval, groups, note: null };
 }

@@ -38,7 +38,11 @@ export {
   trueImprovementOf,
   type ExactAnalysis,
 } from './exact.js';
-export { trustRegionStep, type TrustRegionStep, type TrustRegionStepInput } from './trustRegion.js';
+export {
+  trustRegionStep,
+  type TrustRegionStep,
+  type TrustRegionStepInput,
+} from './trust-region.js';
 export {
   computeCertificate,
   type CertificateInput,
@@ -69,7 +73,7 @@ export {
 } from './experiment.js';
 export { fitPowerLaw, type PowerLawFit } from './fit.js';
 export { summarizeTheory, type TheorySummary } from './summary.js';
-export { buildScalingPlot, renderTheoryReport, renderTheoryTable } from './report.js';
-export { renderLogLogPlot } from './plot.js';
+export { renderTheoryReport, renderTheoryTable } from './report.js';
+export { buildScalingFigure } from './scaling-figure.js';
 export { writeTheoryOutputs } from './output.js';
 export { createSeededRandom, deriveSeed, type SeededRandom } from './random.js';

@@ -1,8 +1,7 @@
-import { certificateBounds } from './certificateBounds.js';
+import { certificateBounds } from './certificate-bounds.js';
 import { scalingMetrics, type FamilyResult, type TheoryExperimentResult } from './experiment.js';
 import { gameFamilyByName } from './families.js';
 import type { PowerLawFit } from './fit.js';
-import type { LogLogPlot, PlotSeries } from './plot.js';
 import { allSchedules, describeTightness } from './tightness.js';
 
 /**
@@ -22,7 +21,8 @@ const predictions: Readonly<Record<string, string>> = {
   freshError: '≈ 1',
 };
 
-function formatSlope(fit: PowerLawFit): string {
+/** A fitted slope with its interval, e.g. `0.38 [0.27, 0.50]`; n/a without a slope. */
+export function formatSlope(fit: PowerLawFit): string {
   if (fit.slope === null) return 'n/a';
   const interval = fit.interval
     ? ` [${fit.interval[0].toFixed(2)}, ${fit.interval[1].toFixed(2)}]`
@@ -81,7 +81,7 @@ const tightnessHeader = [
   'q90',
 ] as const;
 
-/** One row per certificate of certificateBounds.ts, over every update of every family. */
+/** One row per certificate of certificate-bounds.ts, over every update of every family. */
 function tightnessRows(result: TheoryExperimentResult): string[][] {
   const tightness = describeTightness(allSchedules(result.check.bounds));
   return certificateBounds.map(({ summaryKey }) => {
@@ -132,7 +132,7 @@ export function renderTheoryTable(
     '',
     checkSentence(result),
     '',
-    'tighter certificates (src/theory/certificateBounds.ts):',
+    'tighter certificates (src/theory/certificate-bounds.ts):',
   );
   lines.push(
     ...padTable([[...tightnessHeader], ...tightnessRows(result)]).map((line) => `  ${line}`),
@@ -171,31 +171,19 @@ const methodText = [
 const codeText = [
   '- `src/theory/game.ts`, `families.ts`: the games and their reward families',
   '- `src/theory/policy.ts`, `exact.ts`: softmax tables; J, occupancy, Q, A, KL by dynamic programming',
-  '- `src/theory/trustRegion.ts`: the exact KL-δ natural-gradient step',
+  '- `src/theory/trust-region.ts`: the exact KL-δ natural-gradient step',
   '- `src/theory/certificate.ts`: surrogate bounds and their derivation',
   '- `src/theory/schedules.ts`: TeamTR (fresh), sequential-stale and joint stages',
   '- `src/theory/experiment.ts`, `fit.ts`: the scaling experiment, slopes and bootstrap',
-  '- `src/theory/report.ts`, `plot.ts`, `output.ts`: this report, the SVG plot, atomic writes',
+  '- `src/theory/report.ts`, `scaling-figure.ts`, `output.ts`: this report, the figure, atomic writes',
   '- `src/cli/commands/theory.ts`: the `teamtr theory` command',
 ].join('\n');
 
-/** The markdown report written next to the plot. */
-export function renderTheoryReport(
-  result: TheoryExperimentResult,
-  context: ReportContext = {},
-): string {
+function headlineLines(result: TheoryExperimentResult, context: ReportContext): string[] {
   const headline = result.families[0]!;
-  const lines: string[] = [
-    "# Exact check of TeamTR's theory in tabular team games",
-    '',
-    settingsLine(result) + '.',
-    '',
-  ];
-  lines.push(
+  const lines = [
     `## Headline: family \`${headline.family}\` (${gameFamilyByName(headline.family).description})`,
     '',
-  );
-  lines.push(
     ...markdownTable(
       ['quantity (accumulated over a stage)', 'slope vs N [95% CI]', 'paper'],
       scalingMetrics.map((metric) => [
@@ -204,10 +192,16 @@ export function renderTheoryReport(
         predictions[metric.key] ?? '—',
       ]),
     ),
-  );
+  ];
   if (context.plotFile) lines.push('', `![log-log scaling](${context.plotFile})`);
-  lines.push('', '## Slopes for every family', '');
-  lines.push(
+  return lines;
+}
+
+function familyLines(result: TheoryExperimentResult): string[] {
+  const lines = [
+    '',
+    '## Slopes for every family',
+    '',
     ...markdownTable(
       ['family', ...scalingMetrics.map((metric) => metric.label)],
       result.families.map((family) => [
@@ -215,7 +209,7 @@ export function renderTheoryReport(
         ...scalingMetrics.map((metric) => formatSlope(family.fits[metric.key]!)),
       ]),
     ),
-  );
+  ];
   for (const family of result.families) {
     lines.push('', `### ${family.family}: mean per game ± SE`, '');
     lines.push(
@@ -228,15 +222,32 @@ export function renderTheoryReport(
     for (const metric of notes)
       lines.push('', `${metric.label}: no slope, ${family.fits[metric.key]!.note}.`);
   }
-  lines.push('', '## Certificate check', '', `${checkSentence(result)}.`);
-  lines.push(
+  return lines;
+}
+
+/** The markdown report written next to the plot. */
+export function renderTheoryReport(
+  result: TheoryExperimentResult,
+  context: ReportContext = {},
+): string {
+  const lines: string[] = [
+    "# Exact check of TeamTR's theory in tabular team games",
     '',
-    'Tighter certificates (derivations in `src/theory/certificateBounds.ts`), every update of every family:',
+    settingsLine(result) + '.',
+    '',
+    ...headlineLines(result, context),
+    ...familyLines(result),
+    '',
+    '## Certificate check',
+    '',
+    `${checkSentence(result)}.`,
+    '',
+    'Tighter certificates (derivations in `src/theory/certificate-bounds.ts`), every update of every family:',
     '',
     ...markdownTable(tightnessHeader, tightnessRows(result)),
     '',
     `${tightnessNote}.`,
-  );
+  ];
   if (context.wallSeconds !== undefined)
     lines.push('', `Wall time: ${context.wallSeconds.toFixed(1)} s.`);
   lines.push(
@@ -251,43 +262,4 @@ export function renderTheoryReport(
     '',
   );
   return lines.join('\n');
-}
-
-/** The log-log plot of the headline family: errors (solid) and penalties (dashed) with fits. */
-export function buildScalingPlot(result: TheoryExperimentResult): LogLogPlot {
-  const headline = result.families[0]!;
-  const styles: Readonly<Record<string, { color: string; dashed: boolean }>> = {
-    staleError: { color: '#c0392b', dashed: false },
-    freshError: { color: '#2471a3', dashed: false },
-    stalePenalty: { color: '#c0392b', dashed: true },
-    freshPenalty: { color: '#2471a3', dashed: true },
-  };
-  const series: PlotSeries[] = scalingMetrics
-    .filter((metric) => styles[metric.key])
-    .map((metric) => {
-      const fit = headline.fits[metric.key]!;
-      const slope = fit.slope === null ? 'n/a' : fit.slope.toFixed(2);
-      return {
-        label: `${metric.key.replace(/([A-Z])/g, ' $1').toLowerCase()} (slope ${slope})`,
-        color: styles[metric.key]!.color,
-        dashed: styles[metric.key]!.dashed,
-        points: fit.groups.map((group) => ({
-          x: group.agentCount,
-          y: group.mean,
-          low: group.mean - group.standardError,
-          high: group.mean + group.standardError,
-        })),
-        fit:
-          fit.slope !== null && fit.intercept !== null
-            ? { slope: fit.slope, intercept: fit.intercept }
-            : null,
-      };
-    });
-  return {
-    title: `Accumulated surrogate error and certificate penalty per stage (${headline.family})`,
-    xLabel: 'agents N (log scale)',
-    yLabel: 'mean per game (log scale)',
-    xTicks: [...result.config.agentCounts].sort((first, second) => first - second),
-    series,
-  };
 }

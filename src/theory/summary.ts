@@ -21,7 +21,7 @@ export interface TheorySummary {
   readonly spec_form_violations: number;
   readonly max_spec_form_violation: number;
   readonly family: string;
-  /** Every certificate of certificateBounds.ts over every update: tightness and violations. */
+  /** Every certificate of certificate-bounds.ts over every update: tightness and violations. */
   readonly certificate_bounds: Readonly<Record<string, BoundTightness>>;
   readonly settings: Readonly<Record<string, unknown>>;
   readonly by_family: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
@@ -58,7 +58,7 @@ interface CheckEntries {
   readonly steps_missing_delta: number;
   readonly max_certificate_minus_true: number;
   readonly max_error_share_of_penalty: number;
-  /** Per certificate of certificateBounds.ts: violations, share positive, certificate/true quantiles. */
+  /** Per certificate of certificate-bounds.ts: violations, share positive, certificate/true quantiles. */
   readonly certificate_bounds: Record<string, BoundTightness>;
   /** The same, schedule by schedule. */
   readonly certificate_bounds_by_schedule: Record<string, Record<string, BoundTightness>>;

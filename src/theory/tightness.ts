@@ -1,8 +1,9 @@
-import { certificateBounds, type CertificateBoundKey } from './certificateBounds.js';
+import { quantileOfSorted } from '../rl/index.js';
+import { certificateBounds, type CertificateBoundKey } from './certificate-bounds.js';
 import type { UpdateRecord } from './schedules.js';
 
 /**
- * How tight each certificate of certificateBounds.ts is: per bound, its violations (certificate
+ * How tight each certificate of certificate-bounds.ts is: per bound, its violations (certificate
  * above the true improvement beyond rounding) and the ratio certificate / true improvement over
  * the updates that improved (true > 0). A valid bound has ratio ≤ 1; 1 is exact, 0 certifies
  * nothing, −10 means the certificate sits ten true improvements below zero.
@@ -100,14 +101,6 @@ export function allSchedules(bySchedule: TalliesBySchedule): BoundTallies {
   return mergeTallies(Object.values(bySchedule));
 }
 
-/** The p-quantile of sorted values, linear interpolation between order statistics. */
-export function quantile(sorted: readonly number[], probability: number): number {
-  const position = probability * (sorted.length - 1);
-  const below = Math.floor(position);
-  const above = Math.min(below + 1, sorted.length - 1);
-  return sorted[below]! + (position - below) * (sorted[above]! - sorted[below]!);
-}
-
 export interface BoundTightness {
   readonly description: string;
   readonly updates: number;
@@ -145,11 +138,11 @@ export function describeTightness(tallies: BoundTallies): Record<string, BoundTi
         sorted.length === 0
           ? null
           : {
-              q10: quantile(sorted, 0.1),
-              q25: quantile(sorted, 0.25),
-              median: quantile(sorted, 0.5),
-              q75: quantile(sorted, 0.75),
-              q90: quantile(sorted, 0.9),
+              q10: quantileOfSorted(sorted, 0.1),
+              q25: quantileOfSorted(sorted, 0.25),
+              median: quantileOfSorted(sorted, 0.5),
+              q75: quantileOfSorted(sorted, 0.75),
+              q90: quantileOfSorted(sorted, 0.9),
             },
     };
   }

@@ -42,10 +42,22 @@ export interface SampledSequence {
   stopReason: 'stop' | 'length';
 }
 
+/**
+ * The k most likely tokens at each prompt position: [promptLength][k] ids and log-probs,
+ * largest first; a position not computed (the first) holds token 0 and log-prob −99999.
+ */
+export interface TopkPromptLogProbs {
+  k: number;
+  tokenIds: number[][];
+  logProbs: number[][];
+}
+
 export interface SampleResult {
   sequences: SampledSequence[];
   /** Per prompt token (null where not computed, e.g. the first), when asked for. */
   promptLogProbs: Array<number | null> | null;
+  /** When asked for with topk_prompt_logprobs > 0. */
+  topkPromptLogProbs?: TopkPromptLogProbs | null;
 }
 
 /** Adam settings of `optim_step`, with the service's defaults. */
@@ -96,4 +108,6 @@ export interface SamplingParameters {
   seed?: number;
   /** Stop after any of these token ids. */
   stopTokens?: number[];
+  /** Stop once the text (decoded with the model's tokenizer) holds any of these. */
+  stopStrings?: string[];
 }

@@ -325,6 +325,14 @@ export function encodeSampleResponse(result: SampleResult): Uint8Array {
   };
   if (result.promptLogProbs)
     body.prompt_logprobs = packFloat32(result.promptLogProbs.map((value) => value ?? Number.NaN));
+  const topK = result.topkPromptLogProbs;
+  if (topK)
+    body.topk_prompt_logprobs = {
+      token_ids: packInt32(topK.tokenIds.flat()),
+      logprobs: packFloat32(topK.logProbs.flat()),
+      k: topK.k,
+      prompt_length: topK.tokenIds.length,
+    };
   return type.encode(type.fromObject(body)).finish();
 }
 
@@ -360,6 +368,8 @@ export function decodeSampleResponse(bytes: Uint8Array): SampleResult {
       );
     return { tokens, logProbs, stopReason: reason === wireStopReason.stop ? 'stop' : 'length' };
   });
+  const topK = message.topk_prompt_logprobs as
+    { token_ids: Uint8Array; logprobs: Uint8Array; k: number; prompt_length: number } | undefined;
   const prompt = message.prompt_logprobs as Uint8Array | undefined;
   const promptLogProbs =
     prompt && prompt.byteLength > 0
@@ -367,5 +377,27 @@ export function decodeSampleResponse(bytes: Uint8Array): SampleResult {
           Number.isNaN(value) ? null : value,
         )
       : null;
-  return { sequences, promptLogProbs };
+  return topK
+    ? { sequences, promptLogProbs, topkPromptLogProbs: decodeTopK(topK) }
+    : { sequences, promptLogProbs };
+}
+
+function decodeTopK(topK: {
+  token_ids: Uint8Array;
+  logprobs: Uint8Array;
+  k: number;
+  prompt_length: number;
+}) {
+  const ids = unpackInt32(topK.token_ids, 'topk_prompt_logprobs.token_ids');
+  const logProbs = unpackFloat32(topK.logprobs, 'topk_prompt_logprobs.logprobs');
+  if (ids.length !== topK.k * topK.prompt_length || logProbs.length !== ids.length)
+    throw new WireFormatError(
+      'topk_prompt_logprobs',
+      `${ids.length} ids and ${logProbs.length} log-probs for ${topK.prompt_length} × ${topK.k}`,
+    );
+  const rows = (values: number[]) =>
+    Array.from({ length: topK.prompt_length }, (_row, index) =>
+      values.slice(index * topK.k, (index + 1) * topK.k),
+    );
+  return { k: topK.k, tokenIds: rows(ids), logProbs: rows(logProbs) };
 }

@@ -3,7 +3,22 @@ import type { Problem, Task } from '../tasks/index.js';
 import { rollout } from '../team/rollout.js';
 import type { Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
-import type { EvaluationFigures } from './records.js';
+
+/** Held-out team accuracy and per-agent turn accuracy (what `teamtr eval` reports). */
+export interface EvaluationFigures {
+  accuracy: number;
+  /** Wilson 95% interval. */
+  interval: [number, number];
+  count: number;
+  meanReward: number;
+  /** Per-agent turn accuracy where the task can judge a single turn. */
+  agents: Array<{
+    agent: string;
+    turnAccuracy: number | null;
+    interval: [number, number] | null;
+    count: number;
+  }>;
+}
 
 export interface Evaluation extends EvaluationFigures {
   batch: TeamBatch;

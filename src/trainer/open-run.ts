@@ -1,11 +1,11 @@
 import type { Task } from '../tasks/index.js';
 import { parseWithSchema } from '../util/schema.js';
-import { buildTeam, type BuiltTeam } from './build-team.js';
-import { trainConfigSchema, type TrainConfig } from './config.js';
-import { RunDirectory } from './run-directory.js';
+import { buildTeam, type BuiltTeam } from './setup/build-team.js';
+import { trainConfigSchema, type TrainConfig } from './config/train-config.js';
+import { RunDirectory } from './run/run-directory.js';
 import { schedules } from './schedules.js';
-import { configAtStage } from './swap-plan.js';
-import { resolveRunTask, type TaskInput } from './task-source.js';
+import { configAtStage } from './swap/swap-plan.js';
+import { resolveRunTask, type TaskInput } from './setup/task-source.js';
 
 export interface OpenedRun {
   run: RunDirectory;

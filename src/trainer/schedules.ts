@@ -1,6 +1,6 @@
-import type { ScheduleName } from './config.js';
+import type { ScheduleName } from './config/train-config.js';
 import type { AgentUpdate, Stage, StageOutcome } from './stage.js';
-import { pairedImprovement } from './stage.js';
+import { pairedImprovement } from './certificate/paired-improvement.js';
 
 /**
  * An update schedule (docs/method.md §4): the order of sampling and updates within a stage.

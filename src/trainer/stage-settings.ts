@@ -1,5 +1,5 @@
 import { objectives, resolveObjectiveSettings } from '../rl/index.js';
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from './config/train-config.js';
 import type { StageSettings } from './stage.js';
 
 /** How every stage of the run samples, updates and certifies, from the config. */

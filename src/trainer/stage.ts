@@ -1,26 +1,18 @@
-import { sumsInOneOrder } from '../nn/shared-prefix-scoring.js';
-import {
-  measuredImprovement,
-  meanWithStandardError,
-  type Objective,
-  type ObjectiveSettings,
-} from '../rl/index.js';
+import type { Objective, ObjectiveSettings } from '../rl/index.js';
 import type { Problem, Task } from '../tasks/index.js';
 import { rollout } from '../team/rollout.js';
 import { firstTurnOf, hasSeveralRounds, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
-import { certifyUpdate, tokenHorizon, type UpdateCertificate } from './certify.js';
-import { HeldOutEvidence } from './certificate-evidence.js';
-import { OccupancyTracker } from './occupancy.js';
-import type { UpdateRecord } from './records.js';
-import {
-  trustRegionUpdate,
-  type TrustRegionResult,
-  type TrustRegionSettings,
-} from './trust-region.js';
-import type { TinkerUnit, TrainableUnit } from './units.js';
-import { updateOnService, type ServiceEstimates } from './tinker-agent/update.js';
+import { certifyUpdate, tokenHorizon } from './certificate/certify.js';
+import { OccupancyTracker } from './certificate/occupancy.js';
+import { pairedImprovement } from './certificate/paired-improvement.js';
+import { updateRecord, type AgentUpdate, type UpdateRecord } from './update-record.js';
+import { unitEngine } from './update/engines.js';
+import { trustRegionUpdate, type TrustRegionSettings } from './update/trust-region.js';
+import type { TrainableUnit } from './update/units.js';
+
+export type { AgentUpdate } from './update-record.js';
 
 /** How every stage of a run samples, updates and certifies (resolved once from the config). */
 export interface StageSettings {
@@ -47,24 +39,6 @@ export interface StagePlan {
   updatesBefore: number;
 }
 
-/** One agent's trust-region update and its certificate, before it is measured. */
-export interface AgentUpdate {
-  unit: TrainableUnit;
-  batch: TeamBatch;
-  /** Position within the stage. */
-  index: number;
-  /** The run's generated tokens when the update was made. */
-  generatedTokens: number;
-  result: TrustRegionResult;
-  certificate: UpdateCertificate;
-  occupancyGap: { gap: number; standardError: number } | null;
-  /** The update's paired reward change on the held-out prompts (null when not measured). */
-  heldOut: { improvement: number; standardError: number } | null;
-  droppedGroups: number;
-  /** A unit on a Tinker service: which of its quantities are estimates. */
-  estimates?: ServiceEstimates;
-}
-
 /** What a schedule's stage leaves: its first and last batch (same prompts) and its updates. */
 export interface StageOutcome {
   /** The stage's first batch (the team before any update of the stage). */
@@ -72,6 +46,14 @@ export interface StageOutcome {
   /** A batch on the same prompts from the team after the stage. */
   last: TeamBatch;
   records: UpdateRecord[];
+}
+
+/** How an update of a stage differs from a fresh one (stale schedules). */
+export interface UpdateOptions {
+  /** Trajectory shifts of units updated after the batch was sampled (the certificate pays). */
+  unreflectedShifts?: readonly number[];
+  /** Multiply the advantages (the HAPPO-style correction of a stale batch). */
+  trajectoryWeights?: Float64Array;
 }
 
 /**
@@ -118,20 +100,11 @@ export class Stage {
    * reused when suffix resampling applies (one round, fixed order).
    */
   async sample(reuseAfter?: { previous: TeamBatch; changed: TrainableUnit }): Promise<TeamBatch> {
-    const fromTurn = reuseAfter ? this.suffixStart(reuseAfter.changed) : null;
-    const batch = await rollout({
-      team: this.team,
-      task: this.task,
-      problems: this.plan.problems,
-      groupSize: this.settings.rollout.groupSize,
-      seed: this.plan.seed,
-      temperature: this.settings.rollout.temperature,
-      reuse:
-        reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
-      // An update of a unit reads π_old from them (kl-meter.ts checks they are its own), where
-      // its products sum in one order; elsewhere decoding's sums differ from scoring's.
+    const batch = await this.rollout(this.plan.problems, this.plan.seed, reuseAfter, {
+      // An update of a unit reads π_old from them (update/local/kl-meter.ts checks they are its own), where
+      // its engine can; elsewhere decoding's sums differ from scoring's.
       keepHiddenStatesOf: this.units.flatMap((unit) =>
-        unit.kind !== 'tinker' && sumsInOneOrder(unit.model) ? unit.agentIndices : [],
+        unitEngine(unit).keepsSampledHiddenStates ? unit.agentIndices : [],
       ),
     });
     this.generatedTokens += batch.generatedTokens;
@@ -140,15 +113,74 @@ export class Stage {
   }
 
   /**
+   * Updates `unit` on `batch` inside its trust region and certifies the update, on the batch
+   * and (when the stage measures out of sample) on held-out prompts the update never saw; then
+   * measures it there and moves the stage's occupancy past it.
+   */
+  async update(
+    unit: TrainableUnit,
+    batch: TeamBatch,
+    options: UpdateOptions = {},
+  ): Promise<AgentUpdate> {
+    const heldOutBefore = await this.heldOutTeamBatch();
+    const engine = unitEngine(unit);
+    const heldOut = heldOutBefore ? await engine.holdOut(heldOutBefore) : null;
+    const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
+    const result = await trustRegionUpdate(inputs);
+    const certificate = certifyUpdate({
+      batch,
+      result,
+      settings: {
+        epsilon: this.settings.certificate.epsilon,
+        earlierShifts: options.unreflectedShifts ?? [],
+        horizon: tokenHorizon(this.team, unit.agentIndices),
+      },
+      confidence: this.settings.certificate.confidence,
+      heldOut:
+        heldOutBefore && heldOut ? { batch: heldOutBefore, evidence: await heldOut.after() } : null,
+    });
+    const occupancyGap = this.occupancy.gap();
+    const known = result.scoredLogProbs && {
+      items: result.tokens.items,
+      logProbs: result.scoredLogProbs,
+    };
+    await this.occupancy.advance(unit, engine, known ?? null);
+    const index = this.updates++;
+    const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
+    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
+    return {
+      unit,
+      batch,
+      result,
+      certificate,
+      droppedGroups: inputs.droppedGroups,
+      index,
+      generatedTokens,
+      occupancyGap,
+      heldOut:
+        heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
+    };
+  }
+
+  /** The update's record, with its measured improvement (null when nothing measured it). */
+  record(
+    update: AgentUpdate,
+    measured: { improvement: number; standardError: number } | null,
+  ): UpdateRecord {
+    const { stage, updatesBefore } = this.plan;
+    return updateRecord(
+      { stage, updatesBefore, schedule: this.settings.schedule },
+      update,
+      measured,
+    );
+  }
+
+  /**
    * What an update of `unit` on `batch` works from: the objective's advantages (times
    * `trajectoryWeights` when given), the trajectories they keep, and the stage's trust-region
    * settings and random stream.
    */
-  private updateInputs<Unit extends TrainableUnit>(
-    unit: Unit,
-    batch: TeamBatch,
-    trajectoryWeights?: Float64Array,
-  ) {
+  private updateInputs(unit: TrainableUnit, batch: TeamBatch, trajectoryWeights?: Float64Array) {
     const estimate = this.settings.objective.advantages({
       rewards: batch.trajectories.map((trajectory) => trajectory.reward),
       problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
@@ -171,83 +203,6 @@ export class Stage {
   }
 
   /**
-   * Updates `unit` on `batch` inside its trust region and certifies the update.
-   * `unreflectedShifts`: trajectory shifts of units updated after `batch` was sampled (a stale
-   * batch; the certificate pays for them). `trajectoryWeights` multiply the advantages (the
-   * HAPPO-style correction of a stale batch).
-   */
-  async update(
-    unit: TrainableUnit,
-    batch: TeamBatch,
-    options: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array } = {},
-  ): Promise<AgentUpdate> {
-    const { settings } = this;
-    const heldOutBefore = await this.heldOutTeamBatch();
-    if (unit.kind === 'tinker') return this.updateOnService(unit, batch, heldOutBefore, options);
-    const heldOutEvidence = heldOutBefore
-      ? new HeldOutEvidence(unit.model, heldOutBefore, unit.agentIndices)
-      : null;
-    const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
-    const result = trustRegionUpdate(inputs);
-    const certificate = certifyUpdate({
-      batch,
-      result,
-      settings: this.certificateSettings(unit, options.unreflectedShifts),
-      confidence: settings.certificate.confidence,
-      heldOut: heldOutEvidence
-        ? { batch: heldOutEvidence.batch, evidence: heldOutEvidence.after() }
-        : null,
-    });
-    return this.measured(
-      { unit, batch, result, certificate, droppedGroups: inputs.droppedGroups },
-      heldOutBefore,
-      () =>
-        this.occupancy.advance(
-          unit,
-          result.scoredLogProbs
-            ? { items: result.tokens.items, logProbs: result.scoredLogProbs }
-            : null,
-        ),
-    );
-  }
-
-  /** The certificate's settings for an update of `unit` (its horizon, the unreflected shifts). */
-  private certificateSettings(unit: TrainableUnit, unreflectedShifts?: readonly number[]) {
-    return {
-      epsilon: this.settings.certificate.epsilon,
-      earlierShifts: unreflectedShifts ?? [],
-      horizon: tokenHorizon(this.team, unit.agentIndices),
-    };
-  }
-
-  /**
-   * An update made and certified: its occupancy gap (before the tracker advances past it), its
-   * place in the stage, and its held-out improvement, measured on a fresh held-out batch.
-   */
-  private async measured(
-    update: Pick<
-      AgentUpdate,
-      'unit' | 'batch' | 'result' | 'certificate' | 'droppedGroups' | 'estimates'
-    >,
-    heldOutBefore: TeamBatch | null,
-    advanceOccupancy: () => void | Promise<void>,
-  ): Promise<AgentUpdate> {
-    const occupancyGap = this.occupancy.gap();
-    await advanceOccupancy();
-    const index = this.updates++;
-    const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
-    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(update.unit) : null;
-    return {
-      ...update,
-      index,
-      generatedTokens,
-      occupancyGap,
-      heldOut:
-        heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
-    };
-  }
-
-  /**
    * The team on the held-out prompts: the stored batch, or (after `changed` was updated) a new
    * one paired with it (same prompts and random streams, prefix reused as in `sample`). Null
    * when the stage measures nothing out of sample.
@@ -256,87 +211,35 @@ export class Stage {
     if (this.plan.heldOutProblems.length === 0) return null;
     if (this.heldOutBatch && !changed) return this.heldOutBatch;
     const previous = this.heldOutBatch;
-    const fromTurn = previous && changed ? this.suffixStart(changed) : null;
-    const batch = await rollout({
-      team: this.team,
-      task: this.task,
-      problems: this.plan.heldOutProblems,
-      groupSize: this.settings.rollout.groupSize,
-      seed: `${this.plan.seed}/held-out`,
-      temperature: this.settings.rollout.temperature,
-      reuse: previous && fromTurn !== null ? { previous, fromTurn } : undefined,
-    });
+    const batch = await this.rollout(
+      this.plan.heldOutProblems,
+      `${this.plan.seed}/held-out`,
+      previous && changed ? { previous, changed } : undefined,
+    );
     this.measurementTokens += batch.generatedTokens;
     this.heldOutBatch = batch;
     return batch;
   }
 
-  /** The update's record, with its measured improvement (null when nothing measured it). */
-  record(
-    update: AgentUpdate,
-    measured: { improvement: number; standardError: number } | null,
-  ): UpdateRecord {
-    const { result } = update;
-    const rewards = meanWithStandardError(
-      update.batch.trajectories.map((trajectory) => trajectory.reward),
-    );
-    return {
-      type: 'update',
-      stage: this.plan.stage,
-      updateIndex: update.index,
-      globalUpdate: this.plan.updatesBefore + update.index,
-      schedule: this.settings.schedule,
-      agent: update.unit.name,
-      generatedTokens: update.generatedTokens,
-      batchRewardMean: rewards.mean,
-      batchRewardStandardError: rewards.standardError,
-      resampledFromTurn: update.batch.resampledFromTurn,
-      delta: update.unit.delta,
-      kl: result.kl,
-      maxTokenKl: result.maxTokenKl,
-      inRegion: result.inRegion,
-      stepsTaken: result.stepsTaken,
-      stepsUndone: result.stepsUndone,
-      lastStepScale: result.lastStepScale,
-      loss: result.lossMean,
-      clipFraction: result.clipFraction,
-      gradientNorm: result.gradientNorm,
-      tokens: result.tokens.totalTokens,
-      droppedGroups: update.droppedGroups,
-      ...update.estimates,
-      ...update.certificate,
-      occupancyGap: update.occupancyGap ? update.occupancyGap.gap : null,
-      occupancyGapStandardError: update.occupancyGap ? update.occupancyGap.standardError : null,
-      measuredImprovement: measured ? measured.improvement : null,
-      measuredImprovementStandardError: measured ? measured.standardError : null,
-      heldOutImprovement: update.heldOut ? update.heldOut.improvement : null,
-      heldOutImprovementStandardError: update.heldOut ? update.heldOut.standardError : null,
-    };
-  }
-
-  /**
-   * `update` for a unit on a Tinker service (tinker-agent/update.ts): the same steps and
-   * measurements, its KL and the penalties built on it estimated from the sampled tokens.
-   */
-  private async updateOnService(
-    unit: TinkerUnit,
-    batch: TeamBatch,
-    heldOutBefore: TeamBatch | null,
-    options: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array },
-  ): Promise<AgentUpdate> {
-    const { settings } = this;
-    const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
-    const { result, certificate, estimates } = await updateOnService({
-      ...inputs,
-      certificate: this.certificateSettings(unit, options.unreflectedShifts),
-      confidence: settings.certificate.confidence,
-      heldOut: heldOutBefore,
+  /** A batch of `problems` from the team; after `reuseAfter.changed` alone changed, its suffix. */
+  private rollout(
+    problems: Problem[],
+    seed: string,
+    reuseAfter: { previous: TeamBatch; changed: TrainableUnit } | undefined,
+    extra: { keepHiddenStatesOf?: number[] } = {},
+  ): Promise<TeamBatch> {
+    const fromTurn = reuseAfter ? this.suffixStart(reuseAfter.changed) : null;
+    return rollout({
+      team: this.team,
+      task: this.task,
+      problems,
+      groupSize: this.settings.rollout.groupSize,
+      seed,
+      temperature: this.settings.rollout.temperature,
+      reuse:
+        reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
+      ...extra,
     });
-    return this.measured(
-      { unit, batch, result, certificate, droppedGroups: inputs.droppedGroups, estimates },
-      heldOutBefore,
-      () => this.occupancy.advanceWith(unit, (items) => unit.agent.completionLogProbs(items)),
-    );
   }
 
   /** First turn to resample after `changed` was updated, or null when a full resample is needed. */
@@ -353,19 +256,4 @@ export class Stage {
       .filter((turn) => turn >= 0);
     return turns.length > 0 ? Math.min(...turns) : null;
   }
-}
-
-/** Change in mean reward between two batches of the same prompts, paired per prompt group. */
-export function pairedImprovement(
-  before: TeamBatch,
-  after: TeamBatch,
-): { improvement: number; standardError: number } {
-  const result = measuredImprovement({
-    rewardsBefore: before.trajectories.map((trajectory) => trajectory.reward),
-    rewardsAfter: after.trajectories.map((trajectory) => trajectory.reward),
-    paired: true,
-    groupIdsBefore: before.trajectories.map((trajectory) => trajectory.problemIndex),
-    groupIdsAfter: after.trajectories.map((trajectory) => trajectory.problemIndex),
-  });
-  return { improvement: result.improvement, standardError: result.standardError };
 }

@@ -1,6 +1,6 @@
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from './config/train-config.js';
 import type { EvaluationRecord, MetricsRecord, StageRecord } from './records.js';
-import type { EvaluationSummary, RunState } from './run-state.js';
+import type { EvaluationSummary, RunState } from './run/run-state.js';
 import { runWarnings } from './warnings.js';
 import { certificateStatistics, type CertificateStatistics } from './certificate-statistics.js';
 
@@ -11,7 +11,7 @@ export {
   type YardstickStatistics,
 } from './certificate-statistics.js';
 
-export type { EvaluationSummary } from './run-state.js';
+export type { EvaluationSummary } from './run/run-state.js';
 
 /** What a run reports at the end: in summary.json, on stdout with --json, and in the terminal. */
 export interface TrainSummary {

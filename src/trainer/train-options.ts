@@ -1,6 +1,6 @@
-import type { TrainConfig, TrainConfigInput } from './config.js';
-import type { SwapRecord } from './records.js';
-import type { TaskInput } from './task-source.js';
+import type { TrainConfig, TrainConfigInput } from './config/train-config.js';
+import type { SwapRecord } from './swap/swap.js';
+import type { TaskInput } from './setup/task-source.js';
 
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
 export type TrainProgress =

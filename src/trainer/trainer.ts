@@ -1,19 +1,11 @@
 import { clearPool } from '../tensor/index.js';
-import type { Problem } from '../tasks/index.js';
-import type { TeamBatch } from '../team/types.js';
-import { RandomGenerator } from '../util/random.js';
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from './config/train-config.js';
 import { prepareRun, type RunContext } from './run-context.js';
-import { evaluateTeam } from './evaluate.js';
-import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
-import { holdRun } from './run-lock.js';
+import type { MetricsRecord } from './records.js';
+import { evaluationRecord, runStage, type EvaluationRecord } from './run-stage.js';
 import { noEffectCause, stageHadNoEffect } from './warnings.js';
-import { initialRunState, type EvaluationSummary, type RunState } from './run-state.js';
-import { schedules } from './schedules.js';
-import { pairedImprovement, Stage } from './stage.js';
-import { buildSummary, lastEvaluation } from './summary.js';
-import { stageRegressed } from '../rl/index.js';
-import type { TrainSummary } from './summary.js';
+import { initialRunState, type EvaluationSummary, type RunState } from './run/run-state.js';
+import { buildSummary, lastEvaluation, type TrainSummary } from './summary.js';
 import type { TrainOptions } from './train-options.js';
 export type { TrainOptions, TrainProgress } from './train-options.js';
 
@@ -36,11 +28,10 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
 async function trainToEnd(options: TrainOptions): Promise<TrainSummary> {
   const started = Date.now();
   const context = await prepareRun(options);
-  const lock = await holdRun(context.run.directory);
   try {
-    return await trainHeld(context, options, started, lock.beat);
+    return await trainHeld(context, options, started);
   } finally {
-    lock.release();
+    context.run.release();
   }
 }
 
@@ -48,7 +39,6 @@ async function trainHeld(
   context: RunContext,
   options: TrainOptions,
   started: number,
-  heartbeat: () => Promise<void>,
 ): Promise<TrainSummary> {
   const { config, run, emit } = context;
   const state = await startingState(context, options.resume === true);
@@ -62,18 +52,18 @@ async function trainHeld(
     }
     run.appendMetrics(await stageWithHooks(context, state));
     state.elapsedSeconds = elapsed();
-    await heartbeat();
+    await run.beat();
     if (state.stage % config.checkpointEvery === 0) {
       await saveState(context, state);
       emit({ kind: 'checkpoint', stage: state.stage });
     }
   }
-  if (!interrupted && lastEvaluation(run.readMetrics())?.stage !== state.stage)
+  if (!interrupted && lastEvaluation(run.readMetrics<MetricsRecord>())?.stage !== state.stage)
     run.appendMetrics([await evaluationRecord(context, state)]);
   state.elapsedSeconds = elapsed();
   await saveState(context, state);
   const summary = buildSummary({
-    records: run.readMetrics(),
+    records: run.readMetrics<MetricsRecord>(),
     runDirectory: run.directory,
     config,
     state,
@@ -124,7 +114,8 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
   state.stage++;
   const { updates, stageRecord } = await runStage(context, state);
   records.push(...updates, stageRecord);
-  for (const hook of context.hooks) records.push(...hook.afterStage(state, stageRecord, updates));
+  for (const hook of context.hooks)
+    records.push(...(await hook.afterStage(state, stageRecord, updates)));
   context.emit({
     kind: 'stage',
     stage: state.stage,
@@ -153,90 +144,6 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
   return records;
 }
 
-/** Runs stage `state.stage` under the run's schedule; advances the token and update counts. */
-async function runStage(
-  context: RunContext,
-  state: RunState,
-): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord }> {
-  const { config, task, built } = context;
-  const started = Date.now();
-  const seed = `${config.seed}/stage/${state.stage}`;
-  const problems = task.split('train', {
-    seed: new RandomGenerator(seed).nextUint32(),
-    count: config.rollout.problemsPerBatch,
-  });
-  const plan = {
-    stage: state.stage,
-    seed,
-    problems,
-    heldOutProblems: heldOutProblems(context, seed, problems),
-    tokensBefore: state.generatedTokens,
-    updatesBefore: state.updates,
-  };
-  const stage = new Stage(plan, built.team, task, built.units, context.settings);
-  const { first, last, records } = await schedules[config.schedule].runStage(stage);
-  state.generatedTokens += stage.generatedTokens;
-  state.updates += records.length;
-  const change = pairedImprovement(first, last);
-  const stageRecord: StageRecord = {
-    type: 'stage',
-    stage: state.stage,
-    schedule: config.schedule,
-    generatedTokens: state.generatedTokens,
-    elapsedSeconds: (Date.now() - started) / 1000,
-    rewardBefore: meanReward(first),
-    rewardAfter: meanReward(last),
-    improvement: change.improvement,
-    improvementStandardError: change.standardError,
-    regression: stageRegressed(change),
-    certificateSum: records.reduce((total, record) => total + record.certificate, 0),
-    updates: records.length,
-    outOfRegion: records.filter((record) => !record.inRegion).length,
-    measurementTokens: stage.measurementTokens,
-  };
-  return { updates: records, stageRecord };
-}
-
-/**
- * The stage's held-out prompts: training problems other than the stage's own (neither the same
- * problem nor the same prompt text; a task whose prompts repeat falls back to other problems).
- */
-function heldOutProblems(context: RunContext, seed: string, stageProblems: Problem[]): Problem[] {
-  const count = context.config.certificate.heldOutProblems;
-  if (count === 0) return [];
-  const ids = new Set(stageProblems.map((problem) => problem.id));
-  const prompts = new Set(stageProblems.map((problem) => problem.prompt));
-  const candidates = context.task
-    .split('train', {
-      seed: new RandomGenerator(`${seed}/held-out`).nextUint32(),
-      count: count + stageProblems.length,
-    })
-    .filter((problem) => !ids.has(problem.id));
-  const unseen = candidates.filter((problem) => !prompts.has(problem.prompt));
-  const repeated = candidates.filter((problem) => prompts.has(problem.prompt));
-  return [...unseen, ...repeated].slice(0, count);
-}
-
-async function evaluationRecord(context: RunContext, state: RunState): Promise<EvaluationRecord> {
-  const evaluation = await evaluateTeam({
-    team: context.built.team,
-    task: context.task,
-    problems: context.evalProblems,
-    temperature: context.config.evaluation.temperature,
-    seed: `${context.config.seed}/eval`,
-  });
-  return {
-    type: 'eval',
-    stage: state.stage,
-    generatedTokens: state.generatedTokens,
-    accuracy: evaluation.accuracy,
-    interval: evaluation.interval,
-    count: evaluation.count,
-    meanReward: evaluation.meanReward,
-    agents: evaluation.agents,
-  };
-}
-
 async function saveState(context: RunContext, state: RunState): Promise<void> {
   state.metricsBytes = context.run.metricsBytes();
   await context.run.saveCheckpoint(state, context.built.units, context.tokenizers, {
@@ -246,13 +153,6 @@ async function saveState(context: RunContext, state: RunState): Promise<void> {
 
 function summarizeEvaluation(record: EvaluationRecord): EvaluationSummary {
   return { accuracy: record.accuracy, interval: record.interval, count: record.count };
-}
-
-function meanReward(batch: TeamBatch): number {
-  return (
-    batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) /
-    Math.max(1, batch.trajectories.length)
-  );
 }
 
 function mean(values: readonly number[]): number {

@@ -1,4 +1,4 @@
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from './config/train-config.js';
 import type { MetricsRecord, UpdateRecord } from './records.js';
 
 /**

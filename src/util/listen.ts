@@ -1,6 +1,18 @@
 import type { Server } from 'node:http';
 import { TeamtrError } from './errors.js';
 
+/** Another program listens on the port asked for. */
+export class PortInUseError extends TeamtrError {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
+    super(
+      `port ${port} on ${host} is in use by another program; pick another with --port (0 = any free port)`,
+    );
+  }
+}
+
 /**
  * Starts `server` on host:port, turning the ways that fails into errors that name the flag
  * (`--port`, `--host`) and say what to do, instead of a stack trace.
@@ -26,9 +38,7 @@ export async function listenOrExplain(server: Server, host: string, port: number
 function explain(error: NodeJS.ErrnoException, host: string, port: number): Error {
   switch (error.code) {
     case 'EADDRINUSE':
-      return new TeamtrError(
-        `port ${port} on ${host} is in use by another program; pick another with --port (0 = any free port)`,
-      );
+      return new PortInUseError(host, port);
     case 'EACCES':
       return new TeamtrError(
         `not allowed to listen on port ${port} (ports below 1024 need privileges); pick another with --port`,

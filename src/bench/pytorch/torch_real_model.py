@@ -39,7 +39,7 @@ ROPE_THETA, EPSILON, MAX_POSITIONS = 100000.0, 1e-5, 2048
 PREFIX = 'smollm2-135m-shape'
 PROMPT_TOKENS, NEW_TOKENS = 32, 32
 LORA_RANK, LORA_ALPHA = 8, 16
-# The trust region's exact-KL memory budget (src/trainer/reference-distributions.ts): log-distributions
+# The trust region's exact-KL memory budget (src/trainer/update/local/reference-distributions.ts): log-distributions
 # of at most this many bytes at once, whole sequences per chunk.
 DISTRIBUTION_BUDGET_BYTES = 64 * 1024 * 1024
 

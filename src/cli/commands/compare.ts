@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
+import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { trainConfigSchema } from '../../trainer/config.js';
+import { trainConfigSchema } from '../../trainer/config/train-config.js';
 import { addConfigFlags, configFromFileAndFlags } from '../config-flags.js';
 import { formatSummary } from '../format.js';
 import { defaultRunDirectory, exitAfterInterruption, runTraining } from './train.js';

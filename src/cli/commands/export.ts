@@ -6,6 +6,7 @@ import { loadModel, type LoadedModel } from '../../models/load.js';
 import { loadPeftAdapter } from '../../models/peft.js';
 import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
+import { loadTaskModule } from '../task-module.js';
 
 /** The model to export: a run's agent (its latest weights) or a directory, plus an adapter. */
 async function source(
@@ -22,7 +23,9 @@ async function source(
   }
   if (flags.adapter !== undefined)
     throw new TeamtrError("--adapter goes with --model; a run's agents carry their own adapters");
-  const { built } = await openRun(runDirectory!);
+  const { built } = await openRun(runDirectory!, {
+    task: flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined,
+  });
   const names = built.team.agents.map((agent) => agent.name);
   const index =
     flags.agent === undefined && names.length === 1 ? 0 : names.indexOf(String(flags.agent));
@@ -51,6 +54,7 @@ export function register(program: Command): void {
     )
     .argument('[run-dir]', 'a run directory written by `teamtr train`')
     .option('--agent <name>', 'which agent of the run')
+    .option('--task-module <file>', "the run's task, when it was defined in code")
     .option('--model <dir>', 'export this model directory instead of a run agent')
     .option('--adapter <dir>', 'a PEFT adapter directory to merge into --model')
     .requiredOption('--out <dir>', 'the output directory (replaced atomically)')

@@ -4,14 +4,14 @@ import type { Command } from 'commander';
 import { writeFileAtomic } from '../../io/atomic.js';
 import { analyzeScaling, formatScalingReport } from '../../experiments/scaling-report.js';
 import type { ScalingRun } from '../../experiments/scaling-analysis.js';
+import { scalingCurveFigures } from '../../experiments/scaling-figures.js';
 import { loadRuns } from '../../report/runs.js';
-import { renderSvgChart } from '../../report/svg.js';
+import { renderSvgChart } from '../../figures/svg.js';
 import { workedChainMaxAgents } from '../../tasks/index.js';
-import { scheduleNames, trainConfigSchema } from '../../trainer/config.js';
+import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
-import { scalingCurveFigures } from './scaling-figures.js';
 import { runTraining } from './train.js';
 
 /** "2,4" → [2, 4], each checked by `check` (which names what is wrong). */
@@ -147,7 +147,10 @@ export function register(program: Command): void {
     await writeFileAtomic(path.join(out, 'scaling.json'), `${JSON.stringify(report, null, 2)}\n`);
     await writeFileAtomic(path.join(out, 'scaling.md'), markdown);
     for (const figure of scalingCurveFigures(report))
-      await writeFileAtomic(path.join(out, `${figure.id}.svg`), renderSvgChart(figure));
+      await writeFileAtomic(
+        path.join(out, `${figure.id}.svg`),
+        renderSvgChart(figure, { caption: true }),
+      );
     process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : markdown);
   });
 }

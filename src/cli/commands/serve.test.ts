@@ -1,53 +1,24 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeHuggingFaceFixture } from '../../models/test-support/huggingface-fixture.js';
 import { RemotePolicy } from '../../team/remote-policy.js';
 import { RandomGenerator } from '../../util/random.js';
 import { runCli } from '../test-support/run-cli.js';
+import { startServeProcess } from '../test-support/serve-process.js';
 
-const mainModule = fileURLToPath(new URL('../main.ts', import.meta.url));
 const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-cli-serve-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
 /** `teamtr serve …` in a child process, once it listens: its URL, its stderr, and how to stop it. */
 async function startServe(argv: string[]) {
-  const script =
-    `const { main } = await import(${JSON.stringify(pathToFileURL(mainModule).href)});` +
-    'process.exitCode = await main(JSON.parse(process.env.TEAMTR_TEST_ARGV));';
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    env: { ...process.env, TEAMTR_QUIET_BACKEND: '1', TEAMTR_TEST_ARGV: JSON.stringify(argv) },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = await new Promise<{ url: string; models: string }>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk;
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+\/v1) \(models: ([^)]*)\)/.exec(stdout);
-      if (match) resolve({ url: match[1]!, models: match[2]! });
-    });
-    void exited.then((code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-  }).catch((error: unknown) => {
-    child.kill('SIGTERM');
-    throw error;
-  });
-  return {
-    ...listening,
-    stderr: () => stderr,
-    /** SIGTERM, then the exit code. */
-    stop: async () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
+  const server = await startServeProcess(
+    argv,
+    /listening on (http:\/\/127\.0\.0\.1:\d+\/v1) \(models: ([^)]*)\)/,
+  );
+  return { ...server, url: server.match[1]!, models: server.match[2]! };
 }
 
 test('teamtr serve --model: a real server process that a remote agent can play against, stopped by SIGTERM', async () => {
@@ -105,4 +76,35 @@ test('serving a run that has no checkpoint yet warns that its agents are the bas
     untrained.stderr(),
     /warning: .*run has no checkpoint yet, so its agents are the untrained base models/,
   );
+});
+
+test('serve --tinker honours --max-body-bytes and --weights-dtype, logs each request, and --quiet silences it', async () => {
+  const modelDirectory = path.join(root, 'tiny-qwen-tinker');
+  writeHuggingFaceFixture(modelDirectory, { modelType: 'qwen2' });
+  const ready = /Tinker API on (http:\/\/127\.0\.0\.1:\d+)/;
+  const flags = ['--tinker', '--model', modelDirectory, '--port', '0', '--max-body-bytes', '200'];
+  const server = await startServeProcess(['serve', ...flags, '--weights-dtype', 'bfloat16'], ready);
+  const url = server.match[1]!;
+  const post = (body: string) =>
+    fetch(`${url}/api/v1/create_session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+  try {
+    assert.equal((await post(JSON.stringify({ tags: [], sdk_version: '0.25.0' }))).status, 200);
+    const large = JSON.stringify({ tags: ['x'.repeat(300)], sdk_version: '0.25.0' });
+    assert.equal((await post(large)).status, 413);
+  } finally {
+    assert.equal(await server.stop(), 0, server.stderr());
+  }
+  assert.match(server.stderr(), /POST \/api\/v1\/create_session 200 \d+ ms/);
+  assert.match(server.stderr(), /POST \/api\/v1\/create_session 413 \d+ ms — .*limit is 200/);
+  const quiet = await startServeProcess(['serve', ...flags, '--quiet'], ready);
+  try {
+    await fetch(`${quiet.match[1]!}/api/v1/healthz`);
+  } finally {
+    assert.equal(await quiet.stop(), 0, quiet.stderr());
+  }
+  assert.doesNotMatch(quiet.stderr(), /GET \/api\/v1\/healthz/);
 });

@@ -2,13 +2,15 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadModel } from '../../models/load.js';
 import { applyWeightsDtype, parseWeightsDtype } from '../../models/weights-dtype.js';
-import { modelEndpoint, teamEndpoint, type ServedModel } from '../../serve/endpoints.js';
+import { modelEndpoint, type ServedModel } from '../../serve/endpoints.js';
+import { teamEndpoints } from '../../serve/run-endpoints.js';
 import { startServer } from '../../serve/server.js';
-import { LocalTinkerEngine } from '../../tinker/local-engine.js';
-import { startTinkerService } from '../../tinker/service.js';
+import { LocalTinkerEngine } from '../../serve/tinker/local-engine.js';
+import { startTinkerService } from '../../serve/tinker/server.js';
 import { openRun } from '../../trainer/open-run.js';
 import { TeamtrError } from '../../util/errors.js';
 import { untilInterrupted } from '../interrupted.js';
+import { loadTaskModule } from '../task-module.js';
 
 function integerFlag(flag: string, value: unknown, minimum: number): number {
   const parsed = Number(value);
@@ -50,28 +52,21 @@ async function endpointsFor(
       }),
     ];
   }
-  const { built, run } = await openRun(runDirectory!);
+  const { built, run, config } = await openRun(runDirectory!, {
+    task: flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined,
+  });
   for (const agent of built.team.agents)
     if (agent.policy.model) applyWeightsDtype(agent.policy.model, weightsDtype, serving);
   if (!run.hasCheckpoint())
     process.stderr.write(
       `teamtr serve: warning: ${runDirectory} has no checkpoint yet, so its agents are the untrained base models\n`,
     );
-  const agents: ServedModel[] = built.team.agents.flatMap((agent) =>
-    agent.policy.model
-      ? // Agents were trained on plain rendered text, so that is their default prompt format.
-        [
-          modelEndpoint({
-            id: agent.name,
-            model: agent.policy.model,
-            tokenizer: agent.policy.tokenizer,
-            promptFormat: promptFormat ?? 'plain',
-            defaultMaxTokens: built.team.protocol.maxTurnTokens,
-          }),
-        ]
-      : [],
-  );
-  return [...agents, teamEndpoint((flags.name as string | undefined) ?? 'team', built.team)];
+  // Each agent answers in the prompt format it was trained with, at the run's temperature.
+  return teamEndpoints(built.team, {
+    teamId: (flags.name as string | undefined) ?? 'team',
+    temperature: config.rollout.temperature,
+    ...(promptFormat ? { promptFormat } : {}),
+  });
 }
 
 /**
@@ -90,9 +85,16 @@ async function serveTinker(runDirectory: string | undefined, flags: Record<strin
   const service = await startTinkerService({
     engine: new LocalTinkerEngine(name, source, {
       stateDirectory: flags.stateDir === undefined ? undefined : String(flags.stateDir),
+      weightsDtype: parseWeightsDtype(flags.weightsDtype),
+      maxSavedBytes: integerFlag('max-saved-bytes', flags.maxSavedBytes, 1),
     }),
     host,
     port: integerFlag('port', flags.port, 0),
+    maxBodyBytes:
+      flags.maxBodyBytes === undefined
+        ? 64 * 1024 * 1024
+        : integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
+    log: flags.quiet ? undefined : (line) => process.stderr.write(`teamtr serve: ${line}\n`),
   });
   if (!['127.0.0.1', 'localhost', '::1'].includes(host))
     process.stderr.write(
@@ -113,6 +115,10 @@ export function register(program: Command): void {
       "serve a run's trained agents and the whole team (or one model directory) over an OpenAI-compatible HTTP API",
     )
     .argument('[run-dir]', 'a run directory written by `teamtr train`')
+    .option(
+      '--task-module <file>',
+      "the run's task, when it was defined in code (the module given to `teamtr train --task-module`)",
+    )
     .option('--model <dir>', 'serve this model directory instead of a run')
     .option(
       '--name <id>',
@@ -126,9 +132,12 @@ export function register(program: Command): void {
     .option('--port <n>', 'port (0 = any free port)', '8000')
     .option(
       '--prompt-format <format>',
-      'chat messages → prompt: chat-template or plain (default: plain for run agents, the chat template for --model)',
+      "chat messages → prompt: chat-template or plain (default: the chat template when the model's tokenizer has one, as a run's agents were trained)",
     )
-    .option('--max-body-bytes <n>', 'largest accepted request body', String(1024 * 1024))
+    .option(
+      '--max-body-bytes <n>',
+      'largest accepted request body (default: 1 MiB; with --tinker 64 MiB, as forward_backward batches are large)',
+    )
     .option('--max-concurrent <n>', 'completions generated at once', '1')
     .option('--max-queued <n>', 'completions waiting for a slot before 429', '8')
     .option(
@@ -144,15 +153,17 @@ export function register(program: Command): void {
       'with --tinker: keep saved weights (save_weights) in this directory, so a restarted server still loads them (resume of a run trained on it)',
     )
     .option(
+      '--max-saved-bytes <n>',
+      'with --tinker: all saved weights together (save_weights, save_weights_for_sampler) may hold at most this many bytes; a save past it is refused',
+      String(4 * 1024 ** 3),
+    )
+    .option('--quiet', 'with --tinker: no request log on stderr')
+    .option(
       '--weights-dtype <dtype>',
       'bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits); float32; or auto: bfloat16 when the weights are bfloat16 values already (a BF16 checkpoint), so nothing is rounded',
       'auto',
     )
     .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
-      if (flags.tinker && parseWeightsDtype(flags.weightsDtype) === 'bfloat16')
-        throw new TeamtrError(
-          '--weights-dtype bfloat16 is for serving completions; --tinker trains the model, which needs float32 weights',
-        );
       if (flags.tinker) return serveTinker(runDirectory, flags);
       if (flags.stateDir !== undefined)
         throw new TeamtrError(
@@ -164,7 +175,10 @@ export function register(program: Command): void {
         endpoints,
         host,
         port: integerFlag('port', flags.port, 0),
-        maxBodyBytes: integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
+        maxBodyBytes:
+          flags.maxBodyBytes === undefined
+            ? 1024 * 1024
+            : integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
         maxConcurrent: integerFlag('max-concurrent', flags.maxConcurrent, 1),
         maxQueued: integerFlag('max-queued', flags.maxQueued, 0),
         corsOrigin: flags.cors as string | undefined,

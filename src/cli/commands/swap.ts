@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { alignmentModes } from '../../trainer/config.js';
-import { scheduleSwap } from '../../trainer/swap-plan.js';
+import { alignmentModes } from '../../trainer/config/train-config.js';
+import { scheduleSwap } from '../../trainer/schedule-swap.js';
 import { TeamtrError } from '../../util/errors.js';
 
 function number(flag: string, value: string | undefined, integer: boolean): number | undefined {

@@ -2,8 +2,9 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { resolveTheoryConfig, type TheoryConfig } from '../../theory/config.js';
 import { runTheoryExperiment, type TheoryProgress } from '../../theory/experiment.js';
 import { theoryFileNames, writeTheoryOutputs } from '../../theory/output.js';
-import { renderLogLogPlot } from '../../theory/plot.js';
-import { buildScalingPlot, renderTheoryReport, renderTheoryTable } from '../../theory/report.js';
+import { renderSvgChart } from '../../figures/svg.js';
+import { renderTheoryReport, renderTheoryTable } from '../../theory/report.js';
+import { buildScalingFigure } from '../../theory/scaling-figure.js';
 import { summarizeTheory } from '../../theory/summary.js';
 
 /**
@@ -84,7 +85,7 @@ async function runTheoryCommand(flags: TheoryFlags): Promise<void> {
   const summaryWithoutFiles = summarizeTheory(result, { wall_seconds: wallSeconds });
   const files = await writeTheoryOutputs(flags.out, {
     report: renderTheoryReport(result, context),
-    plot: renderLogLogPlot(buildScalingPlot(result)),
+    plot: renderSvgChart(buildScalingFigure(result), { caption: true }),
     results: {
       summary: summaryWithoutFiles,
       games: result.families.flatMap((family) => family.outcomes),

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { trainConfigSchema } from '../../trainer/config.js';
+import { trainConfigSchema } from '../../trainer/config/train-config.js';
 import { train, type TrainProgress } from '../../trainer/trainer.js';
 import type { SwapRecord } from '../../trainer/records.js';
 import type { TrainSummary } from '../../trainer/summary.js';
@@ -8,7 +8,7 @@ import { TeamtrError } from '../../util/errors.js';
 import { addConfigFlags, configFlagsGiven, configFromFlags } from '../config-flags.js';
 import { ProgressReporter } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
-import type { TaskInput } from '../../trainer/task-source.js';
+import type { TaskInput } from '../../trainer/setup/task-source.js';
 import { formatSummary } from '../format.js';
 
 export function defaultRunDirectory(schedule: string): string {

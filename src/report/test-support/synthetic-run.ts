@@ -1,4 +1,4 @@
-import { trainConfigSchema, type ScheduleName } from '../../trainer/config.js';
+import { trainConfigSchema, type ScheduleName } from '../../trainer/config/train-config.js';
 import type {
   EvaluationRecord,
   MetricsRecord,
@@ -6,8 +6,8 @@ import type {
   StageRecord,
   UpdateRecord,
 } from '../../trainer/records.js';
-import { holdRun } from '../../trainer/run-lock.js';
-import { RunDirectory } from '../../trainer/run-directory.js';
+import { holdRun } from '../../trainer/run/run-lock.js';
+import { RunDirectory } from '../../trainer/run/run-directory.js';
 import { RandomGenerator } from '../../util/random.js';
 
 /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { saveCheckpoint } from '../../io/checkpoint.js';
 import { rollout } from '../../team/rollout.js';
 import { tinyTask, tinyTeam } from '../../team/test-support/tiny-team.js';
-import type { TrainConfigInput } from '../config.js';
+import type { TrainConfigInput } from '../config/train-config.js';
 
 /**
  * A temp directory holding three tiny random agents (teamtr checkpoints) and a JSONL task

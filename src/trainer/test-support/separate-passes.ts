@@ -1,12 +1,18 @@
 import { inRegionTolerance, meanTokenKl } from '../../rl/index.js';
 import { clipGradientNorm } from '../../optim/clip.js';
-import { EvidenceCollector } from '../certificate-evidence.js';
-import { gradientStep } from '../gradient-step.js';
-import { minibatches } from '../minibatches.js';
-import { captureSnapshot } from '../parameter-state.js';
-import { ReferenceDistributions } from '../reference-distributions.js';
-import { collectUnitTokens, rowValues, type UnitTokens } from '../token-grid.js';
-import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '../trust-region.js';
+import { EvidenceCollector } from '../update/local/certificate-evidence.js';
+import { gradientStep } from '../update/local/gradient-step.js';
+import { minibatches } from '../update/minibatches.js';
+import {
+  captureSnapshot,
+  interpolateParameters,
+  restoreSnapshot,
+} from '../update/parameter-state.js';
+import { ReferenceDistributions } from '../update/local/reference-distributions.js';
+import { collectUnitTokens, rowValues, type UnitTokens } from '../update/token-grid.js';
+import type { TrustRegionResult, TrustRegionUpdateOptions } from '../update/trust-region.js';
+import { isOnService } from '../update/engines.js';
+import type { LocalUnit } from '../update/units.js';
 
 /**
  * The trust-region update as it ran before measurements shared the gradient steps' forward
@@ -19,6 +25,7 @@ import { backOff, type TrustRegionResult, type TrustRegionUpdateOptions } from '
  */
 export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
   const { unit, settings } = options;
+  if (isOnService(unit)) throw new Error('separatePassesUpdate: a local unit only');
   const tokens = collectUnitTokens(options.batch, unit.agentIndices);
   // Plain passes over whole items: no context prefix computed once for several.
   const reference = new ReferenceDistributions(
@@ -57,11 +64,16 @@ export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRe
       continue;
     }
     let accepted: ReturnType<typeof measure> | null = null;
-    summary.lastStepScale = backOff(parameters, snapshot, settings.backoff, () => {
-      const candidate = measure();
-      accepted = candidate.kl <= unit.delta ? candidate : null;
-      return accepted !== null;
-    });
+    summary.lastStepScale = backOff(
+      parameters,
+      snapshot,
+      settings.backoff === 'line-search',
+      () => {
+        const candidate = measure();
+        accepted = candidate.kl <= unit.delta ? candidate : null;
+        return accepted !== null;
+      },
+    );
     if (summary.lastStepScale === 0) summary.stepsUndone++;
     else kept = accepted;
     break;
@@ -95,4 +107,25 @@ function measurement(vocab: number, tokens: UnitTokens, reference: ReferenceDist
     max: tokens.totalTokens > 0 ? summary.max : 0,
     evidence,
   };
+}
+
+/**
+ * Restores the last in-region parameters, or first tries fractions of the offending step.
+ * Returns the scale kept (0 = fully undone).
+ */
+function backOff(
+  parameters: ReturnType<LocalUnit['model']['trainableParameters']>,
+  snapshot: ReturnType<typeof captureSnapshot>,
+  lineSearch: boolean,
+  inRegion: () => boolean,
+): number {
+  if (lineSearch) {
+    const stepEnd = parameters.map(({ tensor }) => tensor.data.slice());
+    for (const scale of [0.5, 0.25, 0.125, 0.0625]) {
+      interpolateParameters(parameters, snapshot, stepEnd, scale);
+      if (inRegion()) return scale;
+    }
+  }
+  restoreSnapshot(parameters, snapshot);
+  return 0;
 }

@@ -1,5 +1,5 @@
 import { clippedPolicyLoss } from '../../rl/index.js';
-import type { TrustRegionSettings } from '../trust-region.js';
+import type { TrustRegionSettings } from '../update/trust-region.js';
 
 /**
  * The trust-region settings the update tests share: PPO's symmetric 0.2 clip, sequence-mean

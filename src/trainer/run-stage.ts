@@ -1,0 +1,143 @@
+import { stageRegressed } from '../rl/index.js';
+import type { Problem, Task } from '../tasks/index.js';
+import type { TeamBatch } from '../team/types.js';
+import { RandomGenerator } from '../util/random.js';
+import { pairedImprovement } from './certificate/paired-improvement.js';
+import { evaluateTeam, type EvaluationFigures } from './evaluate.js';
+import type { BuiltTeam } from './setup/build-team.js';
+import type { TrainConfig } from './config/train-config.js';
+import type { RunState } from './run/run-state.js';
+import { schedules } from './schedules.js';
+import { Stage, type StageSettings } from './stage.js';
+import type { UpdateRecord } from './update-record.js';
+
+/** What running a stage reads of the run (its RunContext). */
+export interface StageContext {
+  config: TrainConfig;
+  task: Task;
+  built: BuiltTeam;
+  settings: StageSettings;
+  /** The held-out problems evaluations run on. */
+  evalProblems: Problem[];
+}
+
+/** One stage as metrics.jsonl records it (runStage). */
+export interface StageRecord {
+  type: 'stage';
+  stage: number;
+  schedule: string;
+  generatedTokens: number;
+  elapsedSeconds: number;
+  rewardBefore: number;
+  rewardAfter: number;
+  improvement: number;
+  improvementStandardError: number;
+  /** A drop of the team reward beyond noise (z < −2). */
+  regression: boolean;
+  certificateSum: number;
+  updates: number;
+  outOfRegion: number;
+  /** Tokens generated to measure updates on held-out prompts (not in the training budget). */
+  measurementTokens: number;
+}
+
+/** A held-out evaluation of the team as metrics.jsonl records it (evaluationRecord). */
+export interface EvaluationRecord extends EvaluationFigures {
+  type: 'eval';
+  stage: number;
+  generatedTokens: number;
+}
+
+/** Runs stage `state.stage` under the run's schedule; advances the token and update counts. */
+export async function runStage(
+  context: StageContext,
+  state: RunState,
+): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord }> {
+  const { config, task, built } = context;
+  const started = Date.now();
+  const seed = `${config.seed}/stage/${state.stage}`;
+  const problems = task.split('train', {
+    seed: new RandomGenerator(seed).nextUint32(),
+    count: config.rollout.problemsPerBatch,
+  });
+  const plan = {
+    stage: state.stage,
+    seed,
+    problems,
+    heldOutProblems: heldOutProblems(context, seed, problems),
+    tokensBefore: state.generatedTokens,
+    updatesBefore: state.updates,
+  };
+  const stage = new Stage(plan, built.team, task, built.units, context.settings);
+  const { first, last, records } = await schedules[config.schedule].runStage(stage);
+  state.generatedTokens += stage.generatedTokens;
+  state.updates += records.length;
+  const change = pairedImprovement(first, last);
+  const stageRecord: StageRecord = {
+    type: 'stage',
+    stage: state.stage,
+    schedule: config.schedule,
+    generatedTokens: state.generatedTokens,
+    elapsedSeconds: (Date.now() - started) / 1000,
+    rewardBefore: meanReward(first),
+    rewardAfter: meanReward(last),
+    improvement: change.improvement,
+    improvementStandardError: change.standardError,
+    regression: stageRegressed(change),
+    certificateSum: records.reduce((total, record) => total + record.certificate, 0),
+    updates: records.length,
+    outOfRegion: records.filter((record) => !record.inRegion).length,
+    measurementTokens: stage.measurementTokens,
+  };
+  return { updates: records, stageRecord };
+}
+
+/**
+ * The stage's held-out prompts: training problems other than the stage's own (neither the same
+ * problem nor the same prompt text; a task whose prompts repeat falls back to other problems).
+ */
+function heldOutProblems(context: StageContext, seed: string, stageProblems: Problem[]): Problem[] {
+  const count = context.config.certificate.heldOutProblems;
+  if (count === 0) return [];
+  const ids = new Set(stageProblems.map((problem) => problem.id));
+  const prompts = new Set(stageProblems.map((problem) => problem.prompt));
+  const candidates = context.task
+    .split('train', {
+      seed: new RandomGenerator(`${seed}/held-out`).nextUint32(),
+      count: count + stageProblems.length,
+    })
+    .filter((problem) => !ids.has(problem.id));
+  const unseen = candidates.filter((problem) => !prompts.has(problem.prompt));
+  const repeated = candidates.filter((problem) => prompts.has(problem.prompt));
+  return [...unseen, ...repeated].slice(0, count);
+}
+
+export async function evaluationRecord(
+  context: StageContext,
+  state: RunState,
+): Promise<EvaluationRecord> {
+  const evaluation = await evaluateTeam({
+    team: context.built.team,
+    task: context.task,
+    problems: context.evalProblems,
+    temperature: context.config.evaluation.temperature,
+    seed: `${context.config.seed}/eval`,
+  });
+  return {
+    type: 'eval',
+    stage: state.stage,
+    generatedTokens: state.generatedTokens,
+    accuracy: evaluation.accuracy,
+    interval: evaluation.interval,
+    count: evaluation.count,
+    meanReward: evaluation.meanReward,
+    agents: evaluation.agents,
+  };
+}
+
+function meanReward(batch: TeamBatch): number {
+  return (
+    batch.trajectories.reduce((total, trajectory) => total + trajectory.reward, 0) /
+    Math.max(1, batch.trajectories.length)
+  );
+}
