@@ -1,7 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import type { HostInfo, KernelPathCount, NativeBuildInfo } from '../backend/native.js';
 import type { SgemmBound } from './bound.js';
 import type { BenchmarkResult } from './context.js';
@@ -45,7 +43,9 @@ export function currentCommit(): string | null {
   return `${head.stdout.trim()}${dirty ? '-dirty' : ''}`;
 }
 
-const rounded = (value: number) => Number(value.toPrecision(4));
+/** Four significant digits; null (an empty cell) for a figure that is not finite. */
+const rounded = (value: number): number | null =>
+  Number.isFinite(value) ? Number(value.toPrecision(4)) : null;
 
 function figureTables(results: readonly BenchmarkResult[]) {
   const fractions = new Map(
@@ -190,12 +190,4 @@ export function benchRecord(run: BenchRun): Record<string, unknown> {
     notes,
     data: { results: run.results, bound: run.bound },
   };
-}
-
-/** Writes the record to `file` (a temporary file renamed over it: never half a file). */
-export function writeBenchRecord(file: string, record: Record<string, unknown>): void {
-  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const temporary = `${file}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(record, null, 2)}\n`);
-  renameSync(temporary, file);
 }

@@ -7,12 +7,7 @@ import { runWorkloadInChild } from '../../bench/child-process.js';
 import { formatBenchmarkResult, type BenchmarkResult } from '../../bench/context.js';
 import { hostLines, kernelLines, pathLines } from '../../bench/host-report.js';
 import { realModelWorkloadsOf, realModelSizes } from '../../bench/registry.js';
-import {
-  benchRecord,
-  currentCommit,
-  writeBenchRecord,
-  type BenchRun,
-} from '../../bench/result-record.js';
+import { benchRecord, currentCommit, type BenchRun } from '../../bench/result-record.js';
 import { benchmarkSgemm } from '../../bench/timing.js';
 import {
   hasTorch,
@@ -24,6 +19,7 @@ import {
 import { splitLines } from '../../bench/time-split.js';
 import { TorchRealModelReference } from '../../bench/torch-real-model.js';
 import { benchmarkGenerate, benchmarkScore, benchmarkTrainStep } from '../../bench/workloads.js';
+import { writeResultFile, type ResultRecordInput } from '../../report/result-file.js';
 import { ConfigError } from '../../util/errors.js';
 
 const sgemmShapes: Array<[number, number, number]> = [
@@ -228,7 +224,8 @@ async function bench(flags: BenchFlags): Promise<void> {
     wallSeconds: (performance.now() - started) / 1000,
     load: { before: loadBefore, after: os.loadavg()[0]! },
   };
-  writeBenchRecord(flags.json, benchRecord(run));
+  // Validated against the result-file schema as it is written.
+  await writeResultFile(flags.json, benchRecord(run) as ResultRecordInput);
   process.stderr.write(`wrote ${flags.json}\n`);
 }
 
