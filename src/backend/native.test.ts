@@ -5,11 +5,13 @@
  * in for), and the products once more on the OpenBLAS path when OpenBLAS is installed.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { runBackendSuite } from './backend.suite.js';
 import {
   builtVariants,
   chooseVariant,
+  type NativeAddon,
   probeHost,
   variantPath,
   variantsHostRuns,
@@ -22,6 +24,33 @@ import { matmulTests } from './testing/suite-matmul.js';
 import { createTypeScriptBackend } from './typescript.js';
 
 const built = builtVariants();
+
+/** Every path of native/src/paths.h, as `paths()` names them. */
+function pathsOfHeader(): string[] {
+  const header = readFileSync(new URL('../../native/src/paths.h', import.meta.url), 'utf8');
+  return [...header.matchAll(/^\s*X\(\w+, "[^"]+", "([^"]+)"\)/gm)].map((match) => match[1]!);
+}
+
+/**
+ * The tests before it took every path of the header that this build can take: the OpenBLAS
+ * path only where large products go to OpenBLAS, the column panels only with 16-float vectors.
+ */
+function everyPathTaken(addon: NativeAddon, label: string): void {
+  test(`${label}: every kernel path was taken by the tests above`, () => {
+    const info = addon.info();
+    const taken = new Set(addon.paths().map((path) => path.path));
+    const cannot = new Set<string>();
+    if (info.sgemm !== 'openblas') cannot.add('OpenBLAS');
+    if (info.vectorWidth !== 16) cannot.add('column panels (matmul, matmulGemmOrder)');
+    const expected = pathsOfHeader().filter((path) => !cannot.has(path));
+    assert.ok(expected.length >= 10, 'paths.h lists the paths');
+    assert.deepEqual(
+      expected.filter((path) => !taken.has(path)),
+      [],
+      `paths never taken; taken: ${[...taken].join(', ')}`,
+    );
+  });
+}
 const host = built.length > 0 && loadNativeBackend() ? probeHost(built) : null;
 
 if (host) {
@@ -30,19 +59,26 @@ if (host) {
     const addon = loadAddonFile(variantPath(isa))!;
     const backend = nativeBackend(addon);
     describe(`native backend, ${isa} kernels: ${backend.description}`, () => {
+      before(() => addon.resetPaths());
       runBackendSuite(backend);
       runAgreementSuite(backend, createTypeScriptBackend());
       runNativeArgumentTests(backend);
       runNativeDeterminismTests(backend, addon);
+      everyPathTaken(addon, isa);
     });
     if (addon.info().blas !== 'openblas') continue;
     describe(`native backend, ${isa} kernels, products on OpenBLAS`, () => {
       const original = addon.info().sgemm as 'own' | 'openblas';
-      before(() => addon.setSgemm('openblas'));
+      before(() => {
+        addon.setSgemm('openblas');
+        addon.resetPaths();
+      });
       after(() => addon.setSgemm(original));
       test('the OpenBLAS path is the one taken', () =>
         assert.equal(addon.info().sgemm, 'openblas'));
       matmulTests(backend);
+      test('the products above ran on OpenBLAS', () =>
+        assert.ok(addon.paths().some((path) => path.path === 'OpenBLAS')));
     });
   }
 
