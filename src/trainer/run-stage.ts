@@ -48,11 +48,14 @@ export interface EvaluationRecord extends EvaluationFigures {
   generatedTokens: number;
 }
 
-/** Runs stage `state.stage` under the run's schedule; advances the token and update counts. */
+/**
+ * Runs stage `state.stage` under the run's schedule; advances the token and update counts.
+ * Returns the stage's last batch too (the team after the stage: its transcripts).
+ */
 export async function runStage(
   context: StageContext,
   state: RunState,
-): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord }> {
+): Promise<{ updates: UpdateRecord[]; stageRecord: StageRecord; last: TeamBatch }> {
   const { config, task, built } = context;
   const started = Date.now();
   const seed = `${config.seed}/stage/${state.stage}`;
@@ -89,7 +92,7 @@ export async function runStage(
     outOfRegion: records.filter((record) => !record.inRegion).length,
     measurementTokens: stage.measurementTokens,
   };
-  return { updates: records, stageRecord };
+  return { updates: records, stageRecord, last };
 }
 
 /**
