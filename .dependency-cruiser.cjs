@@ -41,7 +41,7 @@ const testCode = '(\\.test\\.ts$|/test-support/|^src/backend/testing/|^src/backe
 // The rooms of src/trainer/, top to bottom: each may import only the rooms after it, and none
 // imports the files at the top of src/trainer/ (the stage, the schedules and the run loop,
 // which may import every room). See src/trainer/README.md.
-const trainerRooms = ['swap', 'step-control', 'run', 'setup', 'certificate', 'update', 'config'];
+const trainerRooms = ['outputs', 'swap', 'step-control', 'run', 'setup', 'certificate', 'update', 'config'];
 // Inside update/: the two engines know nothing of each other (engines.ts picks one per unit).
 const updateEngines = ['local', 'tinker'];
 

@@ -13,15 +13,11 @@ if (process.env.TEAMTR_SKIP_NATIVE === '1') {
   process.exit(0);
 }
 
-const blasHeaders = ['/usr/include/x86_64-linux-gnu/cblas.h', '/usr/include/cblas.h',
-  '/usr/include/aarch64-linux-gnu/cblas.h', '/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h'];
-const blasHeader = process.env.TEAMTR_BLAS === 'none' ? undefined : blasHeaders.find((file) => existsSync(file));
-const hasOpenBlas = blasHeader !== undefined;
-if (process.env.TEAMTR_BLAS === 'none') {
-  console.warn('teamtr: TEAMTR_BLAS=none, building the native addon with portable C kernels only');
-} else if (!hasOpenBlas) {
-  console.warn('teamtr: OpenBLAS headers not found (apt-get install libopenblas-dev); ' +
-    'building the native addon with portable C kernels');
+// OpenBLAS is loaded at run time when installed (native/src/blas.c), so the build needs no
+// BLAS headers; TEAMTR_BLAS=none leaves it out (portable C kernels for every product).
+const withoutBlas = process.env.TEAMTR_BLAS === 'none';
+if (withoutBlas) {
+  console.warn('teamtr: TEAMTR_BLAS=none, building the native addon without OpenBLAS');
 }
 
 function nodeGypCommand() {
@@ -35,8 +31,8 @@ function nodeGypCommand() {
 }
 
 const [command, ...prefix] = nodeGypCommand();
-const args = [...prefix, 'rebuild', `--teamtr_blas=${hasOpenBlas ? 'openblas' : 'none'}`];
-if (hasOpenBlas) args.push(`--teamtr_blas_include=${path.dirname(blasHeader)}`);
+// Every instruction-set variant of the addon (binding.gyp), compiled on all cores.
+const args = [...prefix, 'rebuild', '-j', 'max', `--teamtr_blas=${withoutBlas ? 'none' : 'openblas'}`];
 if (!process.env.npm_config_nodedir && existsSync('/usr/include/node/node_api.h')) {
   args.push('--nodedir=/usr');
 }

@@ -25,6 +25,14 @@ const generated = await prettier.format(
   { ...(await prettier.resolveConfig(path.join(root, 'src', 'index.ts'))), parser: 'typescript' },
 );
 
+// The CLI's --help (rendered into cli.md below) reads the generated doc comments: write them first so
+// one run renders the rest from the new ones.
+const generatedFile = path.join(root, 'src/cli/reference/schema-docs.generated.ts');
+if (!check && (!existsSync(generatedFile) || readFileSync(generatedFile, 'utf8') !== generated)) {
+  writeFileSync(generatedFile, generated);
+  console.log('wrote src/cli/reference/schema-docs.generated.ts');
+}
+
 const { configEntries } = await import('../src/cli/reference/config-entries.ts');
 const { renderConfigReference } = await import('../src/cli/reference/config-reference.ts');
 const { renderCliReference } = await import('../src/cli/reference/cli-reference.ts');

@@ -1,7 +1,7 @@
 /*
  * teamtr_native: the kernels of src/backend/types.ts as a plain N-API addon. This file sets up
- * the module (info, thread count, and every kernel of kernel_signatures.h); addon_math.c and
- * addon_model.c hold the kernel entry points.
+ * the module (thread count, and every kernel of kernel_signatures.h); addon_host.c describes
+ * the host and the build, addon_math.c and addon_model.c hold the kernel entry points.
  */
 #include "addon.h"
 
@@ -16,25 +16,6 @@ void addon_export(napi_env env, napi_value exports, const addon_function *functi
                          &function);
     napi_set_named_property(env, exports, functions[i].name, function);
   }
-}
-
-static napi_value info(napi_env env, napi_callback_info callback_info) {
-  (void)callback_info;
-  napi_value result, blas, version, sgemm, vector_width, threads, signatures;
-  napi_create_object(env, &result);
-  napi_create_string_utf8(env, kernel_blas_name(), NAPI_AUTO_LENGTH, &blas);
-  napi_create_string_utf8(env, kernel_blas_version(), NAPI_AUTO_LENGTH, &version);
-  napi_create_string_utf8(env, kernel_sgemm_name(), NAPI_AUTO_LENGTH, &sgemm);
-  napi_create_int32(env, kernel_vector_width(), &vector_width);
-  napi_create_int32(env, pool_thread_count(), &threads);
-  napi_create_string_utf8(env, KERNEL_SIGNATURES_FINGERPRINT, NAPI_AUTO_LENGTH, &signatures);
-  napi_set_named_property(env, result, "blas", blas);
-  napi_set_named_property(env, result, "blasVersion", version);
-  napi_set_named_property(env, result, "sgemm", sgemm);
-  napi_set_named_property(env, result, "vectorWidth", vector_width);
-  napi_set_named_property(env, result, "threads", threads);
-  napi_set_named_property(env, result, "signatures", signatures);
-  return result;
 }
 
 static napi_value set_threads(napi_env env, napi_callback_info callback_info) {
@@ -53,10 +34,10 @@ static napi_value set_threads(napi_env env, napi_callback_info callback_info) {
 
 static napi_value initialize(napi_env env, napi_value exports) {
   const addon_function functions[] = {
-      {"info", info},
       {"setThreads", set_threads},
   };
   addon_export(env, exports, functions, sizeof functions / sizeof functions[0]);
+  addon_export_host(env, exports);
   const addon_function kernels[] = {KERNELS(KERNEL_FUNCTION)};
   addon_export(env, exports, kernels, sizeof kernels / sizeof kernels[0]);
   return exports;

@@ -141,3 +141,8 @@ void arguments_require(arguments *args, const char *name, size_t length, double 
     arguments_range_error(args, "%s has %zu elements but the sizes need %.0f", name, length, needed);
   }
 }
+
+double arguments_span(double count, double stride, double item) {
+  if (count == 0 || item == 0) return 0;
+  return (count - 1) * stride + item;
+}

@@ -64,12 +64,18 @@ void arguments_require(arguments *args, const char *name, size_t length, double 
 /* RangeError with a formatted message. */
 void arguments_range_error(arguments *args, const char *format, ...);
 
+/* Elements of a batch of `count` items `stride` apart, each `item` long (0 when empty). */
+double arguments_span(double count, double stride, double item);
+
 /*
  * Table-driven reading. kernel_signatures.h (generated from src/backend/types.ts) lists each
- * kernel's arguments as X(index, c_name, "jsName", KIND); READ_KERNEL_ARGUMENTS(PREFIX), at the
- * top of an entry point taking (env, info), declares `args` and one local per argument named
- * c_name, read with the reader of its KIND, and returns NULL (a TypeError pending) when the
- * call passed the wrong number of arguments. A wrong type leaves args.failed set.
+ * kernel's arguments as X(index, c_name, "jsName", KIND) and the elements each array must hold
+ * as X("jsName", c_name, needed). READ_KERNEL_ARGUMENTS(PREFIX), at the top of an entry point
+ * taking (env, info), declares `args` and one local per argument named c_name, read with the
+ * reader of its KIND, checks every array's length, and returns NULL with a JS error pending
+ * (TypeError: wrong count or type; RangeError: an array too short for the sizes). What follows
+ * it in an entry point is what sizes alone cannot say (a token id within the vocabulary, an
+ * even head dimension), then one call into kernels.h.
  */
 #define ARGUMENT_TYPE_FLOATS float_array
 #define ARGUMENT_TYPE_OPTIONAL_FLOATS float_array
@@ -89,9 +95,20 @@ void arguments_range_error(arguments *args, const char *format, ...);
 #define ARGUMENT_READ_BOOLEAN(args, index, name) arguments_boolean(args, index, name)
 #define ARGUMENT_DECLARE_AND_READ(index, c_name, js_name, kind) \
   ARGUMENT_TYPE_##kind c_name = ARGUMENT_READ_##kind(&args, index, js_name);
+/* An optional array passed as null (data NULL) is absent: nothing to check. */
+#define ARGUMENT_REQUIRE(js_name, c_name, needed, kind)                      \
+  if (ARGUMENT_IS_OPTIONAL_##kind == 0 || c_name.data)                        \
+    arguments_require(&args, js_name, c_name.length, needed);
+#define ARGUMENT_IS_OPTIONAL_FLOATS 0
+#define ARGUMENT_IS_OPTIONAL_OPTIONAL_FLOATS 1
+#define ARGUMENT_IS_OPTIONAL_INTS 0
+#define ARGUMENT_IS_OPTIONAL_DOUBLES 0
+#define ARGUMENT_IS_OPTIONAL_BFLOAT16S 0
 #define READ_KERNEL_ARGUMENTS(PREFIX)                                                      \
   arguments args;                                                                          \
   if (!arguments_read(&args, env, info, PREFIX##_NAME, PREFIX##_ARGUMENT_COUNT)) return NULL; \
-  PREFIX##_ARGUMENTS(ARGUMENT_DECLARE_AND_READ)
+  PREFIX##_ARGUMENTS(ARGUMENT_DECLARE_AND_READ)                                            \
+  PREFIX##_SIZES(ARGUMENT_REQUIRE)                                                         \
+  if (args.failed) return NULL;
 
 #endif

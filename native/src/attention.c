@@ -22,6 +22,7 @@
 #include "attention_query.h"
 #include "gemm.h"
 #include "parallel.h"
+#include "paths.h"
 
 typedef struct {
   const attention_arguments *a;
@@ -143,10 +144,13 @@ void kernel_attention(const attention_arguments *a) {
   forward_context context = {a, chunk_count(a->query_length, QUERY_BLOCK)};
   double work = (double)a->batch * a->heads * a->query_length * a->key_length * a->head_dim;
   int parallel = work >= 100000.0;
+  /* Two products per query and key (scores, values), each head_dim multiply-adds. */
   if (a->query_length == 1 && a->probabilities == NULL) {
+    path_taken(PATH_ATTENTION_DECODE, 2 * work);
     attention_decode_step(a, parallel);
     return;
   }
+  path_taken(PATH_ATTENTION_BLOCKS, 2 * work);
   size_t tasks = (size_t)(a->batch * a->heads * context.query_blocks);
   run_maybe_parallel(tasks, forward_task, &context, parallel);
 }

@@ -38,8 +38,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "addon.h"
-#include "arguments.h"
+#include "kernels.h"
 #include "parallel.h"
 #include "reduce.h"
 
@@ -224,14 +223,6 @@ static inline void add_block(const float *old_values, const float *new_values, i
   add_terms(old_values + HALF_WIDTH, new_values + HALF_WIDTH, sums);
 }
 
-typedef struct {
-  const float *old_log_probs, *new_log_probs;
-  int64_t rows, columns, top_count;
-  float *kl, *total_variation;
-  int32_t *top_tokens;
-  double *old_total, *new_total;
-} comparison_arguments;
-
 static void compare_row(const comparison_arguments *call, int64_t row, top_list *top) {
   int64_t columns = call->columns;
   const float *old_row = call->old_log_probs + row * columns;
@@ -277,23 +268,7 @@ static void comparison_task(void *context, size_t index, int thread) {
   for (int64_t row = begin; row < end; row++) compare_row(call, row, &top);
 }
 
-KERNEL_ENTRY(compare_log_distributions) {
-  READ_KERNEL_ARGUMENTS(COMPARE_LOG_DISTRIBUTIONS)
-  arguments_require(&args, "oldLogProbs", old_log_probs.length, (double)rows * columns);
-  arguments_require(&args, "newLogProbs", new_log_probs.length, (double)rows * columns);
-  arguments_require(&args, "kl", kl.length, (double)rows);
-  arguments_require(&args, "totalVariation", total_variation.length, (double)rows);
-  arguments_require(&args, "topTokens", top_tokens.length, (double)rows * top_count);
-  arguments_require(&args, "oldTotal", old_total.length, (double)rows);
-  arguments_require(&args, "newTotal", new_total.length, (double)rows);
-  if (!args.failed && columns > INT32_MAX)
-    arguments_range_error(&args, "columns must be below 2^31 (token ids are int32), got %lld",
-                          (long long)columns);
-  if (args.failed) return NULL;
-  comparison_arguments call = {old_log_probs.data, new_log_probs.data, rows, columns, top_count,
-                               kl.data, total_variation.data, top_tokens.data, old_total.data,
-                               new_total.data};
-  comparison_context context = {&call, rows_per_task(rows, columns, 16384)};
-  pool_run((size_t)chunk_count(rows, context.rows_per_task), comparison_task, &context);
-  return NULL;
+void kernel_compare_log_distributions(const comparison_arguments *call) {
+  comparison_context context = {call, rows_per_task(call->rows, call->columns, 16384)};
+  pool_run((size_t)chunk_count(call->rows, context.rows_per_task), comparison_task, &context);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "host.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -24,9 +25,8 @@
 #define NR (2 * VECTOR_WIDTH)
 /* The k slices every product sums by (gemm.h): the order rows share at any m. */
 #define KC GEMM_SLICE_DEPTH
-#ifndef MC
-#define MC (MR * 16)
-#endif
+/* Rows of A per block (MC), a multiple of MR sized to the host's L2 (host.c). */
+#define MC (host_tuning()->packed_rows)
 /* Column panels per compute task (fewer when that leaves threads idle). */
 #define GROUP_PANELS 8
 #define PACK_PANELS_PER_TASK 16

@@ -1,5 +1,5 @@
 /*
- * sgemm by column panels, without packing A. Each task owns a block of up to PANEL_ROWS rows
+ * sgemm by column panels, without packing A. Each task owns a block of up to panel_rows() rows
  * and PANEL_WIDTH (two vectors) columns of C. For every PANEL_DEPTH-deep slice of k it copies
  * its columns of op(B) into a contiguous [depth × PANEL_WIDTH] panel that fits in L1 (a
  * register-tile transpose when B is [n×k]), then gemm_small streams the rows of A past it:
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "host.h"
 #include "parallel.h"
 #include "simd.h"
 #include "transpose.h"
@@ -19,13 +20,23 @@
 #define PANEL_WIDTH (2 * VECTOR_WIDTH)
 /* The k slices every product sums by (gemm.h): the order rows share at any m. */
 #define PANEL_DEPTH GEMM_SLICE_DEPTH
-#define PANEL_ROWS 256
 #define PREFETCH_MAX_ROWS 256
 
 typedef struct {
   const gemm_problem *g;
-  int64_t column_blocks;
+  int64_t rows, column_blocks;
 } panel_context;
+
+/*
+ * Rows of A per task: a task re-reads its rows × k block of A once per depth slice of each
+ * of its column panels, so the block is sized to the host's share of L2 for it (host.c):
+ * 256 rows at k = 1024 with 2 MiB of L2.
+ */
+static int64_t panel_rows(int64_t k) {
+  int64_t rows = host_tuning()->a_block_bytes / (k * (int64_t)sizeof(float));
+  rows = rows / 8 * 8;
+  return rows < 64 ? 64 : rows > 1024 ? 1024 : rows;
+}
 
 /* C[i0..i1, j0..j1] *= beta, for beta other than 0 (overwrite) and 1 (accumulate). */
 static void scale_block(const gemm_problem *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -70,7 +81,7 @@ static void panel_task(void *context, size_t index, int thread) {
   const panel_context *t = context;
   const gemm_problem *g = t->g;
   int64_t i0, i1, j0, j1;
-  chunk_range((int64_t)index / t->column_blocks, PANEL_ROWS, g->m, &i0, &i1);
+  chunk_range((int64_t)index / t->column_blocks, t->rows, g->m, &i0, &i1);
   chunk_range((int64_t)index % t->column_blocks, PANEL_WIDTH, g->n, &j0, &j1);
   float *panel = pool_scratch(thread, 0, PANEL_DEPTH * PANEL_WIDTH * sizeof(float));
   if (!panel) abort();
@@ -93,8 +104,8 @@ static void panel_task(void *context, size_t index, int thread) {
 
 void gemm_panels(const gemm_problem *g, bool parallel) {
   if (g->m == 0 || g->n == 0) return;
-  panel_context context = {g, chunk_count(g->n, PANEL_WIDTH)};
-  size_t tasks = (size_t)(chunk_count(g->m, PANEL_ROWS) * context.column_blocks);
+  panel_context context = {g, panel_rows(g->k), chunk_count(g->n, PANEL_WIDTH)};
+  size_t tasks = (size_t)(chunk_count(g->m, context.rows) * context.column_blocks);
   run_maybe_parallel(tasks, panel_task, &context,
                      parallel && (double)g->m * g->n * g->k >= 200000.0);
 }

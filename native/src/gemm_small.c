@@ -42,21 +42,75 @@ static inline __attribute__((always_inline)) void block(const small_gemm *g, int
 }
 
 /*
- * The last columns (fewer than one vector), one dot product at a time: one FMA per p in order,
- * as `block` sums each entry, kept out of the vectorizer so that every row count rounds alike
- * (attention relies on a row's result not depending on the rows beside it).
+ * `count` (< VECTOR_WIDTH) floats from `source` into the low lanes, zeros above; and back
+ * (AVX-512: masked moves, which touch no memory past `count`).
  */
-__attribute__((noinline, optimize("no-tree-vectorize"))) static void
-scalar_columns(const small_gemm *g, int64_t j0) {
-  for (int64_t r = 0; r < g->rows; r++) {
-    const float *a = g->a + r * g->a_row_stride;
-    for (int64_t j = j0; j < g->columns; j++) {
-      float sum = 0;
-      for (int64_t p = 0; p < g->depth; p++)
-        sum = __builtin_fmaf(a[p * g->a_depth_stride], g->b[p * g->b_stride + j], sum);
-      float *c = g->c + r * g->c_stride + j;
-      *c = g->accumulate ? *c + g->alpha * sum : g->alpha * sum;
+#if VECTOR_WIDTH == 16
+#include <immintrin.h>
+static inline vfloat vload_partial(const float *source, int count) {
+  return (vfloat)_mm512_maskz_loadu_ps((__mmask16)((1u << count) - 1), source);
+}
+
+static inline void vstore_partial(float *target, vfloat value, int count) {
+  _mm512_mask_storeu_ps(target, (__mmask16)((1u << count) - 1), (__m512)value);
+}
+#else
+static inline vfloat vload_partial(const float *source, int count) {
+  vfloat value = {0};
+  for (int lane = 0; lane < count; lane++) value[lane] = source[lane];
+  return value;
+}
+
+static inline void vstore_partial(float *target, vfloat value, int count) {
+  for (int lane = 0; lane < count; lane++) target[lane] = value[lane];
+}
+#endif
+
+/*
+ * The last columns (fewer than one vector) of rows r0..r0+row_count, in the low lanes of one
+ * vector per row: each entry is the same single FMA chain over p as `block` and the scalar loop
+ * before it sum it (a lane of a vector FMA rounds as fmaf does), so a row's bits do not depend
+ * on the rows beside it. B's partial rows are gathered lane by lane: a full vector load could
+ * read past the caller's array. The scalar loop this replaces ran a LoRA factor's gradient
+ * (C [m × 8] = dY [m × 576] · B [576 × 8]) at 1 GFLOP/s in a team stage.
+ */
+static inline __attribute__((always_inline)) void partial_block(const small_gemm *g, int64_t r0,
+                                                                int row_count, int64_t j0,
+                                                                int count) {
+  vfloat accumulator[ROWS] = {{0}};
+  const float *a = g->a + r0 * g->a_row_stride;
+  for (int64_t p = 0; p < g->depth; p++) {
+    vfloat b = vload_partial(g->b + p * g->b_stride + j0, count);
+    const float *a_column = a + p * g->a_depth_stride;
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++) {
+      if (r >= row_count) break;
+      accumulator[r] += vbroadcast(a_column[r * g->a_row_stride]) * b;
     }
+  }
+  for (int r = 0; r < row_count; r++) {
+    float *c = g->c + (r0 + r) * g->c_stride + j0;
+    vfloat value = accumulator[r] * g->alpha;
+    if (g->accumulate) value += vload_partial(c, count);
+    vstore_partial(c, value, count);
+  }
+}
+
+static void partial_columns(const small_gemm *g, int64_t j0) {
+  int count = (int)(g->columns - j0);
+  int64_t r0 = 0;
+  for (; r0 + ROWS <= g->rows; r0 += ROWS) partial_block(g, r0, ROWS, j0, count);
+  switch (g->rows - r0) {
+#if ROWS == 8
+    case 7: partial_block(g, r0, 7, j0, count); break;
+    case 6: partial_block(g, r0, 6, j0, count); break;
+    case 5: partial_block(g, r0, 5, j0, count); break;
+    case 4: partial_block(g, r0, 4, j0, count); break;
+#endif
+    case 3: partial_block(g, r0, 3, j0, count); break;
+    case 2: partial_block(g, r0, 2, j0, count); break;
+    case 1: partial_block(g, r0, 1, j0, count); break;
+    default: break;
   }
 }
 
@@ -85,5 +139,5 @@ void gemm_small(const small_gemm *g) {
     column_strip(g, j0, 1);
     j0 += VECTOR_WIDTH;
   }
-  if (j0 < g->columns) scalar_columns(g, j0);
+  if (j0 < g->columns) partial_columns(g, j0);
 }

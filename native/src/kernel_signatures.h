@@ -5,111 +5,137 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "f3ccc3f93d6dbd14"
+#define KERNEL_SIGNATURES_FINGERPRINT "a653a2b7b197abc2"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
 #define MATMUL_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, c, "c", FLOATS) X(3, batch, "batch", SIZE) X(4, m, "m", SIZE) X(5, n, "n", SIZE) X(6, k, "k", SIZE) X(7, transpose_a, "transposeA", BOOLEAN) X(8, transpose_b, "transposeB", BOOLEAN) X(9, stride_a, "strideA", SIZE) X(10, stride_b, "strideB", SIZE) X(11, alpha, "alpha", NUMBER) X(12, beta, "beta", NUMBER)
+#define MATMUL_SIZES(X) X("a", a, (arguments_span((double)batch, (double)stride_a, (double)m * (double)k)), FLOATS) X("b", b, (arguments_span((double)batch, (double)stride_b, (double)k * (double)n)), FLOATS) X("c", c, ((double)batch * (double)m * (double)n), FLOATS)
 
 #define MATMUL_BFLOAT16_NAME "matmulBfloat16"
 #define MATMUL_BFLOAT16_ARGUMENT_COUNT 9
 #define MATMUL_BFLOAT16_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", BFLOAT16S) X(2, c, "c", FLOATS) X(3, m, "m", SIZE) X(4, n, "n", SIZE) X(5, k, "k", SIZE) X(6, transpose_b, "transposeB", BOOLEAN) X(7, alpha, "alpha", NUMBER) X(8, beta, "beta", NUMBER)
+#define MATMUL_BFLOAT16_SIZES(X) X("a", a, ((double)m * (double)k), FLOATS) X("b", b, ((double)k * (double)n), BFLOAT16S) X("c", c, ((double)m * (double)n), FLOATS)
 
 #define MATMUL_FIXED_ORDER_NAME "matmulFixedOrder"
 #define MATMUL_FIXED_ORDER_ARGUMENT_COUNT 9
 #define MATMUL_FIXED_ORDER_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, c, "c", FLOATS) X(3, m, "m", SIZE) X(4, n, "n", SIZE) X(5, k, "k", SIZE) X(6, transpose_b, "transposeB", BOOLEAN) X(7, alpha, "alpha", NUMBER) X(8, beta, "beta", NUMBER)
+#define MATMUL_FIXED_ORDER_SIZES(X) X("a", a, ((double)m * (double)k), FLOATS) X("b", b, ((double)k * (double)n), FLOATS) X("c", c, ((double)m * (double)n), FLOATS)
 
 #define MATMUL_GEMM_ORDER_NAME "matmulGemmOrder"
 #define MATMUL_GEMM_ORDER_ARGUMENT_COUNT 7
 #define MATMUL_GEMM_ORDER_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, c, "c", FLOATS) X(3, m, "m", SIZE) X(4, n, "n", SIZE) X(5, k, "k", SIZE) X(6, transpose_b, "transposeB", BOOLEAN)
+#define MATMUL_GEMM_ORDER_SIZES(X) X("a", a, ((double)m * (double)k), FLOATS) X("b", b, ((double)k * (double)n), FLOATS) X("c", c, ((double)m * (double)n), FLOATS)
 
 #define SOFTMAX_NAME "softmax"
 #define SOFTMAX_ARGUMENT_COUNT 4
 #define SOFTMAX_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, output, "output", FLOATS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE)
+#define SOFTMAX_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("output", output, ((double)rows * (double)columns), FLOATS)
 
 #define LOG_SOFTMAX_NAME "logSoftmax"
 #define LOG_SOFTMAX_ARGUMENT_COUNT 4
 #define LOG_SOFTMAX_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, output, "output", FLOATS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE)
+#define LOG_SOFTMAX_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("output", output, ((double)rows * (double)columns), FLOATS)
 
 #define GATHER_LOG_PROBS_NAME "gatherLogProbs"
 #define GATHER_LOG_PROBS_ARGUMENT_COUNT 7
 #define GATHER_LOG_PROBS_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, targets, "targets", INTS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, log_probs, "logProbs", FLOATS) X(5, entropy, "entropy", OPTIONAL_FLOATS) X(6, log_sum_exp, "logSumExp", OPTIONAL_FLOATS)
+#define GATHER_LOG_PROBS_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("targets", targets, ((double)rows), INTS) X("logProbs", log_probs, ((double)rows), FLOATS) X("entropy", entropy, ((double)rows), OPTIONAL_FLOATS) X("logSumExp", log_sum_exp, ((double)rows), OPTIONAL_FLOATS)
 
 #define SAMPLE_ROWS_NAME "sampleRows"
 #define SAMPLE_ROWS_ARGUMENT_COUNT 7
 #define SAMPLE_ROWS_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, rows, "rows", SIZE) X(2, columns, "columns", SIZE) X(3, uniforms, "uniforms", DOUBLES) X(4, tokens, "tokens", INTS) X(5, maximum, "maximum", FLOATS) X(6, total, "total", DOUBLES)
+#define SAMPLE_ROWS_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("uniforms", uniforms, ((double)rows), DOUBLES) X("tokens", tokens, ((double)rows), INTS) X("maximum", maximum, ((double)rows), FLOATS) X("total", total, ((double)rows), DOUBLES)
 
 #define GATHER_LOG_PROBS_BACKWARD_NAME "gatherLogProbsBackward"
 #define GATHER_LOG_PROBS_BACKWARD_ARGUMENT_COUNT 8
 #define GATHER_LOG_PROBS_BACKWARD_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, targets, "targets", INTS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, log_sum_exp, "logSumExp", FLOATS) X(5, grad_log_probs, "gradLogProbs", FLOATS) X(6, grad_entropy, "gradEntropy", OPTIONAL_FLOATS) X(7, grad_logits, "gradLogits", FLOATS)
+#define GATHER_LOG_PROBS_BACKWARD_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("targets", targets, ((double)rows), INTS) X("logSumExp", log_sum_exp, ((double)rows), FLOATS) X("gradLogProbs", grad_log_probs, ((double)rows), FLOATS) X("gradEntropy", grad_entropy, ((double)rows), OPTIONAL_FLOATS) X("gradLogits", grad_logits, ((double)rows * (double)columns), FLOATS)
 
 #define COMPARE_LOG_DISTRIBUTIONS_NAME "compareLogDistributions"
 #define COMPARE_LOG_DISTRIBUTIONS_ARGUMENT_COUNT 10
 #define COMPARE_LOG_DISTRIBUTIONS_ARGUMENTS(X) X(0, old_log_probs, "oldLogProbs", FLOATS) X(1, new_log_probs, "newLogProbs", FLOATS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, kl, "kl", FLOATS) X(5, total_variation, "totalVariation", FLOATS) X(6, top_count, "topCount", SIZE) X(7, top_tokens, "topTokens", INTS) X(8, old_total, "oldTotal", DOUBLES) X(9, new_total, "newTotal", DOUBLES)
+#define COMPARE_LOG_DISTRIBUTIONS_SIZES(X) X("oldLogProbs", old_log_probs, ((double)rows * (double)columns), FLOATS) X("newLogProbs", new_log_probs, ((double)rows * (double)columns), FLOATS) X("kl", kl, ((double)rows), FLOATS) X("totalVariation", total_variation, ((double)rows), FLOATS) X("topTokens", top_tokens, ((double)rows * (double)top_count), INTS) X("oldTotal", old_total, ((double)rows), DOUBLES) X("newTotal", new_total, ((double)rows), DOUBLES)
 
 #define RMS_NORM_NAME "rmsNorm"
 #define RMS_NORM_ARGUMENT_COUNT 7
 #define RMS_NORM_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, weight, "weight", FLOATS) X(2, output, "output", FLOATS) X(3, inverse_rms, "inverseRms", FLOATS) X(4, rows, "rows", SIZE) X(5, columns, "columns", SIZE) X(6, epsilon, "epsilon", NUMBER)
+#define RMS_NORM_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("weight", weight, ((double)columns), FLOATS) X("output", output, ((double)rows * (double)columns), FLOATS) X("inverseRms", inverse_rms, ((double)rows), FLOATS)
 
 #define RMS_NORM_BACKWARD_NAME "rmsNormBackward"
 #define RMS_NORM_BACKWARD_ARGUMENT_COUNT 8
 #define RMS_NORM_BACKWARD_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, weight, "weight", FLOATS) X(2, inverse_rms, "inverseRms", FLOATS) X(3, grad_output, "gradOutput", FLOATS) X(4, grad_input, "gradInput", FLOATS) X(5, grad_weight, "gradWeight", OPTIONAL_FLOATS) X(6, rows, "rows", SIZE) X(7, columns, "columns", SIZE)
+#define RMS_NORM_BACKWARD_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("weight", weight, ((double)columns), FLOATS) X("inverseRms", inverse_rms, ((double)rows), FLOATS) X("gradOutput", grad_output, ((double)rows * (double)columns), FLOATS) X("gradInput", grad_input, ((double)rows * (double)columns), FLOATS) X("gradWeight", grad_weight, ((double)columns), OPTIONAL_FLOATS)
 
 #define LAYER_NORM_NAME "layerNorm"
 #define LAYER_NORM_ARGUMENT_COUNT 9
 #define LAYER_NORM_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, weight, "weight", FLOATS) X(2, bias, "bias", OPTIONAL_FLOATS) X(3, output, "output", FLOATS) X(4, mean, "mean", FLOATS) X(5, inverse_std, "inverseStd", FLOATS) X(6, rows, "rows", SIZE) X(7, columns, "columns", SIZE) X(8, epsilon, "epsilon", NUMBER)
+#define LAYER_NORM_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("weight", weight, ((double)columns), FLOATS) X("bias", bias, ((double)columns), OPTIONAL_FLOATS) X("output", output, ((double)rows * (double)columns), FLOATS) X("mean", mean, ((double)rows), FLOATS) X("inverseStd", inverse_std, ((double)rows), FLOATS)
 
 #define LAYER_NORM_BACKWARD_NAME "layerNormBackward"
 #define LAYER_NORM_BACKWARD_ARGUMENT_COUNT 10
 #define LAYER_NORM_BACKWARD_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, weight, "weight", FLOATS) X(2, mean, "mean", FLOATS) X(3, inverse_std, "inverseStd", FLOATS) X(4, grad_output, "gradOutput", FLOATS) X(5, grad_input, "gradInput", FLOATS) X(6, grad_weight, "gradWeight", OPTIONAL_FLOATS) X(7, grad_bias, "gradBias", OPTIONAL_FLOATS) X(8, rows, "rows", SIZE) X(9, columns, "columns", SIZE)
+#define LAYER_NORM_BACKWARD_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("weight", weight, ((double)columns), FLOATS) X("mean", mean, ((double)rows), FLOATS) X("inverseStd", inverse_std, ((double)rows), FLOATS) X("gradOutput", grad_output, ((double)rows * (double)columns), FLOATS) X("gradInput", grad_input, ((double)rows * (double)columns), FLOATS) X("gradWeight", grad_weight, ((double)columns), OPTIONAL_FLOATS) X("gradBias", grad_bias, ((double)columns), OPTIONAL_FLOATS)
 
 #define ROPE_NAME "rope"
 #define ROPE_ARGUMENT_COUNT 8
 #define ROPE_ARGUMENTS(X) X(0, data, "data", FLOATS) X(1, positions, "positions", INTS) X(2, batch, "batch", SIZE) X(3, length, "length", SIZE) X(4, heads, "heads", SIZE) X(5, head_dim, "headDim", SIZE) X(6, theta, "theta", NUMBER) X(7, inverse, "inverse", BOOLEAN)
+#define ROPE_SIZES(X) X("data", data, ((double)batch * (double)length * (double)heads * (double)head_dim), FLOATS) X("positions", positions, ((double)batch * (double)length), INTS)
 
 #define ATTENTION_NAME "attention"
 #define ATTENTION_ARGUMENT_COUNT 15
 #define ATTENTION_ARGUMENTS(X) X(0, query, "query", FLOATS) X(1, key, "key", FLOATS) X(2, value, "value", FLOATS) X(3, output, "output", FLOATS) X(4, probabilities, "probabilities", OPTIONAL_FLOATS) X(5, key_mask, "keyMask", OPTIONAL_FLOATS) X(6, batch, "batch", SIZE) X(7, query_length, "queryLength", SIZE) X(8, key_length, "keyLength", SIZE) X(9, key_capacity, "keyCapacity", SIZE) X(10, heads, "heads", SIZE) X(11, kv_heads, "kvHeads", SIZE) X(12, head_dim, "headDim", SIZE) X(13, query_start, "queryStart", SIZE) X(14, scale, "scale", NUMBER)
+#define ATTENTION_SIZES(X) X("query", query, ((double)batch * (double)query_length * (double)heads * (double)head_dim), FLOATS) X("key", key, ((double)batch * (double)key_capacity * (double)kv_heads * (double)head_dim), FLOATS) X("value", value, ((double)batch * (double)key_capacity * (double)kv_heads * (double)head_dim), FLOATS) X("output", output, ((double)batch * (double)query_length * (double)heads * (double)head_dim), FLOATS) X("probabilities", probabilities, ((double)batch * (double)heads * (double)query_length * (double)key_length), OPTIONAL_FLOATS) X("keyMask", key_mask, ((double)batch * (double)key_capacity), OPTIONAL_FLOATS)
 
 #define ATTENTION_BACKWARD_NAME "attentionBackward"
 #define ATTENTION_BACKWARD_ARGUMENT_COUNT 18
 #define ATTENTION_BACKWARD_ARGUMENTS(X) X(0, query, "query", FLOATS) X(1, key, "key", FLOATS) X(2, value, "value", FLOATS) X(3, probabilities, "probabilities", FLOATS) X(4, grad_output, "gradOutput", FLOATS) X(5, grad_query, "gradQuery", FLOATS) X(6, grad_key, "gradKey", FLOATS) X(7, grad_value, "gradValue", FLOATS) X(8, key_mask, "keyMask", OPTIONAL_FLOATS) X(9, batch, "batch", SIZE) X(10, query_length, "queryLength", SIZE) X(11, key_length, "keyLength", SIZE) X(12, key_capacity, "keyCapacity", SIZE) X(13, heads, "heads", SIZE) X(14, kv_heads, "kvHeads", SIZE) X(15, head_dim, "headDim", SIZE) X(16, query_start, "queryStart", SIZE) X(17, scale, "scale", NUMBER)
+#define ATTENTION_BACKWARD_SIZES(X) X("query", query, ((double)batch * (double)query_length * (double)heads * (double)head_dim), FLOATS) X("key", key, ((double)batch * (double)key_capacity * (double)kv_heads * (double)head_dim), FLOATS) X("value", value, ((double)batch * (double)key_capacity * (double)kv_heads * (double)head_dim), FLOATS) X("probabilities", probabilities, ((double)batch * (double)heads * (double)query_length * (double)key_length), FLOATS) X("gradOutput", grad_output, ((double)batch * (double)query_length * (double)heads * (double)head_dim), FLOATS) X("gradQuery", grad_query, ((double)batch * (double)query_length * (double)heads * (double)head_dim), FLOATS) X("gradKey", grad_key, ((double)batch * (double)key_capacity * (double)kv_heads * (double)head_dim), FLOATS) X("gradValue", grad_value, ((double)batch * (double)key_capacity * (double)kv_heads * (double)head_dim), FLOATS) X("keyMask", key_mask, ((double)batch * (double)key_capacity), OPTIONAL_FLOATS)
 
 #define SWIGLU_NAME "swiglu"
 #define SWIGLU_ARGUMENT_COUNT 3
 #define SWIGLU_ARGUMENTS(X) X(0, gate, "gate", FLOATS) X(1, up, "up", FLOATS) X(2, output, "output", FLOATS)
+#define SWIGLU_SIZES(X) X("up", up, ((double)gate.length), FLOATS) X("output", output, ((double)gate.length), FLOATS)
 
 #define SWIGLU_BACKWARD_NAME "swigluBackward"
 #define SWIGLU_BACKWARD_ARGUMENT_COUNT 5
 #define SWIGLU_BACKWARD_ARGUMENTS(X) X(0, gate, "gate", FLOATS) X(1, up, "up", FLOATS) X(2, grad_output, "gradOutput", FLOATS) X(3, grad_gate, "gradGate", FLOATS) X(4, grad_up, "gradUp", FLOATS)
+#define SWIGLU_BACKWARD_SIZES(X) X("up", up, ((double)gate.length), FLOATS) X("gradOutput", grad_output, ((double)gate.length), FLOATS) X("gradGate", grad_gate, ((double)gate.length), FLOATS) X("gradUp", grad_up, ((double)gate.length), FLOATS)
 
 #define GELU_NAME "gelu"
 #define GELU_ARGUMENT_COUNT 2
 #define GELU_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, output, "output", FLOATS)
+#define GELU_SIZES(X) X("output", output, ((double)input.length), FLOATS)
 
 #define GELU_BACKWARD_NAME "geluBackward"
 #define GELU_BACKWARD_ARGUMENT_COUNT 3
 #define GELU_BACKWARD_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, grad_output, "gradOutput", FLOATS) X(2, grad_input, "gradInput", FLOATS)
+#define GELU_BACKWARD_SIZES(X) X("gradOutput", grad_output, ((double)input.length), FLOATS) X("gradInput", grad_input, ((double)input.length), FLOATS)
 
 #define ADAMW_NAME "adamw"
 #define ADAMW_ARGUMENT_COUNT 11
 #define ADAMW_ARGUMENTS(X) X(0, parameter, "parameter", FLOATS) X(1, gradient, "gradient", FLOATS) X(2, first_moment, "firstMoment", FLOATS) X(3, second_moment, "secondMoment", FLOATS) X(4, learning_rate, "learningRate", NUMBER) X(5, beta1, "beta1", NUMBER) X(6, beta2, "beta2", NUMBER) X(7, epsilon, "epsilon", NUMBER) X(8, weight_decay, "weightDecay", NUMBER) X(9, step, "step", NUMBER) X(10, gradient_scale, "gradientScale", NUMBER)
+#define ADAMW_SIZES(X) X("gradient", gradient, ((double)parameter.length), FLOATS) X("firstMoment", first_moment, ((double)parameter.length), FLOATS) X("secondMoment", second_moment, ((double)parameter.length), FLOATS)
 
 #define SUM_OF_SQUARES_NAME "sumOfSquares"
 #define SUM_OF_SQUARES_ARGUMENT_COUNT 1
 #define SUM_OF_SQUARES_ARGUMENTS(X) X(0, input, "input", FLOATS)
+#define SUM_OF_SQUARES_SIZES(X) 
 
 #define AXPY_NAME "axpy"
 #define AXPY_ARGUMENT_COUNT 3
 #define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
+#define AXPY_SIZES(X) X("y", y, ((double)x.length), FLOATS)
 
 #define ADD_SCALED_NAME "addScaled"
 #define ADD_SCALED_ARGUMENT_COUNT 4
 #define ADD_SCALED_ARGUMENTS(X) X(0, a, "a", FLOATS) X(1, b, "b", FLOATS) X(2, scale, "scale", NUMBER) X(3, output, "output", FLOATS)
+#define ADD_SCALED_SIZES(X) X("b", b, ((double)a.length), FLOATS) X("output", output, ((double)a.length), FLOATS)
 
 #define ADD_RMS_NORM_NAME "addRmsNorm"
 #define ADD_RMS_NORM_ARGUMENT_COUNT 9
 #define ADD_RMS_NORM_ARGUMENTS(X) X(0, input, "input", FLOATS) X(1, residual, "residual", FLOATS) X(2, weight, "weight", FLOATS) X(3, sum, "sum", FLOATS) X(4, output, "output", FLOATS) X(5, inverse_rms, "inverseRms", FLOATS) X(6, rows, "rows", SIZE) X(7, columns, "columns", SIZE) X(8, epsilon, "epsilon", NUMBER)
+#define ADD_RMS_NORM_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("residual", residual, ((double)rows * (double)columns), FLOATS) X("weight", weight, ((double)columns), FLOATS) X("sum", sum, ((double)rows * (double)columns), FLOATS) X("output", output, ((double)rows * (double)columns), FLOATS) X("inverseRms", inverse_rms, ((double)rows), FLOATS)
 
 #define KERNELS(X) X(matmul, "matmul") X(matmul_bfloat16, "matmulBfloat16") X(matmul_fixed_order, "matmulFixedOrder") X(matmul_gemm_order, "matmulGemmOrder") X(softmax, "softmax") X(log_softmax, "logSoftmax") X(gather_log_probs, "gatherLogProbs") X(sample_rows, "sampleRows") X(gather_log_probs_backward, "gatherLogProbsBackward") X(compare_log_distributions, "compareLogDistributions") X(rms_norm, "rmsNorm") X(rms_norm_backward, "rmsNormBackward") X(layer_norm, "layerNorm") X(layer_norm_backward, "layerNormBackward") X(rope, "rope") X(attention, "attention") X(attention_backward, "attentionBackward") X(swiglu, "swiglu") X(swiglu_backward, "swigluBackward") X(gelu, "gelu") X(gelu_backward, "geluBackward") X(adamw, "adamw") X(sum_of_squares, "sumOfSquares") X(axpy, "axpy") X(add_scaled, "addScaled") X(add_rms_norm, "addRmsNorm")
 

@@ -26,6 +26,25 @@ const char *kernel_sgemm_name(void);
 /* Floats per SIMD vector the kernels were compiled for (16 = AVX-512). */
 int kernel_vector_width(void);
 
+/*
+ * A product with a fixed summation order (matmul_bfloat16.c, matmul_gemm_order.c): C =
+ * alpha·A·op(B) + beta·C with B given as bfloat16 bits (matmulBfloat16) or float32
+ * (matmulFixedOrder, matmulGemmOrder); exactly one of b_bfloat16 and b is set.
+ */
+typedef struct {
+  const float *a;
+  const uint16_t *b_bfloat16;
+  const float *b;
+  float *c;
+  int64_t m, n, k;
+  bool transpose_b;
+  float alpha, beta;
+} product_arguments;
+void kernel_matmul_bfloat16(const product_arguments *arguments);
+void kernel_matmul_fixed_order(const product_arguments *arguments);
+/* alpha 1 and beta 0 only (matmulGemmOrder overwrites C). */
+void kernel_matmul_gemm_order(const product_arguments *arguments);
+
 void kernel_softmax(const float *input, float *output, int64_t rows, int64_t columns, bool logarithm);
 
 typedef struct {
@@ -54,6 +73,16 @@ typedef struct {
   float *grad_logits;
 } gather_backward_arguments;
 void kernel_gather_log_probs_backward(const gather_backward_arguments *arguments);
+
+/* Exact KL, TV, row totals and top ids of two log-distributions (distribution_comparison.c). */
+typedef struct {
+  const float *old_log_probs, *new_log_probs;
+  int64_t rows, columns, top_count;
+  float *kl, *total_variation;
+  int32_t *top_tokens;
+  double *old_total, *new_total;
+} comparison_arguments;
+void kernel_compare_log_distributions(const comparison_arguments *arguments);
 
 typedef struct {
   const float *input, *weight, *bias;  /* bias: layer norm only, may be NULL */

@@ -2,29 +2,22 @@
  * matmul dispatch. Per product (one batch item):
  *  - few rows (e.g. token-by-token generation): kernels that read B in place, once, split over
  *    columns of C; any copy of B would cost more than the product itself (matmul_skinny.c);
- *  - otherwise OpenBLAS's cblas_sgemm when linked and selected, else ours: column panels
- *    (gemm_panels.c) on AVX-512, the fully packed kernel (gemm_packed.c) for long transposed
- *    products and on narrower SIMD.
- * Our kernels are the default wherever the compiler targets AVX-512: Debian's OpenBLAS
- * 0.3.21 runs its 256-bit Haswell kernels on AVX-512 CPUs it does not recognize (such as
- * AMD Zen 5), where the 512-bit micro-kernel is ~1.5× faster. TEAMTR_SGEMM=openblas|own
- * overrides the choice. Many small batch items run in parallel over the batch instead.
+ *  - otherwise OpenBLAS's sgemm when it is the host's choice (blas.c), else ours: column
+ *    panels (gemm_panels.c) on AVX-512, the fully packed kernel (gemm_packed.c) for long
+ *    transposed products and on narrower SIMD.
+ * Many small batch items run in parallel over the batch instead.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "parallel.h"
+#include "paths.h"
 #include "simd.h"
 
-#ifdef TEAMTR_OPENBLAS
-#include <cblas.h>
-/* Declared by OpenBLAS's cblas.h; repeated here in case another cblas.h is found first. */
-void openblas_set_num_threads(int threads);
-char *openblas_get_config(void);
-#endif
 
 /* Few-row products that need no copy of B (matmul_skinny.c). */
 #define SKINNY_ROWS 16
@@ -41,72 +34,13 @@ char *openblas_get_config(void);
 /* Batch items smaller than this (multiply-adds) are spread over threads one item each. */
 #define SMALL_ITEM_WORK 1000000.0
 
-static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
-static bool use_blas = false;
-static char blas_version[64] = "";
+const char *kernel_blas_name(void) { return blas_sgemm() ? "openblas" : "none"; }
 
-static void choose_sgemm(void) {
-#ifdef TEAMTR_OPENBLAS
-  const char *config = openblas_get_config();
-  /* "OpenBLAS 0.3.21 NO_LAPACKE ..." → "0.3.21" */
-  const char *space = config ? strchr(config, ' ') : NULL;
-  size_t length = space ? strcspn(space + 1, " ") : 0;
-  if (length >= sizeof blas_version) length = sizeof blas_version - 1;
-  if (space) memcpy(blas_version, space + 1, length);
-  blas_version[length] = '\0';
-  use_blas = VECTOR_WIDTH < 16;
-  const char *override = getenv("TEAMTR_SGEMM");
-  if (override && strcmp(override, "openblas") == 0) use_blas = true;
-  if (override && strcmp(override, "own") == 0) use_blas = false;
-  openblas_set_num_threads(1);
-#endif
-}
+const char *kernel_blas_version(void) { return blas_version(); }
 
-const char *kernel_blas_name(void) {
-#ifdef TEAMTR_OPENBLAS
-  return "openblas";
-#else
-  return "none";
-#endif
-}
-
-const char *kernel_blas_version(void) {
-  pthread_once(&choice_once, choose_sgemm);
-  return blas_version;
-}
-
-const char *kernel_sgemm_name(void) {
-  pthread_once(&choice_once, choose_sgemm);
-  return use_blas ? "openblas" : "own";
-}
+const char *kernel_sgemm_name(void) { return sgemm_path(); }
 
 int kernel_vector_width(void) { return VECTOR_WIDTH; }
-
-#ifdef TEAMTR_OPENBLAS
-/*
- * OpenBLAS runs single-threaded inside our pool's tasks, each task a block of rows of C.
- * Letting OpenBLAS start its own threads would put two thread pools on the same cores, each
- * spinning while the other works; one pool, ours, serves every kernel instead.
- */
-#define BLAS_ROW_BLOCK 64
-
-static void blas_rows_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const gemm_problem *g = context;
-  int64_t first = (int64_t)index * BLAS_ROW_BLOCK;
-  int64_t rows = g->m - first < BLAS_ROW_BLOCK ? g->m - first : BLAS_ROW_BLOCK;
-  const float *a = g->transpose_a ? g->a + first : g->a + first * g->k;
-  cblas_sgemm(CblasRowMajor, g->transpose_a ? CblasTrans : CblasNoTrans,
-              g->transpose_b ? CblasTrans : CblasNoTrans, (int)rows, (int)g->n, (int)g->k,
-              g->alpha, a, g->transpose_a ? (int)g->m : (int)g->k, g->b,
-              g->transpose_b ? (int)g->k : (int)g->n, g->beta, g->c + first * g->n, (int)g->n);
-}
-
-static void blas_product(const gemm_problem *g, bool parallel) {
-  run_maybe_parallel((size_t)chunk_count(g->m, BLAS_ROW_BLOCK), blas_rows_task, (void *)g,
-                     parallel && (double)g->m * g->n * g->k >= 1e6);
-}
-#endif
 
 void skinny_product(const gemm_problem *g, bool parallel);
 
@@ -114,7 +48,9 @@ void gemm_own(const gemm_problem *g, bool parallel) {
   /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
   int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
   bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
-  if (VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows)) {
+  bool panels = VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows);
+  path_taken(panels ? PATH_OWN_PANELS : PATH_OWN_PACKED, (double)g->m * g->n * g->k);
+  if (panels) {
     gemm_panels(g, parallel);
   } else if (parallel) {
     gemm_packed(g);
@@ -160,20 +96,22 @@ static void product(const gemm_problem *g, bool parallel) {
     scale_only(g);
     return;
   }
+  double work = (double)g->m * g->n * g->k;
   if (g->m <= SKINNY_ROWS) {
+    path_taken(PATH_MATMUL_SKINNY, work);
     skinny_product(g, parallel);
     return;
   }
   if (g->transpose_a && g->n <= SKINNY_ROWS && g->m >= FEW_COLUMNS_MIN_ROWS) {
+    path_taken(PATH_MATMUL_FEW_COLUMNS, work);
     few_columns_product(g, parallel);
     return;
   }
-#ifdef TEAMTR_OPENBLAS
-  if (use_blas) {
+  if (sgemm_uses_blas()) {
+    path_taken(PATH_MATMUL_OPENBLAS, work);
     blas_product(g, parallel);
     return;
   }
-#endif
   gemm_own(g, parallel);
 }
 
@@ -196,10 +134,10 @@ static void batch_item_task(void *context, size_t index, int thread) {
 }
 
 void kernel_matmul(const matmul_arguments *x) {
-  pthread_once(&choice_once, choose_sgemm);
   if (x->batch == 0 || x->m == 0 || x->n == 0) return;
   double item_work = (double)x->m * x->n * (x->k > 0 ? x->k : 1);
   if (x->batch > 1 && item_work < SMALL_ITEM_WORK) {
+    path_taken(PATH_MATMUL_BATCHED_SMALL, item_work * x->batch);
     batch_context context = {x};
     run_maybe_parallel((size_t)x->batch, batch_item_task, &context,
                        item_work * x->batch >= SMALL_ITEM_WORK);

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addon.h"
-#include "arguments.h"
 #include "gemm.h"
+#include "kernels.h"
+#include "paths.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -172,22 +172,20 @@ static void matmul_gemm_order(const gemm_problem *g) {
     memset(g->c, 0, (size_t)(g->m * g->n) * sizeof(float));
     return;
   }
+  double work = (double)g->m * g->n * g->k;
   if (g->transpose_b && g->m <= CHAINED_ROWS) {
+    path_taken(PATH_GEMM_ORDER_CHAINED, work);
     bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
     run_maybe_parallel((size_t)chunk_count(g->n, TASK_COLUMNS), chained_task, (void *)g, share);
     return;
   }
   /* B [k×n] at any m, and B [n×k] with more rows: the panels copy B cheaply or pay it back. */
+  path_taken(PATH_GEMM_ORDER_GEMM, work);
   gemm_own(g, true);
 }
 
-KERNEL_ENTRY(matmul_gemm_order) {
-  READ_KERNEL_ARGUMENTS(MATMUL_GEMM_ORDER)
-  arguments_require(&args, "a", a.length, (double)m * k);
-  arguments_require(&args, "b", b.length, (double)k * n);
-  arguments_require(&args, "c", c.length, (double)m * n);
-  if (args.failed) return NULL;
-  gemm_problem problem = {a.data, b.data, c.data, m, n, k, false, transpose_b, 1.0f, 0.0f};
+void kernel_matmul_gemm_order(const product_arguments *call) {
+  gemm_problem problem = {call->a, call->b, call->c, call->m, call->n, call->k,
+                          false, call->transpose_b, 1.0f, 0.0f};
   matmul_gemm_order(&problem);
-  return NULL;
 }

@@ -27,7 +27,16 @@ static inline vfloat vload(const float *source) {
 
 static inline void vstore(float *target, vfloat value) { memcpy(target, &value, sizeof value); }
 
-static inline vfloat vbroadcast(float value) { return (vfloat){0} + value; }
+/*
+ * value − (+0) is value for every float, −0 included, so GCC drops the subtraction and
+ * broadcasts straight from memory (a load-port vbroadcastss). The earlier 0 + value was not
+ * an identity (it turns −0 into +0): GCC kept a scalar add and broadcast from a register, a
+ * shuffle that Intel cores issue on the port of their second FMA unit — in an sgemm inner loop
+ * one shuffle per FMA, which held our kernels to ~70 GFLOP/s per core on a Xeon where OpenBLAS
+ * reached 106 (AMD cores shuffle on other pipes, so it did not show there). No result changes:
+ * accumulators start at +0, and ±0·b adds nothing to them either way.
+ */
+static inline vfloat vbroadcast(float value) { return value - (vfloat){0}; }
 
 /*
  * Keeps a loaded vector in a register: without this GCC folds the load into every

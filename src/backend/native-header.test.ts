@@ -4,8 +4,14 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { NATIVE_ADDON_PATH, loadNativeBackend } from './native.js';
-import { nativeHeader, nativeHeaderPath } from './native-header.js';
+import { builtVariants, variantPath } from './native-addon.js';
+import { loadNativeBackend } from './native.js';
+import {
+  SizeExpressionError,
+  cSizeExpression,
+  nativeHeader,
+  nativeHeaderPath,
+} from './native-header.js';
 import { kernelSignatures } from './types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -34,12 +40,49 @@ test(
   'the addon exports exactly the kernels of the signatures',
   { skip: !loadNativeBackend() },
   () => {
-    const addon = createRequire(import.meta.url)(NATIVE_ADDON_PATH) as Record<string, unknown>;
+    const addon = createRequire(import.meta.url)(variantPath(builtVariants()[0]!)) as Record<
+      string,
+      unknown
+    >;
     assert.deepEqual(
       Object.keys(addon)
-        .filter((name) => !['info', 'setThreads'].includes(name))
+        .filter(
+          (name) =>
+            !['host', 'info', 'setThreads', 'setSgemm', 'paths', 'resetPaths'].includes(name),
+        )
         .sort(),
       Object.keys(kernelSignatures).sort(),
     );
   },
 );
+
+test("array lengths become C size checks over the kernel's own sizes", () => {
+  const header = nativeHeader();
+  assert.match(
+    header,
+    /#define MATMUL_SIZES\(X\) X\("a", a, \(arguments_span\(\(double\)batch, \(double\)stride_a, \(double\)m \* \(double\)k\)\), FLOATS\)/,
+  );
+  assert.match(
+    header,
+    /#define SWIGLU_SIZES\(X\) X\("up", up, \(\(double\)gate\.length\), FLOATS\)/,
+  );
+  assert.match(
+    header,
+    /X\("keyMask", key_mask, \(\(double\)batch \* \(double\)key_capacity\), OPTIONAL_FLOATS\)/,
+  );
+  assert.match(header, /#define SUM_OF_SQUARES_SIZES\(X\) \n/);
+});
+
+test('a length naming something the kernel does not take fails generation, naming it', () => {
+  const signature = { x: 'floats', rows: 'size', scale: 'number' } as const;
+  assert.equal(cSizeExpression('rows * 2', signature, 'demo'), '((double)rows * 2)');
+  assert.throws(
+    () => cSizeExpression('rows * colums', signature, 'demo'),
+    (error: Error) =>
+      error instanceof SizeExpressionError &&
+      /demo.*"colums" is not a size argument/.test(error.message),
+  );
+  assert.throws(() => cSizeExpression('scale', signature, 'demo'), SizeExpressionError);
+  assert.throws(() => cSizeExpression('length(rows)', signature, 'demo'), /needs an array/);
+  assert.throws(() => cSizeExpression('rows / 2', signature, 'demo'), /only sizes/);
+});

@@ -7,7 +7,9 @@ import { kernelSignatures, type ArgumentSignature } from './types.js';
  * them. `npm run generate:kernels` writes it; a test checks the committed file is current.
  *
  * For each kernel the header defines NAME_ARGUMENTS(X), which applies
- * X(index, c_name, "jsName", KIND) to each argument, NAME_ARGUMENT_COUNT and NAME_NAME; and
+ * X(index, c_name, "jsName", KIND) to each argument, NAME_SIZES(X), which applies
+ * X("jsName", c_name, elements needed, KIND) to each array with a stated length (the size checks
+ * every entry point runs), NAME_ARGUMENT_COUNT and NAME_NAME; and
  * KERNELS(X) applies X(c_name, "jsName") to every kernel (native/src/arguments.h and addon.h use them).
  */
 export const nativeHeaderPath = 'native/src/kernel_signatures.h';
@@ -41,6 +43,69 @@ function cKind(argument: ArgumentSignature): string {
   return cKinds[typeof argument === 'string' ? argument : argument.kind]!;
 }
 
+/** A size expression of the table that names something the kernel does not take. */
+export class SizeExpressionError extends Error {}
+
+/**
+ * A `sized` length (types.ts) as a C double expression over the entry point's locals:
+ * `rows * columns` → `((double)rows * (double)columns)`, `length(gate)` → `(double)gate.length`,
+ * `span(batch, strideA, m * k)` → `arguments_span(...)` (arguments.h). Every name must be a
+ * size of the kernel (an array inside `length`), so a typo fails generation, not compilation.
+ */
+export function cSizeExpression(
+  expression: string,
+  signature: Readonly<Record<string, ArgumentSignature>>,
+  kernel: string,
+): string {
+  const kindOf = (name: string) => {
+    const argument = signature[name];
+    return typeof argument === 'string' ? argument : argument?.kind;
+  };
+  const fail = (detail: string) =>
+    new SizeExpressionError(`kernelSignatures.${kernel}: length "${expression}": ${detail}`);
+  const tokens = expression.match(/[A-Za-z_]\w*|\d+|\S/g) ?? [];
+  const output: string[] = [];
+  for (let index = 0; index < tokens.length; index++) {
+    const token = tokens[index]!;
+    if (token === 'length' && tokens[index + 1] === '(' && tokens[index + 3] === ')') {
+      const array = tokens[index + 2]!;
+      const kind = kindOf(array);
+      if (!kind || ['size', 'number', 'boolean'].includes(kind))
+        throw fail(`length(${array}) needs an array argument`);
+      output.push(`(double)${snakeCase(array)}.length`);
+      index += 3;
+    } else if (token === 'span' && tokens[index + 1] === '(') {
+      output.push('arguments_span');
+    } else if (/^[A-Za-z_]/.test(token)) {
+      if (kindOf(token) !== 'size') throw fail(`"${token}" is not a size argument`);
+      output.push(`(double)${snakeCase(token)}`);
+    } else if (/^(\d+|[()*+,-])$/.test(token)) {
+      output.push(token);
+    } else {
+      throw fail(`"${token}": only sizes, numbers, + - *, length() and span()`);
+    }
+  }
+  const text = output
+    .join(' ')
+    .replace(/\( /g, '(')
+    .replace(/ ([),])/g, '$1');
+  return `(${text.replace(/arguments_span \(/g, 'arguments_span(')})`;
+}
+
+/** The checks of one kernel's arrays: X("jsName", c_name, needed, KIND) for each sized argument. */
+function sizeChecks(
+  kernel: string,
+  signature: Readonly<Record<string, ArgumentSignature>>,
+): string[] {
+  return Object.entries(signature).flatMap(([name, argument]) =>
+    typeof argument === 'object' && 'length' in argument
+      ? [
+          `X("${name}", ${snakeCase(name)}, ${cSizeExpression(argument.length, signature, kernel)}, ${cKind(argument)})`,
+        ]
+      : [],
+  );
+}
+
 export function nativeHeader(): string {
   const lines = [
     '/*',
@@ -55,7 +120,8 @@ export function nativeHeader(): string {
   ];
   for (const [name, signature] of Object.entries(kernelSignatures)) {
     const prefix = snakeCase(name).toUpperCase();
-    const readers = Object.entries(signature as Record<string, ArgumentSignature>).map(
+    const table = signature as Readonly<Record<string, ArgumentSignature>>;
+    const readers = Object.entries(table).map(
       ([argument, kind], index) =>
         `X(${index}, ${snakeCase(argument)}, "${argument}", ${cKind(kind)})`,
     );
@@ -63,6 +129,7 @@ export function nativeHeader(): string {
       `#define ${prefix}_NAME "${name}"`,
       `#define ${prefix}_ARGUMENT_COUNT ${readers.length}`,
       `#define ${prefix}_ARGUMENTS(X) ${readers.join(' ')}`,
+      `#define ${prefix}_SIZES(X) ${sizeChecks(name, table).join(' ')}`,
       '',
     );
   }

@@ -1,23 +1,138 @@
-import { describe, test } from 'node:test';
+/**
+ * The native kernels, every variant this host can run: the shared suite, agreement with the
+ * reference backend, argument checks and determinism for each instruction-set build (an
+ * AVX-512 host tests its AVX2 and portable kernels too, the paths of the host kinds it stands
+ * in for), and the products once more on the OpenBLAS path when OpenBLAS is installed.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
 import { runBackendSuite } from './backend.suite.js';
-import { NATIVE_ADDON_PATH, loadNativeBackend, nativeBackendProblem } from './native.js';
+import {
+  builtVariants,
+  chooseVariant,
+  type NativeAddon,
+  probeHost,
+  variantPath,
+  variantsHostRuns,
+} from './native-addon.js';
+import { loadAddonFile, loadNativeBackend, nativeBackend, nativeBackendProblem } from './native.js';
 import { runAgreementSuite } from './testing/agreement.js';
 import { runNativeArgumentTests } from './testing/native-arguments.js';
 import { runNativeDeterminismTests } from './testing/native-determinism.js';
+import { matmulTests } from './testing/suite-matmul.js';
 import { createTypeScriptBackend } from './typescript.js';
 
-const native = loadNativeBackend();
+const built = builtVariants();
 
-if (native) {
-  describe(`native backend: ${native.description}`, () => {
-    runBackendSuite(native);
-    runAgreementSuite(native, createTypeScriptBackend());
-    runNativeArgumentTests(native);
-    runNativeDeterminismTests(native);
+/** Every path of native/src/paths.h, as `paths()` names them. */
+function pathsOfHeader(): string[] {
+  const header = readFileSync(new URL('../../native/src/paths.h', import.meta.url), 'utf8');
+  return [...header.matchAll(/^\s*X\(\w+, "[^"]+", "([^"]+)"\)/gm)].map((match) => match[1]!);
+}
+
+/**
+ * The tests before it took every path of the header that this build can take: the OpenBLAS
+ * path only where large products go to OpenBLAS, the column panels only with 16-float vectors.
+ */
+function everyPathTaken(addon: NativeAddon, label: string): void {
+  test(`${label}: every kernel path was taken by the tests above`, () => {
+    const info = addon.info();
+    const taken = new Set(addon.paths().map((path) => path.path));
+    const cannot = new Set<string>();
+    if (info.sgemm !== 'openblas') cannot.add('OpenBLAS');
+    if (info.vectorWidth !== 16) cannot.add('column panels (matmul, matmulGemmOrder)');
+    const expected = pathsOfHeader().filter((path) => !cannot.has(path));
+    assert.ok(expected.length >= 10, 'paths.h lists the paths');
+    assert.deepEqual(
+      expected.filter((path) => !taken.has(path)),
+      [],
+      `paths never taken; taken: ${[...taken].join(', ')}`,
+    );
+  });
+}
+const host = built.length > 0 && loadNativeBackend() ? probeHost(built) : null;
+
+if (host) {
+  const runnable = variantsHostRuns(host).filter((isa) => built.includes(isa));
+  for (const isa of runnable) {
+    const addon = loadAddonFile(variantPath(isa))!;
+    const backend = nativeBackend(addon);
+    describe(`native backend, ${isa} kernels: ${backend.description}`, () => {
+      before(() => addon.resetPaths());
+      runBackendSuite(backend);
+      runAgreementSuite(backend, createTypeScriptBackend());
+      runNativeArgumentTests(backend);
+      runNativeDeterminismTests(backend, addon);
+      everyPathTaken(addon, isa);
+    });
+    if (addon.info().blas !== 'openblas') continue;
+    describe(`native backend, ${isa} kernels, products on OpenBLAS`, () => {
+      const original = addon.info().sgemm as 'own' | 'openblas';
+      before(() => {
+        addon.setSgemm('openblas');
+        addon.resetPaths();
+      });
+      after(() => addon.setSgemm(original));
+      test('the OpenBLAS path is the one taken', () =>
+        assert.equal(addon.info().sgemm, 'openblas'));
+      matmulTests(backend);
+      test('the products above ran on OpenBLAS', () =>
+        assert.ok(addon.paths().some((path) => path.path === 'OpenBLAS')));
+    });
+  }
+
+  describe('kernel path counters', () => {
+    const addon = loadAddonFile(variantPath(runnable.at(-1)!))!;
+    const backend = nativeBackend(addon);
+    const product = (m: number, n: number, k: number) =>
+      backend.matmul({
+        a: new Float32Array(m * k).fill(1),
+        b: new Float32Array(k * n).fill(1),
+        c: new Float32Array(m * n),
+        batch: 1,
+        m,
+        n,
+        k,
+        transposeA: false,
+        transposeB: true,
+        strideA: 0,
+        strideB: 0,
+      });
+    test('each product counts on the path its shape takes, with its multiply-adds', () => {
+      addon.resetPaths();
+      product(4, 32, 8);
+      product(4, 32, 8);
+      product(300, 64, 40);
+      const paths = addon.paths();
+      const skinny = paths.find((path) => path.path.startsWith('skinny'));
+      assert.deepEqual(skinny && [skinny.kernel, skinny.calls, skinny.multiplyAdds], [
+        'matmul',
+        2,
+        2 * 4 * 32 * 8,
+      ]);
+      // The large product: our GEMM kernels or OpenBLAS, whichever runs large products here.
+      const large = paths.filter((path) => path !== skinny);
+      assert.deepEqual(
+        large.map((path) => [path.calls, path.multiplyAdds]),
+        [[1, 300 * 64 * 40]],
+        JSON.stringify(paths),
+      );
+      addon.resetPaths();
+      assert.deepEqual(addon.paths(), []);
+    });
+  });
+
+  describe('native variants', () => {
+    test('the widest variant the host runs is the one loaded by default', () => {
+      const widest = chooseVariant(host, built);
+      assert.equal(widest, runnable.at(-1));
+      assert.equal(loadNativeBackend()!.description.includes(`${widest} kernels`), true);
+    });
   });
 } else {
   test.skip(
-    `native backend: skipped because ${nativeBackendProblem()}; build ${NATIVE_ADDON_PATH} ` +
-      'with `node scripts/build-native.mjs` to run these tests',
+    `native backend: skipped because ${nativeBackendProblem()}; build it with ` +
+      '`node scripts/build-native.mjs` to run these tests',
   );
 }

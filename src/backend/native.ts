@@ -1,15 +1,23 @@
 /**
  * The native backend: each kernel's named arguments passed positionally, in the order of
  * `kernelSignatures`, to the C addon (native/, built by `node-gyp` into
- * build/Release/teamtr_native.node at install). Positional arguments keep the per-call cost to
+ * build/Release/teamtr_native_<isa>.node at install; native-addon.ts picks the variant). Positional arguments keep the per-call cost to
  * a few typed-array lookups in C, which matters for token-by-token generation where kernels
  * are small and called often.
  */
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { signaturesFingerprint } from './native-header.js';
+import {
+  builtVariants,
+  chooseVariant,
+  probeHost,
+  requireAddon,
+  variantPath,
+  type HostInfo,
+  type KernelPathCount,
+  type NativeAddon,
+  type NativeBuildInfo,
+} from './native-addon.js';
 import {
   kernelSignatures,
   type ArgumentSignature,
@@ -17,29 +25,16 @@ import {
   type KernelName,
 } from './types.js';
 
-/**
- * The addon's exports (see native/src/addon.c): `info`, `setThreads`, and every kernel of
- * `kernelSignatures`, taking its arguments positionally in the signature's order.
- */
-type NativeAddon = {
-  info(): NativeBuildInfo;
-  setThreads(threads: number): void;
-} & Record<KernelName, (...args: unknown[]) => unknown>;
+export type { HostInfo, KernelPathCount, NativeBuildInfo } from './native-addon.js';
 
 /**
- * build/Release/teamtr_native.node, two levels above this file in both src/ and dist/;
- * TEAMTR_NATIVE_ADDON overrides it (a build elsewhere, or a missing path to test fallbacks).
+ * TEAMTR_NATIVE_ADDON: one addon file to load as it is (a build elsewhere, or a missing path
+ * to test fallbacks); without it the variant is chosen for the host (native-addon.ts).
  */
-export const NATIVE_ADDON_PATH =
-  process.env.TEAMTR_NATIVE_ADDON ??
-  path.resolve(
-    path.dirname(fileURLToPath(import.meta.url)),
-    '..',
-    '..',
-    'build',
-    'Release',
-    'teamtr_native.node',
-  );
+const ADDON_OVERRIDE = process.env.TEAMTR_NATIVE_ADDON;
+
+/** Where the addon is looked for, for messages. */
+export const NATIVE_ADDON_PATH = ADDON_OVERRIDE ?? variantPath('<isa>');
 
 let loadProblem: string | null = null;
 
@@ -48,19 +43,41 @@ export function nativeBackendProblem(): string | null {
   return loadProblem;
 }
 
-function loadAddon(): NativeAddon | null {
-  if (!existsSync(NATIVE_ADDON_PATH)) {
-    loadProblem = `the native addon is not built (${NATIVE_ADDON_PATH} does not exist)`;
+/**
+ * The addon file for this host: TEAMTR_NATIVE_ADDON, else the variant chooseVariant picks
+ * (a ConfigError when TEAMTR_ISA names one the host cannot run). Null when nothing is built.
+ */
+function addonFile(): string | null {
+  if (ADDON_OVERRIDE !== undefined) {
+    if (existsSync(ADDON_OVERRIDE)) return ADDON_OVERRIDE;
+    loadProblem = `the native addon is not built (${ADDON_OVERRIDE} does not exist)`;
     return null;
   }
+  const built = builtVariants();
+  if (built.length === 0) {
+    loadProblem = `the native addon is not built (no ${variantPath('<isa>')})`;
+    return null;
+  }
+  return variantPath(chooseVariant(probeHost(built), built, process.env.TEAMTR_ISA));
+}
+
+/** Loads `file` and checks it was built from the current kernel signatures. */
+export function loadAddonFile(file: string): NativeAddon | null {
+  let addon: NativeAddon;
   try {
-    const require = createRequire(import.meta.url);
-    loadProblem = null;
-    return require(NATIVE_ADDON_PATH) as NativeAddon;
+    addon = requireAddon(file);
   } catch (error) {
     loadProblem = `the native addon failed to load: ${(error as Error).message}`;
     return null;
   }
+  if (addon.info().signatures !== signaturesFingerprint()) {
+    loadProblem =
+      `the native addon at ${file} was built from other kernel signatures ` +
+      '(an older build); rebuild it with `node scripts/build-native.mjs`';
+    return null;
+  }
+  loadProblem = null;
+  return addon;
 }
 
 let cached: KernelBackend | null | undefined;
@@ -69,44 +86,31 @@ let loadedAddon: NativeAddon | null = null;
 /** The native backend, or null when the addon is not built or cannot be loaded. */
 export function loadNativeBackend(): KernelBackend | null {
   if (cached !== undefined) return cached;
-  loadedAddon = loadAddon();
-  if (loadedAddon && loadedAddon.info().signatures !== signaturesFingerprint()) {
-    loadProblem =
-      `the native addon at ${NATIVE_ADDON_PATH} was built from other kernel signatures ` +
-      '(an older build); rebuild it with `node scripts/build-native.mjs`';
-    loadedAddon = null;
-  }
+  const file = addonFile();
+  loadedAddon = file ? loadAddonFile(file) : null;
   cached = loadedAddon ? nativeBackend(loadedAddon) : null;
   return cached;
 }
 
-/** Which BLAS was linked, which code runs large products, and the SIMD width of the rest. */
-export interface NativeBuildInfo {
-  /** "openblas" or "none" (portable C kernels only). */
-  blas: string;
-  blasVersion: string;
-  /** "openblas" or "own" (the addon's packed kernel, chosen where it is faster). */
-  sgemm: string;
-  /** Floats per SIMD vector the addon was compiled for (16 = AVX-512). */
-  vectorWidth: number;
-  threads: number;
-  /** The fingerprint of the kernel signatures it was built from (see native-header.ts). */
-  signatures: string;
-}
-
 function describe(info: NativeBuildInfo): string {
   const threads = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
-  const simd = info.vectorWidth === 16 ? 'AVX-512' : `${info.vectorWidth * 32}-bit SIMD`;
-  if (info.sgemm === 'openblas') return `native (OpenBLAS ${info.blasVersion}, ${threads})`;
-  if (info.blas === 'openblas') {
-    return `native (own ${simd} sgemm, OpenBLAS ${info.blasVersion} linked; ${threads})`;
-  }
-  return `native (portable C kernels, ${simd}, ${threads})`;
+  const sgemm =
+    info.sgemm === 'openblas'
+      ? `OpenBLAS ${info.blasVersion} (${info.blasCore}) sgemm`
+      : `own sgemm${info.blas === 'openblas' ? `, OpenBLAS ${info.blasVersion} loaded` : ''}`;
+  return `native (${info.isa} kernels, ${sgemm}; ${threads})`;
 }
 
 /** Build details of the loaded addon, or null when it is not available. */
 export function nativeBuildInfo(): NativeBuildInfo | null {
   return loadNativeBackend() ? loadedAddon!.info() : null;
+}
+
+/** What the host is (cpuid, caches, CPUs), or null when the addon is not available. */
+export function nativeHost(): HostInfo | null {
+  return loadNativeBackend() && typeof loadedAddon!.host === 'function'
+    ? loadedAddon!.host()
+    : null;
 }
 
 /**
@@ -117,6 +121,27 @@ export function setNativeThreads(threads: number): boolean {
   if (!loadNativeBackend()) return false;
   loadedAddon!.setThreads(threads);
   return true;
+}
+
+/**
+ * Switches the code running large float32 products ("own" or "openblas"), so a benchmark can
+ * time both in one process; throws when OpenBLAS is not installed. False without the addon.
+ */
+export function setNativeSgemm(path: 'own' | 'openblas'): boolean {
+  if (!loadNativeBackend()) return false;
+  loadedAddon!.setSgemm(path);
+  return true;
+}
+
+/**
+ * The paths the hot kernels took since the last reset (a benchmark resets them before a
+ * workload and reads them after it); null without the addon.
+ */
+export function nativeKernelPaths(options: { reset?: boolean } = {}): KernelPathCount[] | null {
+  if (!loadNativeBackend()) return null;
+  const paths = loadedAddon!.paths();
+  if (options.reset) loadedAddon!.resetPaths();
+  return paths;
 }
 
 /**
@@ -132,13 +157,16 @@ function positionalCaller(
   signature: Readonly<Record<string, ArgumentSignature>>,
 ): (args: object) => unknown {
   const passed = Object.entries(signature).map(([name, argument]) =>
-    typeof argument === 'string' ? `args.${name}` : `(args.${name} ?? ${argument.default})`,
+    typeof argument === 'object' && 'default' in argument
+      ? `(args.${name} ?? ${argument.default})`
+      : `args.${name}`,
   );
   const compile = new Function('kernel', `return (args) => kernel(${passed.join(', ')});`);
   return compile(kernel) as (args: object) => unknown;
 }
 
-function nativeBackend(addon: NativeAddon): KernelBackend {
+/** The kernels of an addon as a backend (also for tests that load one variant explicitly). */
+export function nativeBackend(addon: NativeAddon): KernelBackend {
   const kernels = Object.fromEntries(
     (Object.keys(kernelSignatures) as KernelName[]).map((name) => [
       name,

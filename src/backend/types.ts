@@ -49,8 +49,22 @@ const boolean = 'boolean';
 const numberDefaultingTo = <Value extends number>(value: Value) =>
   ({ kind: number, default: value }) as const;
 
-/** An argument's kind, or a number's kind with its default. */
-export type ArgumentSignature = ArgumentKind | { kind: 'number'; default: number };
+/** The kinds of arrays, whose lengths the table states (`sized`). */
+type ArrayKind = 'floats' | 'optionalFloats' | 'doubles' | 'ints' | 'bfloat16s';
+
+/**
+ * An array and the elements it must hold, as an expression over the kernel's own argument
+ * names: sizes (`rows * columns`), `length(other)` (as many as another array), and
+ * `span(count, stride, item)` (a batch of `count` items `stride` apart, each `item` long: the
+ * last item's start plus one item, 0 when empty). The native addon's size checks are generated
+ * from these (native-header.ts): a call whose arrays are too short is a RangeError there, never
+ * a read or write out of bounds. A null optional array is not checked.
+ */
+const sized = <Kind extends ArrayKind>(kind: Kind, length: string) => ({ kind, length }) as const;
+
+/** An argument's kind, a number's kind with its default, or an array with its length. */
+export type ArgumentSignature =
+  ArgumentKind | { kind: 'number'; default: number } | { kind: ArrayKind; length: string };
 
 /**
  * Causal multi-head attention with grouped-query heads, on the projection layout
@@ -62,7 +76,7 @@ export type ArgumentSignature = ArgumentKind | { kind: 'number'; default: number
  */
 const attentionShape = {
   /** [batch, keyCapacity], 1 = attend, 0 = padding. */
-  keyMask: optionalFloats,
+  keyMask: sized(optionalFloats, 'batch * keyCapacity'),
   batch: size,
   queryLength: size,
   keyLength: size,
@@ -82,11 +96,11 @@ const attentionShape = {
 function fixedOrderProduct<Element extends typeof floats | typeof bfloat16s>(b: Element) {
   return {
     /** A: [m×k] row-major. */
-    a: floats,
+    a: sized(floats, 'm * k'),
     /** B: [k×n], or [n×k] when transposeB (a Linear weight [out, in]). */
-    b,
+    b: sized(b, 'k * n'),
     /** C: [m×n]. */
-    c: floats,
+    c: sized(floats, 'm * n'),
     m: size,
     n: size,
     k: size,
@@ -102,11 +116,11 @@ export const kernelSignatures = {
   /** C = alpha·op(A)·op(B) + beta·C, for each of `batch` products. */
   matmul: {
     /** A: [batch][m×k] (or [k×m] when transposeA), row-major, batch stride `strideA` (0 = shared). */
-    a: floats,
+    a: sized(floats, 'span(batch, strideA, m * k)'),
     /** B: [batch][k×n] (or [n×k] when transposeB), batch stride `strideB` (0 = shared). */
-    b: floats,
+    b: sized(floats, 'span(batch, strideB, k * n)'),
     /** C: [batch][m×n], batch stride m·n. */
-    c: floats,
+    c: sized(floats, 'batch * m * n'),
     batch: size,
     m: size,
     n: size,
@@ -146,11 +160,11 @@ export const kernelSignatures = {
    */
   matmulGemmOrder: {
     /** A: [m×k] row-major. */
-    a: floats,
+    a: sized(floats, 'm * k'),
     /** B: [k×n], or [n×k] when transposeB (a Linear weight [out, in]). */
-    b: floats,
+    b: sized(floats, 'k * n'),
     /** C: [m×n], overwritten. */
-    c: floats,
+    c: sized(floats, 'm * n'),
     m: size,
     n: size,
     k: size,
@@ -158,22 +172,32 @@ export const kernelSignatures = {
   },
   // ---- end matmulGemmOrder ----
   /** Row-wise softmax over `columns`; output may alias input. */
-  softmax: { input: floats, output: floats, rows: size, columns: size },
+  softmax: {
+    input: sized(floats, 'rows * columns'),
+    output: sized(floats, 'rows * columns'),
+    rows: size,
+    columns: size,
+  },
   /** Row-wise log-softmax over `columns`; output may alias input. */
-  logSoftmax: { input: floats, output: floats, rows: size, columns: size },
+  logSoftmax: {
+    input: sized(floats, 'rows * columns'),
+    output: sized(floats, 'rows * columns'),
+    rows: size,
+    columns: size,
+  },
   /**
    * Fused log-softmax + gather for language-model scoring: for each row r,
    * logProbs[r] = logits[r, targets[r]] − logsumexp(logits[r]). When `entropy` is given it
    * receives −Σ p log p per row; when `logSumExp` is given it receives the row's logsumexp.
    */
   gatherLogProbs: {
-    logits: floats,
-    targets: ints,
+    logits: sized(floats, 'rows * columns'),
+    targets: sized(ints, 'rows'),
     rows: size,
     columns: size,
-    logProbs: floats,
-    entropy: optionalFloats,
-    logSumExp: optionalFloats,
+    logProbs: sized(floats, 'rows'),
+    entropy: sized(optionalFloats, 'rows'),
+    logSumExp: sized(optionalFloats, 'rows'),
   },
   /**
    * Untruncated sampling from softmax(logits) at temperature 1, in float64 exactly as plain
@@ -186,14 +210,14 @@ export const kernelSignatures = {
    * log p(token) = logits[r, token] − (maximum[r] + log total[r]).
    */
   sampleRows: {
-    logits: floats,
+    logits: sized(floats, 'rows * columns'),
     rows: size,
     columns: size,
     /** [rows] in [0, 1), or negative: no draw for that row. */
-    uniforms: doubles,
-    tokens: ints,
-    maximum: floats,
-    total: doubles,
+    uniforms: sized(doubles, 'rows'),
+    tokens: sized(ints, 'rows'),
+    maximum: sized(floats, 'rows'),
+    total: sized(doubles, 'rows'),
   },
   /**
    * Backward of gatherLogProbs: gradLogits[r, c] += g[r]·(1[c = target] − softmax_c)
@@ -201,14 +225,14 @@ export const kernelSignatures = {
    * gradient may be skipped.
    */
   gatherLogProbsBackward: {
-    logits: floats,
-    targets: ints,
+    logits: sized(floats, 'rows * columns'),
+    targets: sized(ints, 'rows'),
     rows: size,
     columns: size,
-    logSumExp: floats,
-    gradLogProbs: floats,
-    gradEntropy: optionalFloats,
-    gradLogits: floats,
+    logSumExp: sized(floats, 'rows'),
+    gradLogProbs: sized(floats, 'rows'),
+    gradEntropy: sized(optionalFloats, 'rows'),
+    gradLogits: sized(floats, 'rows * columns'),
   },
   /**
    * Two log-distributions compared row by row in one pass: the trust region's exact KL and TV
@@ -222,16 +246,16 @@ export const kernelSignatures = {
    */
   compareLogDistributions: {
     /** [rows, columns] log p (π_old), log-softmax'ed rows. */
-    oldLogProbs: floats,
+    oldLogProbs: sized(floats, 'rows * columns'),
     /** [rows, columns] log q (π_new). */
-    newLogProbs: floats,
+    newLogProbs: sized(floats, 'rows * columns'),
     rows: size,
     /** The vocabulary; below 2³¹ (token ids are int32). */
     columns: size,
     /** [rows] KL(p ‖ q). */
-    kl: floats,
+    kl: sized(floats, 'rows'),
     /** [rows] TV(p, q) = ½ Σ |p − q|. */
-    totalVariation: floats,
+    totalVariation: sized(floats, 'rows'),
     /** Ranks kept per row in `topTokens` (0: none). */
     topCount: size,
     /**
@@ -239,55 +263,55 @@ export const kernelSignatures = {
      * lower id; NaN entries are never ranked, and −1 fills the places a row cannot (fewer
      * ranked entries than topCount).
      */
-    topTokens: ints,
+    topTokens: sized(ints, 'rows * topCount'),
     /** [rows] Σ_v p_v. */
-    oldTotal: doubles,
+    oldTotal: sized(doubles, 'rows'),
     /** [rows] Σ_v q_v. */
-    newTotal: doubles,
+    newTotal: sized(doubles, 'rows'),
   },
   /** out = x / rms(x) · weight, per row; saves 1/rms per row into inverseRms. */
   rmsNorm: {
-    input: floats,
-    weight: floats,
-    output: floats,
-    inverseRms: floats,
+    input: sized(floats, 'rows * columns'),
+    weight: sized(floats, 'columns'),
+    output: sized(floats, 'rows * columns'),
+    inverseRms: sized(floats, 'rows'),
     rows: size,
     columns: size,
     epsilon: number,
   },
   /** gradInput accumulated; gradWeight accumulated. */
   rmsNormBackward: {
-    input: floats,
-    weight: floats,
-    inverseRms: floats,
-    gradOutput: floats,
-    gradInput: floats,
-    gradWeight: optionalFloats,
+    input: sized(floats, 'rows * columns'),
+    weight: sized(floats, 'columns'),
+    inverseRms: sized(floats, 'rows'),
+    gradOutput: sized(floats, 'rows * columns'),
+    gradInput: sized(floats, 'rows * columns'),
+    gradWeight: sized(optionalFloats, 'columns'),
     rows: size,
     columns: size,
   },
   /** out = (x − mean)/sqrt(var + ε) · weight + bias, per row; saves mean and 1/std. */
   layerNorm: {
-    input: floats,
-    weight: floats,
-    bias: optionalFloats,
-    output: floats,
-    mean: floats,
-    inverseStd: floats,
+    input: sized(floats, 'rows * columns'),
+    weight: sized(floats, 'columns'),
+    bias: sized(optionalFloats, 'columns'),
+    output: sized(floats, 'rows * columns'),
+    mean: sized(floats, 'rows'),
+    inverseStd: sized(floats, 'rows'),
     rows: size,
     columns: size,
     epsilon: number,
   },
   /** gradInput, gradWeight and gradBias accumulated. */
   layerNormBackward: {
-    input: floats,
-    weight: floats,
-    mean: floats,
-    inverseStd: floats,
-    gradOutput: floats,
-    gradInput: floats,
-    gradWeight: optionalFloats,
-    gradBias: optionalFloats,
+    input: sized(floats, 'rows * columns'),
+    weight: sized(floats, 'columns'),
+    mean: sized(floats, 'rows'),
+    inverseStd: sized(floats, 'rows'),
+    gradOutput: sized(floats, 'rows * columns'),
+    gradInput: sized(floats, 'rows * columns'),
+    gradWeight: sized(optionalFloats, 'columns'),
+    gradBias: sized(optionalFloats, 'columns'),
     rows: size,
     columns: size,
   },
@@ -297,8 +321,8 @@ export const kernelSignatures = {
    * inverse = true rotates by −angle (the backward pass).
    */
   rope: {
-    data: floats,
-    positions: ints,
+    data: sized(floats, 'batch * length * heads * headDim'),
+    positions: sized(ints, 'batch * length'),
     batch: size,
     length: size,
     heads: size,
@@ -308,50 +332,58 @@ export const kernelSignatures = {
   },
   /** Causal grouped-query attention (see `AttentionShape`). */
   attention: {
-    query: floats,
-    key: floats,
-    value: floats,
+    query: sized(floats, 'batch * queryLength * heads * headDim'),
+    key: sized(floats, 'batch * keyCapacity * kvHeads * headDim'),
+    value: sized(floats, 'batch * keyCapacity * kvHeads * headDim'),
     /** [batch, queryLength, heads, headDim] */
-    output: floats,
+    output: sized(floats, 'batch * queryLength * heads * headDim'),
     /**
      * [batch, heads, queryLength, keyLength] softmax probabilities, saved for the backward
      * pass; null in no-grad mode (the kernel then need not materialize them).
      */
-    probabilities: optionalFloats,
+    probabilities: sized(optionalFloats, 'batch * heads * queryLength * keyLength'),
     ...attentionShape,
   },
   /** Backward of attention; gradQuery, gradKey and gradValue accumulated (same layouts). */
   attentionBackward: {
-    query: floats,
-    key: floats,
-    value: floats,
-    probabilities: floats,
-    gradOutput: floats,
-    gradQuery: floats,
-    gradKey: floats,
-    gradValue: floats,
+    query: sized(floats, 'batch * queryLength * heads * headDim'),
+    key: sized(floats, 'batch * keyCapacity * kvHeads * headDim'),
+    value: sized(floats, 'batch * keyCapacity * kvHeads * headDim'),
+    probabilities: sized(floats, 'batch * heads * queryLength * keyLength'),
+    gradOutput: sized(floats, 'batch * queryLength * heads * headDim'),
+    gradQuery: sized(floats, 'batch * queryLength * heads * headDim'),
+    gradKey: sized(floats, 'batch * keyCapacity * kvHeads * headDim'),
+    gradValue: sized(floats, 'batch * keyCapacity * kvHeads * headDim'),
     ...attentionShape,
   },
   /** SwiGLU gate: out = silu(gate) · up, elementwise. */
-  swiglu: { gate: floats, up: floats, output: floats },
+  swiglu: {
+    gate: floats,
+    up: sized(floats, 'length(gate)'),
+    output: sized(floats, 'length(gate)'),
+  },
   /** Accumulates into gradGate and gradUp. */
   swigluBackward: {
     gate: floats,
-    up: floats,
-    gradOutput: floats,
-    gradGate: floats,
-    gradUp: floats,
+    up: sized(floats, 'length(gate)'),
+    gradOutput: sized(floats, 'length(gate)'),
+    gradGate: sized(floats, 'length(gate)'),
+    gradUp: sized(floats, 'length(gate)'),
   },
   /** GELU, tanh approximation (GPT-2's "gelu_new"). */
-  gelu: { input: floats, output: floats },
+  gelu: { input: floats, output: sized(floats, 'length(input)') },
   /** gradInput accumulated. */
-  geluBackward: { input: floats, gradOutput: floats, gradInput: floats },
+  geluBackward: {
+    input: floats,
+    gradOutput: sized(floats, 'length(input)'),
+    gradInput: sized(floats, 'length(input)'),
+  },
   /** One AdamW step (decoupled weight decay), in place on parameter and moments. */
   adamw: {
     parameter: floats,
-    gradient: floats,
-    firstMoment: floats,
-    secondMoment: floats,
+    gradient: sized(floats, 'length(parameter)'),
+    firstMoment: sized(floats, 'length(parameter)'),
+    secondMoment: sized(floats, 'length(parameter)'),
     learningRate: number,
     beta1: number,
     beta2: number,
@@ -365,7 +397,7 @@ export const kernelSignatures = {
   /** Σ x² (in float64 accumulation), for global-norm clipping; returns the sum. */
   sumOfSquares: { input: floats },
   /** y += alpha · x */
-  axpy: { alpha: number, x: floats, y: floats },
+  axpy: { alpha: number, x: floats, y: sized(floats, 'length(x)') },
 
   // ---- exact element-wise kernels (decode hot path; bit for bit the reference) ----
 
@@ -375,19 +407,24 @@ export const kernelSignatures = {
    * row's value does not depend on where it sits. A LoRA layer's base + s·up; with scale 1, a
    * residual add. `output` may alias `a` or `b`.
    */
-  addScaled: { a: floats, b: floats, scale: number, output: floats },
+  addScaled: {
+    a: floats,
+    b: sized(floats, 'length(a)'),
+    scale: number,
+    output: sized(floats, 'length(a)'),
+  },
   /**
    * A residual add and the RMSNorm after it in one pass: sum = input + residual (float32), then
    * rmsNorm of sum, with the bits this backend's `rmsNorm` gives that sum. `sum` may alias
    * `input`.
    */
   addRmsNorm: {
-    input: floats,
-    residual: floats,
-    weight: floats,
-    sum: floats,
-    output: floats,
-    inverseRms: floats,
+    input: sized(floats, 'rows * columns'),
+    residual: sized(floats, 'rows * columns'),
+    weight: sized(floats, 'columns'),
+    sum: sized(floats, 'rows * columns'),
+    output: sized(floats, 'rows * columns'),
+    inverseRms: sized(floats, 'rows'),
     rows: size,
     columns: size,
     epsilon: number,
@@ -397,11 +434,15 @@ export const kernelSignatures = {
 export type KernelName = keyof typeof kernelSignatures;
 
 type Signature<Name extends KernelName> = (typeof kernelSignatures)[Name];
-type TypeOf<Argument> = Argument extends ArgumentKind ? TypeOfKind[Argument] : number;
+type TypeOf<Argument> = Argument extends ArgumentKind
+  ? TypeOfKind[Argument]
+  : Argument extends { kind: infer Kind extends ArgumentKind }
+    ? TypeOfKind[Kind]
+    : never;
 type ArgumentsWithDefaults<Name extends KernelName> = {
-  [Argument in keyof Signature<Name>]: Signature<Name>[Argument] extends ArgumentKind
-    ? never
-    : Argument;
+  [Argument in keyof Signature<Name>]: Signature<Name>[Argument] extends { default: number }
+    ? Argument
+    : never;
 }[keyof Signature<Name>];
 type AllArguments<Name extends KernelName> = {
   -readonly [Argument in keyof Signature<Name>]: TypeOf<Signature<Name>[Argument]>;

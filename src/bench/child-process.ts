@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { KernelPathCount } from '../backend/native.js';
+import type { TimeSplit } from './time-split.js';
 import { findWorkload } from './registry.js';
 import type { BenchmarkResult } from './workloads.js';
 
@@ -9,6 +11,15 @@ export interface ChildWorkloadOptions {
   warmup: number;
   /** Kernel backend of the child. @default 'auto' */
   backend?: string;
+  /** PyTorch's sgemm-4096 over the faster of ours and OpenBLAS's (bound.ts). */
+  torchSgemmRatio?: number;
+}
+
+/** What a workload's process reports: its figures, the kernel paths it took, its time splits. */
+export interface ChildWorkloadReport {
+  results: BenchmarkResult[];
+  paths: KernelPathCount[];
+  splits: Array<{ name: string; split: TimeSplit }>;
 }
 
 /** Checks one line of a child's --json output: {"name": string, "value": number, "unit": string}. */
@@ -31,11 +42,14 @@ export function parseResultLine(line: string, workload: string): BenchmarkResult
 }
 
 /**
- * Runs a registered workload in a fresh Node process (run-workload.ts) and returns its figures
- * and its peak RSS: one workload's memory never hides another's, and none inherits another's
+ * Runs a registered workload in a fresh Node process (run-workload.ts) and returns its figures,
+ * its peak RSS and the kernel paths it took: one workload's memory never hides another's, and none inherits another's
  * heap. From the TypeScript sources (tests) the child runs them through tsx too.
  */
-export function runWorkloadInChild(name: string, options: ChildWorkloadOptions): BenchmarkResult[] {
+export function runWorkloadInChild(
+  name: string,
+  options: ChildWorkloadOptions,
+): ChildWorkloadReport {
   findWorkload(name); // an unknown name fails here, with the list, before a process starts
   const here = fileURLToPath(import.meta.url);
   const fromSources = here.endsWith('.ts');
@@ -49,6 +63,7 @@ export function runWorkloadInChild(name: string, options: ChildWorkloadOptions):
       '--json',
       ...['--repeats', String(options.repeats), '--warmup', String(options.warmup)],
       ...['--backend', options.backend ?? 'auto'],
+      ...(options.torchSgemmRatio ? ['--torch-sgemm-ratio', String(options.torchSgemmRatio)] : []),
     ],
     { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
   );
@@ -57,8 +72,11 @@ export function runWorkloadInChild(name: string, options: ChildWorkloadOptions):
     throw new Error(
       `benchmark workload ${name} failed (exit ${run.status ?? run.signal}):\n${run.stderr}`,
     );
-  return run.stdout
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => parseResultLine(line, name));
+  const lines = run.stdout.split('\n').filter((line) => line.trim() !== '');
+  const last = lines.at(-1) ?? '';
+  const details = last.startsWith('{"paths":')
+    ? (JSON.parse(last) as Pick<ChildWorkloadReport, 'paths' | 'splits'>)
+    : null;
+  if (!details) throw new Error(`benchmark workload ${name} did not report its kernel paths`);
+  return { results: lines.slice(0, -1).map((line) => parseResultLine(line, name)), ...details };
 }

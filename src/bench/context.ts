@@ -1,4 +1,5 @@
-import { timeKernel } from '../backend/benchmark.js';
+import type { TimeSplit } from './time-split.js';
+import { timeKernel } from './timing.js';
 
 /** One benchmark figure: `teamtr bench --json` prints one of these per line. */
 export interface BenchmarkResult {
@@ -73,4 +74,17 @@ export function formatBenchmarkResult(result: BenchmarkResult): string {
   const digits = result.unit === 'x' ? 2 : 1;
   const width = result.name.length <= 40 ? 40 : 52;
   return `${result.name.padEnd(width)} ${result.value.toFixed(digits).padStart(10)} ${result.unit}`;
+}
+
+/** Time splits a workload measured (time-split.ts), by the figure they explain. */
+const splits: Array<{ name: string; split: TimeSplit }> = [];
+
+/** Keeps a workload's time split for its runner to report (run-workload.ts). */
+export function recordTimeSplit(name: string, split: TimeSplit): void {
+  splits.push({ name, split });
+}
+
+/** The splits recorded since the last call, which forgets them. */
+export function takeTimeSplits(): Array<{ name: string; split: TimeSplit }> {
+  return splits.splice(0, splits.length);
 }

@@ -1,4 +1,4 @@
-import { benchmarkSgemm } from '../backend/benchmark.js';
+import { benchmarkSgemm } from './timing.js';
 import { getBackend } from '../backend/index.js';
 import { applyLora } from '../nn/lora.js';
 import type { ModelConfigInput } from '../nn/config.js';
@@ -26,7 +26,7 @@ import {
  * A real small model's cost on this machine: random weights with the exact shape of
  * SmolLM2-135M (Llama architecture, 30 layers, d_model 576, 9 heads with 3 KV heads, MLP 1536,
  * vocabulary 49152, tied embeddings), so the numbers are what a Hugging Face checkpoint of that
- * size costs without downloading one. bench/torch_real_model.py runs the same workloads in
+ * size costs without downloading one. src/bench/pytorch/torch_real_model.py runs the same workloads in
  * PyTorch under the same names.
  */
 export const smolLM2Shape: ModelConfigInput = {
@@ -50,22 +50,93 @@ export const smolLM2Lora: LoraShape & { alpha: number } = {
   targetModules: ['queryProjection', 'valueProjection'],
 };
 
-const prefix = 'smollm2-135m-shape';
+/**
+ * A real model's shape for the real-model workloads: the config (random weights), the LoRA
+ * adapters the team's agents train, how the frozen weights are stored, and the prefix of the
+ * figures' names.
+ */
+export interface RealModelShape {
+  name: string;
+  config: ModelConfigInput;
+  lora: LoraShape & { alpha: number };
+  /** `bfloat16`: the frozen weights kept in bfloat16 (half the memory and the bytes a decode step reads). */
+  frozenWeights: 'float32' | 'bfloat16';
+}
+
+export const smolLM2: RealModelShape = {
+  name: 'smollm2-135m-shape',
+  config: smolLM2Shape,
+  lora: smolLM2Lora,
+  frozenWeights: 'float32',
+};
+
+/**
+ * Qwen2.5-1.5B's shape (the seed's smallest agents): Llama architecture with biased query, key
+ * and value projections, 28 layers, d_model 1536, 12 heads with 2 KV heads, MLP 8960,
+ * vocabulary 151,936, tied embeddings; positions capped at 4096 (the workloads use far fewer,
+ * and the RoPE tables stay small). Its frozen weights in bfloat16: 3.1 GB where float32 would
+ * take 6.2, as a team's shared base would be kept.
+ */
+export const qwen25OnePointFiveB: RealModelShape = {
+  name: 'qwen2.5-1.5b-shape',
+  config: {
+    architecture: 'llama',
+    vocabSize: 151936,
+    hiddenSize: 1536,
+    layers: 28,
+    heads: 12,
+    kvHeads: 2,
+    intermediateSize: 8960,
+    maxPositions: 4096,
+    ropeTheta: 1000000,
+    normEpsilon: 1e-6,
+    attentionBias: true,
+    tieEmbeddings: true,
+  },
+  lora: smolLM2Lora,
+  frozenWeights: 'bfloat16',
+};
+
+/** The shapes by name (the figures' prefix). */
+export const realModelShapes: Readonly<Record<string, RealModelShape>> = {
+  [smolLM2.name]: smolLM2,
+  [qwen25OnePointFiveB.name]: qwen25OnePointFiveB,
+};
+
 const promptTokens = 32;
 const newTokens = 32;
 
-/** Runs `measure` on a fresh random model of SmolLM2's shape and frees it afterwards. */
-export function withSmolLM2<T>(seed: string, measure: (model: TransformerLM) => T): T {
-  const model = new TransformerLM(smolLM2Shape, new RandomGenerator(seed));
+/**
+ * Runs `measure` on a fresh random model of `shape` (its frozen weights in the shape's storage
+ * once `prepare` — e.g. adding LoRA adapters — has run) and frees it afterwards.
+ */
+export function withModel<T>(
+  shape: RealModelShape,
+  seed: string,
+  measure: (model: TransformerLM) => T,
+  prepare: (model: TransformerLM) => void = () => {},
+): T {
+  const model = new TransformerLM(shape.config, new RandomGenerator(seed));
   try {
+    prepare(model);
+    if (shape.frozenWeights === 'bfloat16') {
+      if (model.trainableParameters().length === model.namedParameters().length)
+        model.setTrainable(false);
+      model.storeFrozenWeightsAsBfloat16();
+    }
     return measure(model);
   } finally {
     model.destroy();
   }
 }
 
-function randomIds(random: RandomGenerator, count: number): number[] {
-  return Array.from({ length: count }, () => random.nextInt(smolLM2Shape.vocabSize));
+/** Runs `measure` on a fresh random model of SmolLM2's shape and frees it afterwards. */
+export function withSmolLM2<T>(seed: string, measure: (model: TransformerLM) => T): T {
+  return withModel(smolLM2, seed, measure);
+}
+
+function randomIds(random: RandomGenerator, count: number, vocabSize: number): number[] {
+  return Array.from({ length: count }, () => random.nextInt(vocabSize));
 }
 
 /**
@@ -81,7 +152,9 @@ function timeGeneration(
   context: WorkloadContext,
 ): { prefill: number; total: number } {
   const random = new RandomGenerator(`smollm2-generate-${batch}`);
-  const prompts = Array.from({ length: batch }, () => randomIds(random, promptTokens));
+  const prompts = Array.from({ length: batch }, () =>
+    randomIds(random, promptTokens, model.config.vocabSize),
+  );
   const seconds = (maxNewTokens: number): number => {
     const start = process.hrtime.bigint();
     generate(model, { prompts, maxNewTokens, random, temperature: 1 });
@@ -99,19 +172,22 @@ function timeGeneration(
  * - generate: new tokens per second of the whole call (32 per prompt, the figure as before).
  * Prefill FLOPs count the LM head once per prompt (logits only at the last position).
  */
-export function smolLM2Generation(
+export function generation(
+  shape: RealModelShape,
   batch: number,
   options: { parameterCount?: boolean } = {},
 ): Workload {
+  const { config } = shape;
+  const prefix = shape.name;
   return (context) =>
-    withSmolLM2(`smollm2-generate-${batch}`, (model) => {
+    withModel(shape, `smollm2-generate-${batch}`, (model) => {
       const { prefill, total } = timeGeneration(model, batch, context);
       if (!(total > prefill))
         throw new Error(
           `generation at batch ${batch}: 32 new tokens took no longer than 1 (${total} s ≤ ${prefill} s); the machine was too busy to split prefill from decode, run again`,
         );
-      const promptFlops = batch * prefillFlops(smolLM2Shape, promptTokens);
-      const decodeFlops = batch * (newTokens - 1) * forwardFlopsPerToken(smolLM2Shape);
+      const promptFlops = batch * prefillFlops(config, promptTokens);
+      const decodeFlops = batch * (newTokens - 1) * forwardFlopsPerToken(config);
       const figures = (name: string, units: number, seconds: number, flops: number) =>
         throughput(`${prefix}-${name}-batch${batch}`, { units, seconds, flops, unit: 'tokens/s' });
       const parameters: WorkloadFigure[] = options.parameterCount
@@ -126,44 +202,66 @@ export function smolLM2Generation(
     });
 }
 
+/** Generation at one batch size on SmolLM2's shape (float32 weights). */
+export function smolLM2Generation(
+  batch: number,
+  options: { parameterCount?: boolean } = {},
+): Workload {
+  return generation(smolLM2, batch, options);
+}
+
 /**
  * Trained tokens per second of one LoRA step (rank 8 on the query and value projections,
  * PEFT's default targets): forward, next-token cross-entropy, backward and AdamW on the
- * adapters, on 4 sequences of 128 tokens.
+ * adapters, on 4 sequences of 128 tokens, on a random model of `shape` (its frozen weights in
+ * the shape's storage).
  */
-export function smolLM2LoraStep(context: WorkloadContext): WorkloadFigure[] {
-  return withSmolLM2('smollm2-135m-shape', (model) => {
-    const random = new RandomGenerator('smollm2-lora');
-    applyLora(model, { ...smolLM2Lora, random });
-    const optimizer = new AdamW(model.trainableParameters(), {
-      learningRate: 1e-4,
-      beta1: 0.9,
-      beta2: 0.999,
-      epsilon: 1e-8,
-      weightDecay: 0,
-    });
-    const [batch, length] = [4, 128];
-    const ids = Int32Array.from(randomIds(random, batch * length));
-    const targets = Int32Array.from(randomIds(random, batch * length));
-    const seconds = medianSeconds(
-      () => {
-        tidy(() => crossEntropy(model.forward({ ids, batch, length }), targets).backward());
-        optimizer.update();
-        optimizer.zeroGrad();
-      },
-      context.warmup,
-      context.repeats,
-    );
-    return [
-      throughput(`${prefix}-lora-train-step`, {
-        units: batch * length,
-        seconds,
-        flops: batch * length * loraStepFlopsPerToken(smolLM2Shape, smolLM2Lora),
-        unit: 'tokens/s',
-      }),
-    ];
-  });
+export function loraStep(shape: RealModelShape): Workload {
+  return (context) => loraStepOf(shape, context);
 }
+
+function loraStepOf(shape: RealModelShape, context: WorkloadContext): WorkloadFigure[] {
+  const random = new RandomGenerator('smollm2-lora');
+  const addAdapters = (model: TransformerLM) => applyLora(model, { ...shape.lora, random });
+  return withModel(
+    shape,
+    'smollm2-135m-shape',
+    (model) => {
+      const optimizer = new AdamW(model.trainableParameters(), {
+        learningRate: 1e-4,
+        beta1: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-8,
+        weightDecay: 0,
+      });
+      const [batch, length] = [4, 128];
+      const vocab = shape.config.vocabSize;
+      const ids = Int32Array.from(randomIds(random, batch * length, vocab));
+      const targets = Int32Array.from(randomIds(random, batch * length, vocab));
+      const seconds = medianSeconds(
+        () => {
+          tidy(() => crossEntropy(model.forward({ ids, batch, length }), targets).backward());
+          optimizer.update();
+          optimizer.zeroGrad();
+        },
+        context.warmup,
+        context.repeats,
+      );
+      return [
+        throughput(`${shape.name}-lora-train-step`, {
+          units: batch * length,
+          seconds,
+          flops: batch * length * loraStepFlopsPerToken(shape.config, shape.lora),
+          unit: 'tokens/s',
+        }),
+      ];
+    },
+    addAdapters,
+  );
+}
+
+/** The LoRA step on SmolLM2's shape (float32 weights). */
+export const smolLM2LoraStep: Workload = loraStep(smolLM2);
 
 /**
  * The products of one decode step at rollout batch size (64 rows) against SmolLM2's weights,

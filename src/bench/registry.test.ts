@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { getBackend } from '../backend/index.js';
 import { parseResultLine, runWorkloadInChild } from './child-process.js';
 import { findWorkload, realModelWorkloads, UnknownWorkloadError } from './registry.js';
 import { TorchRealModelReference } from './torch-real-model.js';
@@ -38,20 +39,29 @@ describe('the workload registry', () => {
 });
 
 describe('a workload in its own process', () => {
-  it('returns its figures and its peak resident set', () => {
-    const results = runWorkloadInChild('llama-3m-score', { repeats: 1, warmup: 0 });
-    assert.deepEqual(
-      results.map((result) => [result.name, result.unit]),
-      [
-        ['llama-3m-score', 'tokens/s'],
-        ['llama-3m-score-sgemm4096', 'GFLOP/s'],
-        ['llama-3m-score-peak-rss', 'MiB'],
-      ],
-    );
-    assert.ok(results[0]!.value > 0 && results[1]!.value > 0);
+  it('returns its figures, the bound, its peak resident set and the kernel paths it took', () => {
+    const { results, paths } = runWorkloadInChild('llama-3m-score', { repeats: 1, warmup: 0 });
+    const names = results.map((result) => [result.name, result.unit]);
+    assert.deepEqual(names.slice(0, 3), [
+      ['llama-3m-score', 'tokens/s'],
+      ['llama-3m-score-sgemm4096', 'GFLOP/s'],
+      ['llama-3m-score-sgemm4096-own', 'GFLOP/s'],
+    ]);
+    const bound = results[1]!.value;
+    const parts = results.filter((result) => result.name.startsWith('llama-3m-score-sgemm4096-'));
+    // The bound is the fastest of its parts (ours, and OpenBLAS's when it is installed).
+    assert.equal(bound, Math.max(...parts.map((part) => part.value)));
+    const peak = results.at(-1)!;
+    assert.equal(peak.name, 'llama-3m-score-peak-rss');
     // A Node process with the engine loaded holds tens of MiB at least, and this one far less
     // than a GiB.
-    assert.ok(results[2]!.value > 10 && results[2]!.value < 1024, `${results[2]!.value} MiB`);
+    assert.ok(peak.value > 10 && peak.value < 1024, `${peak.value} MiB`);
+    // Scoring multiplies by its weights: the native backend counts those products' paths.
+    if (getBackend().name === 'native')
+      assert.ok(
+        paths.some((path) => path.multiplyAdds > 0),
+        JSON.stringify(paths),
+      );
   });
 
   it('exits 2 with the list of workloads for an unknown name on its command line', () => {
@@ -80,7 +90,7 @@ describe('the PyTorch real-model reference', () => {
   it('keeps each figure at its best thread setting and skips workloads it lacks', () => {
     const directory = mkdtempSync(path.join(tmpdir(), 'torch-reference-'));
     try {
-      // Stands in for bench/torch_real_model.py: the same arguments, the same output lines.
+      // Stands in for pytorch/torch_real_model.py: the same arguments, the same output lines.
       const script = path.join(directory, 'fake-reference.mjs');
       writeFileSync(
         script,

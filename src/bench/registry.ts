@@ -3,6 +3,9 @@ import type { Workload } from './context.js';
 import { benchmarkBfloat16Decode } from './bfloat16.js';
 import { smolLM2LoraDecode } from './lora-decode.js';
 import {
+  generation,
+  loraStep,
+  qwen25OnePointFiveB,
   smolLM2DecodeProducts,
   smolLM2Generation,
   smolLM2LoraStep,
@@ -38,6 +41,41 @@ export const realModelWorkloads: Readonly<Record<string, Workload>> = {
 };
 
 /**
+ * The workloads of `teamtr bench --real-model --size 1.5b`: Qwen2.5-1.5B's shape with its frozen
+ * weights in bfloat16 (real-model.ts), generation at batch 64, a LoRA step, and one TeamTR stage
+ * of three LoRA agents on one shared bfloat16 base (about an hour on a quiet 2-core machine).
+ */
+export const qwenWorkloads: Readonly<Record<string, Workload>> = {
+  'qwen2.5-1.5b-shape-generate-batch64': generation(qwen25OnePointFiveB, 64, {
+    parameterCount: true,
+  }),
+  'qwen2.5-1.5b-shape-lora-train-step': loraStep(qwen25OnePointFiveB),
+  'qwen2.5-1.5b-shape-team-stage-4x4-bf16': async () =>
+    (await benchmarkTeamStage({ shape: qwen25OnePointFiveB, weightsDtype: 'bfloat16' })).filter(
+      (figure) => !figure.name.endsWith('-peak-rss'),
+    ),
+};
+
+/** The sizes `--real-model --size` takes, each with its workloads. */
+const workloadsBySize: Readonly<Record<string, Readonly<Record<string, Workload>>>> = {
+  '135m': realModelWorkloads,
+  '1.5b': qwenWorkloads,
+};
+
+export const realModelSizes = Object.keys(workloadsBySize);
+
+/** The real-model workloads of one size (a key of realModelSizes). */
+export function realModelWorkloadsOf(size: string): Readonly<Record<string, Workload>> {
+  const workloads = workloadsBySize[size];
+  if (!workloads)
+    throw new UnknownWorkloadError(
+      `size ${size}`,
+      realModelSizes.map((known) => `size ${known}`),
+    );
+  return workloads;
+}
+
+/**
  * The tiny-model workloads of plain `teamtr bench` (run in its own process), registered too so
  * that any of them can run alone in a child process: small enough for tests.
  */
@@ -59,7 +97,11 @@ export class UnknownWorkloadError extends TeamtrError {
 
 /** The workload registered under `name`, real-model or tiny. */
 export function findWorkload(name: string): Workload {
-  const all: Record<string, Workload> = { ...realModelWorkloads, ...tinyModelWorkloads };
+  const all: Record<string, Workload> = {
+    ...realModelWorkloads,
+    ...qwenWorkloads,
+    ...tinyModelWorkloads,
+  };
   const workload = Object.hasOwn(all, name) ? all[name] : undefined;
   if (!workload) throw new UnknownWorkloadError(name, Object.keys(all));
   return workload;

@@ -18,6 +18,12 @@ describe('the team-stage benchmark tokenizer', () => {
     assert.equal(typeof tokenizer.decode([300, 700, 998]), 'string');
   });
 
+  test("takes Qwen2.5's vocabulary size (151,936 ids: more than a call's arguments can spread)", () => {
+    const files = byteLevelTokenizerFiles(151_936);
+    const tokenizer = new HuggingFaceTokenizer(files.tokenizer, files.config);
+    assert.equal(tokenizer.vocabSize, 151_936);
+  });
+
   test('a turn of random tokens re-encodes to about as many tokens, as a real model’s turn does', () => {
     // A random model samples ids nearly uniformly; the next agent's context holds the turn's
     // text encoded again. Over the full vocabulary that must not inflate the turn (the earlier

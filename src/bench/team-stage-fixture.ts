@@ -1,8 +1,12 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { exportHuggingFaceModel } from '../models/huggingface/export.js';
+import type { ModelConfigInput } from '../nn/config.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
 import { RandomGenerator } from '../util/random.js';
-import { smolLM2Shape } from './real-model.js';
+import { realModelShapes, smolLM2Shape } from './real-model.js';
 
 /**
  * A Hugging Face model directory with SmolLM2-135M's shape and random weights, and a byte-level
@@ -121,17 +125,57 @@ export function byteLevelTokenizerFiles(vocabSize: number): {
 }
 
 /**
- * Writes the random-weight SmolLM2-shape model (weights drawn by the engine's own
- * initialization from `seed`) with the tokenizer to `directory`, in shards of at most 128 MB so
+ * Writes a random-weight model of `config` (weights drawn by the engine's own initialization
+ * from `seed`) with a tokenizer of its vocabulary to `directory`, in shards of at most 128 MB so
  * writing holds one shard beside the model.
  */
-export async function writeSmolLM2ShapeCheckpoint(directory: string, seed: string): Promise<void> {
-  const model = new TransformerLM(smolLM2Shape, new RandomGenerator(seed));
+export async function writeShapeCheckpoint(
+  directory: string,
+  config: ModelConfigInput,
+  seed: string,
+): Promise<void> {
+  const model = new TransformerLM(config, new RandomGenerator(seed));
   try {
-    const files = byteLevelTokenizerFiles(smolLM2Shape.vocabSize);
+    const files = byteLevelTokenizerFiles(config.vocabSize);
     const tokenizer = new HuggingFaceTokenizer(files.tokenizer, files.config);
     await exportHuggingFaceModel(model, tokenizer, directory, { maxShardBytes: 128 * 1024 ** 2 });
   } finally {
     model.destroy();
   }
+}
+
+/** The SmolLM2-135M-shape checkpoint (writeShapeCheckpoint). */
+export async function writeSmolLM2ShapeCheckpoint(directory: string, seed: string): Promise<void> {
+  await writeShapeCheckpoint(directory, smolLM2Shape, seed);
+}
+
+/**
+ * writeShapeCheckpoint in a process of its own, so that building the random model in float32
+ * (6.2 GB at Qwen2.5-1.5B's shape) does not count in the peak resident set of the process that
+ * then loads the checkpoint and measures a stage.
+ */
+export function writeShapeCheckpointInChild(directory: string, shape: string, seed: string): void {
+  const here = fileURLToPath(import.meta.url);
+  const fromSources = here.endsWith('.ts');
+  const run = spawnSync(
+    process.execPath,
+    [...(fromSources ? ['--import', 'tsx'] : []), here, directory, shape, seed],
+    { encoding: 'utf8', stdio: ['ignore', 'inherit', 'pipe'] },
+  );
+  if (run.status !== 0)
+    throw new Error(`writing the ${shape} checkpoint failed (exit ${run.status}):\n${run.stderr}`);
+}
+
+// `node team-stage-fixture.js <directory> <shape name> <seed>`: the child of the function above.
+const entry = process.argv[1] ? path.resolve(process.argv[1]) : '';
+if (entry === fileURLToPath(import.meta.url)) {
+  const [directory, name, seed] = process.argv.slice(2);
+  const shape = realModelShapes[name ?? ''];
+  if (!directory || !shape || !seed) {
+    process.stderr.write(
+      `usage: team-stage-fixture.js <directory> <${Object.keys(realModelShapes).join('|')}> <seed>\n`,
+    );
+    process.exit(2);
+  }
+  await writeShapeCheckpoint(directory, shape.config, seed);
 }

@@ -9,18 +9,24 @@ import { schedules } from '../trainer/schedules.js';
 import { Stage, type AgentUpdate } from '../trainer/stage.js';
 import type { TeamBatch } from '../team/types.js';
 import type { TrainableUnit } from '../trainer/update/units.js';
-import { writeSmolLM2ShapeCheckpoint } from './team-stage-fixture.js';
-import type { WorkloadFigure } from './context.js';
+import { smolLM2, type RealModelShape } from './real-model.js';
+import { writeShapeCheckpointInChild } from './team-stage-fixture.js';
+import { getBackend, setBackend } from '../backend/index.js';
+import { recordTimeSplit, type WorkloadFigure } from './context.js';
+import { measureTimeSplit } from './time-split.js';
 import { layerMatrixWeights } from './flops.js';
 import { LayerRows, stageHeadFlops, stageLayerFlops } from './layer-rows.js';
 
 /**
- * One TeamTR stage of a three-agent team at SmolLM2-135M's shape (random weights, real
- * vocabulary, rank-8 LoRA agents), run through the trainer's own stage and schedule: what a
- * stage of `teamtr train` on that model costs in time and memory on this machine.
+ * One TeamTR stage of a three-agent team at a real model's shape (SmolLM2-135M's or
+ * Qwen2.5-1.5B's: random weights, real vocabulary, rank-8 LoRA agents), run through the
+ * trainer's own stage and schedule: what a stage of `teamtr train` on that model costs in time
+ * and memory on this machine.
  */
 
 export interface TeamStageOptions {
+  /** The model's shape. @default smolLM2 */
+  shape?: RealModelShape;
   /** Prompts in the stage's batches. @default 4 */
   problemsPerBatch?: number;
   /** Trajectories per prompt. @default 4 */
@@ -32,7 +38,7 @@ export interface TeamStageOptions {
   /** Minibatches per pass. @default 2 (the trainer's default) */
   minibatches?: number;
   /**
-   * A directory holding the random SmolLM2-shape checkpoint from an earlier run (written there
+   * A directory holding the random checkpoint of the shape from an earlier run (written there
    * when absent); without it one is written to a temporary directory and removed afterwards.
    */
   checkpointDirectory?: string;
@@ -70,7 +76,7 @@ export function letterShareTask(problemCount: number): TaskDefinition {
 /** The trainer config of the benchmark's team on the checkpoint in `modelDirectory`. */
 export function teamStageConfig(
   modelDirectory: string,
-  options: Required<Omit<TeamStageOptions, 'checkpointDirectory'>>,
+  options: Required<Omit<TeamStageOptions, 'checkpointDirectory' | 'shape'>>,
 ): TrainConfigInput {
   return {
     seed: 0,
@@ -139,11 +145,12 @@ export async function benchmarkTeamStage(
     minibatches: options.minibatches ?? 2,
     weightsDtype: options.weightsDtype ?? 'float32',
   };
+  const shape = options.shape ?? smolLM2;
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'teamtr-team-stage-'));
-  const modelDirectory = options.checkpointDirectory ?? path.join(scratch, 'smollm2-shape');
+  const modelDirectory = options.checkpointDirectory ?? path.join(scratch, shape.name);
   try {
     if (!existsSync(path.join(modelDirectory, 'config.json')))
-      await writeSmolLM2ShapeCheckpoint(modelDirectory, 'team-stage/smollm2-135m-shape');
+      writeShapeCheckpointInChild(modelDirectory, shape.name, `team-stage/${shape.name}`);
     const loadStarted = process.hrtime.bigint();
     const context = await prepareRun({
       config: teamStageConfig(modelDirectory, settings),
@@ -171,7 +178,15 @@ export async function benchmarkTeamStage(
     const rows = new LayerRows(models);
     const started = process.hrtime.bigint();
     const cpuBefore = process.cpuUsage();
-    const outcome = await schedules.teamtr.runStage(stage);
+    const backend = getBackend();
+    const { result: outcome, split } = await measureTimeSplit(backend, async (timed) => {
+      setBackend(timed);
+      try {
+        return await schedules.teamtr.runStage(stage);
+      } finally {
+        setBackend(backend);
+      }
+    });
     const seconds = secondsSince(started);
     const cpu = process.cpuUsage(cpuBefore);
     rows.detach();
@@ -180,7 +195,8 @@ export async function benchmarkTeamStage(
     const headFlops = stageHeadFlops(rows, config.vocabSize * config.hiddenSize);
     const flops = layerFlops + headFlops;
     const precision = settings.weightsDtype === 'bfloat16' ? '-bf16' : '';
-    const name = `smollm2-135m-shape-team-stage-${settings.problemsPerBatch}x${settings.groupSize}${precision}`;
+    const name = `${shape.name}-team-stage-${settings.problemsPerBatch}x${settings.groupSize}${precision}`;
+    recordTimeSplit(`${name}-seconds`, split);
     for (const loaded of context.built.models) loaded.model.destroy();
     return [
       // As a rate: the weight products of the layers and the LM head over the stage's seconds

@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { parseResultLine } from './child-process.js';
+import { torchEnvironment } from './torch-reference.js';
 import type { BenchmarkResult } from './workloads.js';
 
 export interface TorchRealModelOptions {
   /** A Python with PyTorch (Debian's /usr/bin/python3 with python3-torch). */
   python: string;
-  /** bench/torch_real_model.py */
+  /** pytorch/torch_real_model.py */
   script: string;
   repeats: number;
   /** Thread counts to try, PyTorch's and OpenBLAS's alike; each figure keeps its best. */
@@ -21,23 +22,18 @@ function better(candidate: BenchmarkResult, previous: BenchmarkResult | undefine
 }
 
 /**
- * PyTorch's figures for the real-model workloads that bench/torch_real_model.py implements
+ * PyTorch's figures for the real-model workloads that pytorch/torch_real_model.py implements
  * (its --list; a workload it lacks has no reference), one process per workload as for ours, so
  * each peak RSS is that workload's own. Every figure is kept at its best thread setting.
  * OPENBLAS_NUM_THREADS sizes OpenBLAS's pool for the largest setting; the script lowers it per
- * setting. A passive OpenMP wait policy keeps idle PyTorch threads from spinning against
- * OpenBLAS's.
+ * setting (torchEnvironment: also the passive OpenMP wait and the host's OpenBLAS core type).
  */
 export class TorchRealModelReference {
   private readonly available: ReadonlySet<string>;
   private readonly env: NodeJS.ProcessEnv;
 
   constructor(private readonly options: TorchRealModelOptions) {
-    this.env = {
-      ...process.env,
-      OPENBLAS_NUM_THREADS: String(Math.max(...options.threads)),
-      OMP_WAIT_POLICY: 'PASSIVE',
-    };
+    this.env = torchEnvironment(Math.max(...options.threads));
     this.available = new Set(this.python(['--list']).trim().split('\n'));
   }
 

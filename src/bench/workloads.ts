@@ -8,7 +8,7 @@ import { RandomGenerator } from '../util/random.js';
 import { medianSeconds, type BenchmarkResult } from './context.js';
 
 /**
- * The reference workloads of `teamtr bench` (issue: the engine). bench/torch_reference.py
+ * The reference workloads of `teamtr bench` (issue: the engine). pytorch/torch_reference.py
  * times the same three in PyTorch with the same shapes, so the ratios compare like with like.
  */
 export const llama3mConfig: ModelConfigInput = {

@@ -29,7 +29,7 @@ function kebab(text: string): string {
 }
 
 /** Keys the program writes into a run's config, never a user: no flag. */
-const recordedKeys = new Set(['taskFingerprint']);
+const recordedKeys = new Set(['taskFingerprint', 'provenance']);
 
 /** How deep flags reach: `--trust-region-adaptive-delta-growth`; deeper objects take JSON. */
 const flagDepth = 3;

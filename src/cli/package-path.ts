@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * A file shipped in the package (configs/demo.yaml, bench/torch_reference.py), from this file's
+ * A file shipped in the package (configs/demo.yaml, src/bench/pytorch/torch_reference.py), from this file's
  * place: src/cli/ and dist/cli/ are both two levels below the package root.
  */
 export function packagePath(...segments: string[]): string {

@@ -70,6 +70,8 @@ export const dashboardPage = `<!doctype html>
   <div id="figures" class="grid"></div>
   <h2>Latest records</h2>
   <div id="feed"></div>
+  <h2>Transcripts</h2>
+  <div id="transcripts"></div>
   <h2>Configuration</h2>
   <div id="config"></div>
 </main>

@@ -8,6 +8,7 @@ import { configTable } from '../report/config-table.js';
 import { runColors } from '../report/figure-data.js';
 import { buildFigures } from '../report/figures.js';
 import { describeRun } from '../report/run-overview.js';
+import { readTranscripts } from '../trainer/outputs/transcripts.js';
 import { TeamtrError } from '../util/errors.js';
 import { assets, contentTypeOf, dashboardPage } from './assets.js';
 import { RunStore } from './run-store.js';
@@ -26,6 +27,7 @@ import { decodePathSegments } from './safe-path.js';
  *     GET /api/runs/<id>/metrics?since=<n>   records appended after byte n, and the next n
  *     GET /api/runs/<id>/config              config.json
  *     GET /api/runs/<id>/summary             summary.json (404 while the run has none)
+ *     GET /api/runs/<id>/transcripts?stage=<s>  a stage's transcripts (the latest by default)
  *     GET /api/runs/<id>/files/<path>        any regular file inside the run directory
  */
 
@@ -99,6 +101,23 @@ async function summary(c: AppContext, routeContext: RouteContext): Promise<Respo
   return json(c, run.summary);
 }
 
+/** The stages that have transcripts, and one stage's (the latest unless `stage` is given). */
+async function transcripts(c: AppContext, routeContext: RouteContext): Promise<Response> {
+  await routeContext.store.refresh();
+  const { run } = runOf(c, routeContext);
+  const asked = c.req.query('stage');
+  if (asked !== undefined && !/^\d+$/.test(asked))
+    refuse(400, 'stage must be a stage number (GET without it lists the stages)');
+  const all = readTranscripts(run.directory);
+  const stages = [...new Set(all.map((transcript) => transcript.stage))];
+  const stage = asked === undefined ? (stages[stages.length - 1] ?? null) : Number(asked);
+  return json(c, {
+    stages,
+    stage,
+    transcripts: all.filter((transcript) => transcript.stage === stage),
+  });
+}
+
 /** The routes: path and handler (every one GET). */
 function routeTable(routeContext: RouteContext) {
   const refreshed = async () => routeContext.store.refresh();
@@ -142,6 +161,7 @@ function routeTable(routeContext: RouteContext) {
       },
     },
     { path: '/api/runs/:id/summary', handle: (c: AppContext) => summary(c, routeContext) },
+    { path: '/api/runs/:id/transcripts', handle: (c: AppContext) => transcripts(c, routeContext) },
     {
       path: '/api/runs/:id/files/*',
       handle: async (c: AppContext) => {

@@ -79,4 +79,11 @@ code { font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
   main { padding: 4px 12px 32px; }
   .stats { grid-template-columns: repeat(2, minmax(0, 1fr)); }
 }
+.muted { color: var(--muted); }
+.transcript-controls { display: flex; gap: 16px; margin-bottom: 8px; }
+.transcript { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; margin-bottom: 10px; }
+.transcript-head { font-weight: 600; }
+.turn { margin-top: 6px; }
+.turn-head { color: var(--muted); font-size: 12px; }
+.turn-text { margin: 2px 0 0; white-space: pre-wrap; font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
 `;

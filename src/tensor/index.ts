@@ -20,6 +20,7 @@ export {
   clearPool,
   memoryStatistics,
   resetMemoryPeak,
+  timeZeroFilling,
 } from './memory.js';
 export * from './ops/elementwise.js';
 export * from './ops/reduce.js';

@@ -25,6 +25,17 @@ let pooledBytes = 0;
 /** Bytes handed out by `allocate` (pooled sizes only) and not yet given back to `release`. */
 let outstandingBytes = 0;
 let peakOutstandingBytes = 0;
+/** Bytes of new (zero-filled by the OS, paid in page faults) and of zero-filled pooled buffers. */
+let freshBytes = 0;
+let zeroFilledBytes = 0;
+/** Seconds spent in allocateZeroed's fill, when timed (`timeZeroFilling`). */
+let zeroFillSeconds = 0;
+let timingZeroFill = false;
+
+/** Starts (or stops) timing allocateZeroed's fills, for a benchmark's time split. */
+export function timeZeroFilling(enabled: boolean): void {
+  timingZeroFill = enabled;
+}
 
 export interface Disposable {
   dispose(): void;
@@ -45,13 +56,21 @@ export function allocate(length: number): Float32Array {
     pooledBytes -= bytes;
     return new Float32Array(reused, 0, length);
   }
+  freshBytes += bytes;
   return new Float32Array(new ArrayBuffer(bytes), 0, length);
 }
 
 /** A zero-filled buffer of `length` floats. */
 export function allocateZeroed(length: number): Float32Array {
   const buffer = allocate(length);
+  zeroFilledBytes += 4 * length;
+  if (!timingZeroFill) {
+    buffer.fill(0);
+    return buffer;
+  }
+  const started = performance.now();
   buffer.fill(0);
+  zeroFillSeconds += (performance.now() - started) / 1000;
   return buffer;
 }
 
@@ -91,6 +110,11 @@ export function memoryStatistics(): {
   outstandingBytes: number;
   /** The most `outstandingBytes` has been since the last `resetMemoryPeak()`. */
   peakOutstandingBytes: number;
+  /** Pooled-size bytes allocated new (the OS zero-fills them on first touch: page faults). */
+  freshBytes: number;
+  /** Bytes allocateZeroed filled with zeros, and the seconds it took while timed. */
+  zeroFilledBytes: number;
+  zeroFillSeconds: number;
 } {
   let pooledBuffers = 0;
   for (const bucket of pool.values()) pooledBuffers += bucket.length;
@@ -100,6 +124,9 @@ export function memoryStatistics(): {
     scopes: scopeStack.length,
     outstandingBytes,
     peakOutstandingBytes,
+    freshBytes,
+    zeroFilledBytes,
+    zeroFillSeconds,
   };
 }
 

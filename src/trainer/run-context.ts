@@ -5,6 +5,7 @@ import { buildTeam, type BuiltTeam } from './setup/build-team.js';
 import { trainConfigSchema, type TrainConfig } from './config/train-config.js';
 import { moveRemoteEndpoints } from './run/move-endpoints.js';
 import { HeldRun } from './run/run-directory.js';
+import { runProvenance } from './outputs/provenance.js';
 import type { StageHook } from './run/stage-hooks.js';
 import type { MetricsRecord } from './records.js';
 import { schedules } from './schedules.js';
@@ -60,7 +61,11 @@ export async function prepareRun(options: TrainOptions): Promise<RunContext> {
       swapHook(target, (record) => emit({ kind: 'swap', record })),
       ...stepControlHooks(config, built.units),
     ];
-    run ??= await HeldRun.create(options.runDirectory, { ...config, agents: built.agentConfigs });
+    run ??= await HeldRun.create(options.runDirectory, {
+      ...config,
+      agents: built.agentConfigs,
+      provenance: runProvenance(config, options.taskModule),
+    });
     return {
       ...target,
       run,

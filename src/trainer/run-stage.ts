@@ -74,7 +74,8 @@ export function runPosition(state: RunState): RunPosition {
 /**
  * Runs stage `state.stage` under the run's schedule; advances the token and update counts.
  * `evaluations` are those taken inside the stage (at update and token marks); `updates` and
- * them are in the order they happened.
+ * them are in the order they happened. Returns the stage's last batch too (the team after the
+ * stage: its transcripts).
  */
 export async function runStage(
   context: StageContext,
@@ -83,6 +84,7 @@ export async function runStage(
   updates: UpdateRecord[];
   evaluations: EvaluationRecord[];
   stageRecord: StageRecord;
+  last: TeamBatch;
 }> {
   const { config, task, built } = context;
   const started = Date.now();
@@ -130,7 +132,7 @@ export async function runStage(
     measurementTokens: stage.measurementTokens,
     budgetReached: stage.budgetReached,
   };
-  return { updates: records, evaluations: marks.records, stageRecord };
+  return { updates: records, evaluations: marks.records, stageRecord, last };
 }
 
 /**

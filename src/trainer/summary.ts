@@ -100,7 +100,10 @@ export function buildSummary(options: {
     certificates: certificateStatistics(records),
     stageImprovement: stageImprovementStatistics(records),
     regressions: stageRecords(records).filter((record) => record.regression).length,
-    warnings: [...runWarnings(options.config, records), ...coverageWarnings(records, state)],
+    warnings: [
+      ...runWarnings(options.config, records, options.runDirectory),
+      ...coverageWarnings(records, state),
+    ],
   };
 }
 

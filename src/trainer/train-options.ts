@@ -44,4 +44,6 @@ export interface TrainOptions {
    * needs the same task again.
    */
   task?: TaskInput;
+  /** The module file `task` was loaded from (--task-module): config.json records its SHA-256. */
+  taskModule?: string;
 }

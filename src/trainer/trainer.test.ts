@@ -182,6 +182,18 @@ describe('trainer', () => {
       }),
       /agent 5 does not exist/,
     );
+    // Fewer agents than the task's roles, turn order never set: the message names the agents
+    // and the fix, not a turnOrder key the user did not write.
+    await assert.rejects(
+      train({
+        config: { ...fixture.config, agents: fixture.config.agents!.slice(0, 1) },
+        runDirectory: path.join(fixture.directory, 'z'),
+      }),
+      (error: Error) =>
+        /agents: task "[^"]+" has \d+ roles .* the team has 1 agent; .*protocol\.turnOrder/.test(
+          error.message,
+        ) && !/turnOrder\[/.test(error.message),
+    );
   });
 });
 

@@ -4,6 +4,7 @@ import { prepareRun, type RunContext } from './run-context.js';
 import type { MetricsRecord } from './records.js';
 import { evaluationRecord, type EvaluationRecord } from './evaluations.js';
 import { evaluationContext, runPosition, runStage } from './run-stage.js';
+import { RunOutputs } from './outputs/run-outputs.js';
 import { noEffectCause, stageHadNoEffect } from './warnings.js';
 import { initialRunState, type EvaluationSummary, type RunState } from './run/run-state.js';
 import { buildSummary, lastEvaluation, type TrainSummary } from './summary.js';
@@ -41,8 +42,23 @@ async function trainHeld(
   options: TrainOptions,
   started: number,
 ): Promise<TrainSummary> {
+  const outputs = await RunOutputs.open(context.config, context.run.directory);
+  try {
+    return await trainTracked(context, options, started, outputs);
+  } finally {
+    await outputs.close();
+  }
+}
+
+async function trainTracked(
+  context: RunContext,
+  options: TrainOptions,
+  started: number,
+  outputs: RunOutputs,
+): Promise<TrainSummary> {
   const { config, run, emit } = context;
   const state = await startingState(context, options.resume === true);
+  await outputs.start(state);
   const elapsedBefore = state.elapsedSeconds;
   const elapsed = () => elapsedBefore + (Date.now() - started) / 1000;
   let interrupted = false;
@@ -51,7 +67,8 @@ async function trainHeld(
       interrupted = true;
       break;
     }
-    run.appendMetrics(await stageWithHooks(context, state));
+    run.appendMetrics(await stageWithHooks(context, state, outputs));
+    outputs.sync();
     state.elapsedSeconds = elapsed();
     await run.beat();
     if (state.stage % config.checkpointEvery === 0) {
@@ -63,6 +80,7 @@ async function trainHeld(
     run.appendMetrics([
       await evaluationRecord(evaluationContext(context), runPosition(state), 'end'),
     ]);
+  outputs.sync();
   state.elapsedSeconds = elapsed();
   await saveState(context, state);
   const summary = buildSummary({
@@ -111,11 +129,16 @@ async function startingState(context: RunContext, resume: boolean): Promise<RunS
 }
 
 /** The hooks before it, the next stage, its record, the hooks after it, and a due evaluation. */
-async function stageWithHooks(context: RunContext, state: RunState): Promise<MetricsRecord[]> {
+async function stageWithHooks(
+  context: RunContext,
+  state: RunState,
+  outputs: RunOutputs,
+): Promise<MetricsRecord[]> {
   const records: MetricsRecord[] = [];
   for (const hook of context.hooks) records.push(...(await hook.beforeStage(state)));
   state.stage++;
-  const { updates, evaluations, stageRecord } = await runStage(context, state);
+  const { updates, evaluations, stageRecord, last } = await runStage(context, state);
+  outputs.stage(state.stage, last, context.built.team);
   records.push(...inOrder(updates, evaluations), stageRecord);
   for (const hook of context.hooks)
     records.push(...(await hook.afterStage(state, stageRecord, updates)));
@@ -136,7 +159,7 @@ async function stageWithHooks(context: RunContext, state: RunState): Promise<Met
     context.emit({
       kind: 'warning',
       stage: state.stage,
-      message: `stage ${state.stage}: ${noEffectCause(context.config, updates)} (said once until a stage changes weights again)`,
+      message: `stage ${state.stage}: ${noEffectCause(context.config, updates, context.run.directory)} (said once until a stage changes weights again)`,
     });
   context.idleReported = idle;
   if (state.stage % context.config.evaluation.every === 0) {

@@ -131,6 +131,39 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
       );
     });
 
+    test('every array is checked against its length in the kernel table', () => {
+      const up = allocate(4);
+      assert.throws(
+        () => backend.swiglu({ gate: allocate(5), up, output: allocate(5) }),
+        /swiglu: up has 4 elements but the sizes need 5/,
+      );
+      const norm = {
+        input: allocate(6),
+        weight: allocate(3),
+        output: allocate(6),
+        mean: allocate(2),
+        inverseStd: allocate(2),
+        rows: 2,
+        columns: 3,
+        epsilon: 1e-5,
+      };
+      backend.layerNorm({ ...norm, bias: null });
+      assert.throws(() => backend.layerNorm({ ...norm, bias: allocate(2) }), RangeError);
+      const gather = {
+        logits: allocate(6),
+        targets: int32ViewOf([0, 1]),
+        rows: 2,
+        columns: 3,
+        logProbs: allocate(2),
+        logSumExp: null,
+      };
+      backend.gatherLogProbs({ ...gather, entropy: null });
+      assert.throws(
+        () => backend.gatherLogProbs({ ...gather, entropy: allocate(1) }),
+        /entropy has 1 elements but the sizes need 2/,
+      );
+    });
+
     test('an odd headDim for rope is a RangeError', () => {
       assert.throws(
         () =>

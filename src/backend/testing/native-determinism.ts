@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { nativeBuildInfo, setNativeThreads } from '../native.js';
+import type { NativeAddon } from '../native-addon.js';
 import type { KernelBackend } from '../types.js';
 import { attentionInputs, runForward } from './suite-attention.js';
 import { allocate, createRandom, randomArray } from './random.js';
@@ -120,10 +120,12 @@ function outputs(backend: KernelBackend): Float32Array[] {
   ];
 }
 
-export function runNativeDeterminismTests(backend: KernelBackend): void {
+/** `addon`: the build `backend` runs on, whose thread count the test changes. */
+export function runNativeDeterminismTests(backend: KernelBackend, addon: NativeAddon): void {
   describe('determinism', () => {
     test('results are bit-identical with 1, 2 and 3 threads', () => {
-      const original = nativeBuildInfo()!.threads;
+      const original = addon.info().threads;
+      const setNativeThreads = (threads: number) => addon.setThreads(threads);
       try {
         setNativeThreads(1);
         const single = outputs(backend);

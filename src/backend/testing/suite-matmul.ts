@@ -79,6 +79,21 @@ export function matmulTests(backend: KernelBackend): void {
       }
     });
 
+    test('few rows: every row count to 16 with every column tail of a vector', () => {
+      // Native: up to 16 rows are the skinny kernels, whose register blocks are 8 (AVX-512)
+      // or 4 rows by one or two vectors of 16 or 8 columns; these sizes leave every remainder
+      // of rows and columns, and a depth with a vector tail.
+      let seed = 1000;
+      for (let m = 1; m <= 16; m++)
+        for (const n of [1, 3, 7, 8, 9, 15, 16, 17, 31, 33])
+          for (const transposeB of [false, true])
+            runCase(
+              backend,
+              { batch: 1, m, n, k: 19, transposeA: m % 2 === 0, transposeB },
+              seed++,
+            );
+    });
+
     test('sizes past every block size, with transposes', () => {
       runCase(
         backend,

@@ -3,6 +3,8 @@ import { evaluateTeam } from '../../trainer/evaluate.js';
 import { openRun } from '../../trainer/open-run.js';
 import { loadTaskModule } from '../task-module.js';
 import { TeamtrError } from '../../util/errors.js';
+import { formatTranscript } from '../../trainer/outputs/transcript-text.js';
+import { sampleTranscripts } from '../../trainer/outputs/transcripts.js';
 
 export function register(program: Command): void {
   program
@@ -15,9 +17,16 @@ export function register(program: Command): void {
     .option('--temperature <t>', 'sampling temperature, 0 = greedy (default: the run config)')
     .option('--seed <n>', 'seed of the eval split and of sampling (default: the run seed)')
     .option('--task-module <file>', "the run's task, when it was defined in code")
+    .option(
+      '--samples <n>',
+      'also print this many transcripts of the evaluation (what the agents wrote)',
+    )
     .option('--json', 'print one JSON object on stdout')
     .action(async (runDirectory: string, flags: Record<string, string | boolean | undefined>) => {
-      const { config, task, built } = await openRun(runDirectory, {
+      const samples = flags.samples === undefined ? 0 : Number(flags.samples);
+      if (!Number.isSafeInteger(samples) || samples < 0)
+        throw new TeamtrError(`--samples must be a non-negative integer, got ${flags.samples}`);
+      const { run, config, task, built } = await openRun(runDirectory, {
         task: flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined,
       });
       const count =
@@ -46,6 +55,16 @@ export function register(program: Command): void {
         count: evaluation.count,
         meanReward: evaluation.meanReward,
         agents: evaluation.agents,
+        ...(samples > 0
+          ? {
+              samples: sampleTranscripts(
+                built.team,
+                evaluation.batch,
+                (await run.readCheckpointState())?.stage ?? 0,
+                samples,
+              ),
+            }
+          : {}),
       };
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -60,5 +79,7 @@ export function register(program: Command): void {
           `  ${agent.agent}: ${agent.turnAccuracy === null ? 'turn accuracy n/a (the task cannot judge single turns)' : `turn accuracy ${percent(agent.turnAccuracy)} [${percent(agent.interval![0])}, ${percent(agent.interval![1])}] over ${agent.count} turns`}\n`,
         );
       }
+      for (const transcript of result.samples ?? [])
+        process.stdout.write(`\n${formatTranscript(transcript)}\n`);
     });
 }

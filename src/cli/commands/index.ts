@@ -8,6 +8,7 @@ import { register as registerExport } from './export.js';
 import { register as registerPretrain } from './pretrain.js';
 import { register as registerReport } from './report.js';
 import { register as registerSample } from './sample.js';
+import { register as registerSamples } from './samples.js';
 import { register as registerScaling } from './scaling.js';
 import { register as registerScore } from './score.js';
 import { register as registerServe } from './serve.js';
@@ -32,6 +33,7 @@ export function registerCommands(program: Command): void {
   registerBench(program);
   registerSwap(program);
   registerSample(program);
+  registerSamples(program);
   registerScore(program);
   registerServe(program);
   registerExport(program);

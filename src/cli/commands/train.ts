@@ -63,6 +63,7 @@ export async function runTraining(options: {
   quiet: boolean;
   endpoints?: Record<string, string>;
   task?: TaskInput;
+  taskModule?: string;
 }): Promise<TrainSummary> {
   const progress = new ProgressReporter(options.quiet);
   const controller = new AbortController();
@@ -81,6 +82,7 @@ export async function runTraining(options: {
       resume: options.resume,
       endpoints: options.endpoints,
       task: options.task,
+      taskModule: options.taskModule,
       signal: controller.signal,
       onProgress: (event: TrainProgress) => {
         if (event.kind === 'start')
@@ -152,6 +154,7 @@ export function register(program: Command): void {
       quiet: false,
       endpoints,
       task,
+      taskModule: flags.taskModule as string | undefined,
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(`${formatSummary(summary)}${nextSteps(summary.runDirectory)}`);

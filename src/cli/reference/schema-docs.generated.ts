@@ -163,6 +163,9 @@ export const schemaDocs: Readonly<
     'protocol.maxTurnTokens': { default: "the task's longest turn + 2" },
     'protocol.permutePerEpisode': { text: "Shuffle the agents' turn order in every episode." },
     'protocol.turnOrder': { text: 'Agent index of each turn.', default: "the task's turn order" },
+    provenance: {
+      text: 'Recorded by the trainer when a run begins (not for users to set): version, host, task source.',
+    },
     'rollout.groupSize': {
       text: "Trajectories per prompt: the group whose rewards give each other's baseline.",
     },
@@ -292,6 +295,24 @@ export const schemaDocs: Readonly<
     taskFingerprint: {
       text: "Recorded by the trainer when a run begins (not for users to set): a fingerprint of the task's problems. Resume refuses a task whose data changed.",
     },
+    tracking: { text: 'Transcripts, TensorBoard and Weights & Biases (docs/guides/tracking.md).' },
+    'tracking.tensorboard': {
+      text: 'Also write the metrics as a TensorBoard event file in the run directory.',
+    },
+    'tracking.transcriptsPerStage': {
+      text: "Episodes of each stage's last batch kept in transcripts.jsonl (`teamtr samples`); 0 = none.",
+    },
+    'tracking.wandb': {
+      text: 'Weights & Biases. offline (default): nothing is sent; the TensorBoard event file is the record, uploaded later with `wandb sync RUN_DIR`. online: logged live through the optional `@wandb/sdk` package (WANDB_API_KEY).',
+    },
+    'tracking.wandb.entity': {
+      text: 'The W&B team or user that owns the project.',
+      default: 'your W&B default entity',
+    },
+    'tracking.wandb.mode': {
+      text: 'online needs the `@wandb/sdk` and `graphql` packages installed, and WANDB_API_KEY.',
+    },
+    'tracking.wandb.project': { text: 'The W&B project the run is logged to.' },
     trustRegion: {
       text: "How each agent's update is kept near its old policy (docs/method.md §3).",
     },

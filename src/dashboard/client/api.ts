@@ -57,6 +57,23 @@ export interface MetricsChunk {
   reset: boolean;
 }
 
+/** One episode of transcripts.jsonl (src/trainer/outputs/transcripts.ts). */
+export interface Transcript {
+  stage: number;
+  problem: { id: string; prompt: string; answer: string };
+  sample: number;
+  reward: number;
+  correct: boolean;
+  turns: Array<{ agent: string; text: string; tokens: number; ended: string; truncated?: true }>;
+}
+
+/** GET /api/runs/:id/transcripts?stage=s. */
+export interface TranscriptsChunk {
+  stages: number[];
+  stage: number | null;
+  transcripts: Transcript[];
+}
+
 /** GET /api/runs. */
 export interface RunStatus {
   status: string;

@@ -15,6 +15,7 @@ import { renderFigure, resizeChartsWithPage, type ChartState } from './figures-v
 import { byId } from './format.js';
 import { renderRuns } from './runs-view.js';
 import { renderConfig, renderFeed } from './tables-view.js';
+import { renderTranscripts } from './transcripts-view.js';
 
 interface PageState extends ChartState {
   overview: Overview | null;
@@ -57,6 +58,7 @@ async function loadOverview(): Promise<Overview> {
   renderRuns(overview.runs, overview.runColors);
   for (const figure of overview.figures) renderFigure(figure, state);
   renderConfig(overview.runs, overview.config);
+  await renderTranscripts(overview.runs);
   return overview;
 }
 

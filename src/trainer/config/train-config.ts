@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { provenanceSchema, trackingConfigSchema } from './tracking.js';
 import { loraConfigSchema } from '../../models/lora-config.js';
 import { weightsDtypeSchema } from '../../models/weights-dtype.js';
 import { objectiveNames } from '../../rl/objectives/index.js';
@@ -374,6 +375,10 @@ export const trainConfigSchema = z.strictObject({
     .string()
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
+  /** Transcripts, TensorBoard and Weights & Biases (docs/guides/tracking.md). */
+  tracking: trackingConfigSchema.prefault({}),
+  /** Recorded by the trainer when a run begins (not for users to set): version, host, task source. */
+  provenance: provenanceSchema.optional(),
 });
 
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;

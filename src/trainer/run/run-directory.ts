@@ -35,6 +35,8 @@ import { unitEngine } from '../update/engines.js';
  *       units/<name>/        weights (a LoRA unit: adapter/ in PEFT layout and a reference
  *                            to its base model), optimizer state and tokenizer of each model
  *     summary.json           written at the end (and on interruption)
+ *     transcripts.jsonl      a few episodes of every stage, as the agents wrote them
+ *     events.out.tfevents.*  the metrics as a TensorBoard event file (tracking.tensorboard)
  *     running.json           while a trainer works on the run (run-lock.ts)
  */
 export const runFiles = {
@@ -44,6 +46,9 @@ export const runFiles = {
   checkpoint: 'checkpoint',
   state: 'state.json',
   summary: 'summary.json',
+  transcripts: 'transcripts.jsonl',
+  /** The start of a TensorBoard event file's name (TensorBoard finds them by it). */
+  tensorboardEvents: 'events.out.tfevents.',
 } as const;
 
 const markerSchema = z.strictObject({
@@ -67,9 +72,14 @@ export function isRunEntry(name: string): boolean {
     runFiles.config,
     runFiles.metrics,
     runFiles.summary,
+    runFiles.transcripts,
     runLockFile,
   ];
-  return ownFiles.includes(base) || (base === runFiles.checkpoint && name !== base);
+  return (
+    ownFiles.includes(base) ||
+    base.startsWith(runFiles.tensorboardEvents) ||
+    (base === runFiles.checkpoint && name !== base)
+  );
 }
 
 /** One line of metrics.jsonl: a record, discriminated by `type` (trainer/records.ts). */

@@ -217,6 +217,14 @@ function validateAgents(
     );
   if (sharedModel && agentConfigs[0]!.endpoint)
     throw new ConfigError('agents[0]', 'the single-model schedule needs a local model for agent 0');
+  if (config.protocol.turnOrder === undefined) {
+    const roles = Math.max(...task.protocol.turnOrder) + 1;
+    if (roles > agentConfigs.length)
+      throw new ConfigError(
+        'agents',
+        `task "${task.name}" has ${roles} roles (turn order ${JSON.stringify(task.protocol.turnOrder)}) but the team has ${agentConfigs.length} agent${agentConfigs.length === 1 ? '' : 's'}; list one agent per role, or set protocol.turnOrder to say who plays each turn (e.g. ${JSON.stringify(task.protocol.turnOrder.map(() => 0))} for one agent playing every turn)`,
+      );
+  }
   const turnOrder = config.protocol.turnOrder ?? task.protocol.turnOrder;
   turnOrder.forEach((agentIndex, turn) => {
     if (agentIndex >= agentConfigs.length) {

@@ -2,7 +2,7 @@
 
 Run by `teamtr bench --real-model` with Debian's /usr/bin/python3 (python3-torch), one process per
 workload so each peak resident set is that workload's own:
-    python3 bench/torch_real_model.py --workload smollm2-135m-shape-generate-batch64 --threads 1,2
+    python3 src/bench/pytorch/torch_real_model.py --workload smollm2-135m-shape-generate-batch64 --threads 1,2
 prints one JSON object per line, {"name", "value", "unit", "threads"}, with the names teamtr's own
 figures have (so `ratio-...` lines come out), each figure once per thread setting (the caller keeps
 the best), then the process's peak RSS. `--list` prints the workload names.

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createTypeScriptBackend } from '../backend/typescript.js';
+import { allocateZeroed, release } from '../tensor/index.js';
+import { boundOf } from './bound.js';
+import { hostLines, pathLines } from './host-report.js';
+import { benchRecord, type BenchRun } from './result-record.js';
+import { measureTimeSplit, splitLines } from './time-split.js';
+
+describe("the machine's bound", () => {
+  it('is the fastest of ours, OpenBLAS and PyTorch, naming whose', () => {
+    assert.deepEqual(boundOf({ own: 120, openblas: 130, torch: 125 }), {
+      own: 120,
+      openblas: 130,
+      torch: 125,
+      bound: 130,
+      fastest: 'openblas',
+    });
+    assert.equal(boundOf({ own: 120, openblas: null, torch: null }).fastest, 'own');
+    assert.equal(boundOf({ own: 120, openblas: 90, torch: 140 }).bound, 140);
+  });
+});
+
+describe('the host and path report', () => {
+  it('states kind, model, CPUs and caches', () => {
+    const lines = hostLines({
+      vendor: 'intel',
+      model: 'Xeon',
+      kind: 'intel-avx512-bf16',
+      widestIsa: 'avx512',
+      features: ['avx2', 'avx512f'],
+      l1dBytes: 48 * 1024,
+      l2Bytes: 2 * 2 ** 20,
+      l3Bytes: 260 * 2 ** 20,
+      cpus: 2,
+    });
+    assert.deepEqual(lines, [
+      'host: intel-avx512-bf16 (Xeon), 2 CPUs',
+      'caches: L1d 48 KiB, L2 2 MiB per core, L3 260 MiB',
+      'features: avx2 avx512f',
+    ]);
+  });
+
+  it("gives each path's share of its kernel's multiply-adds, largest first", () => {
+    const lines = pathLines([
+      { kernel: 'own sgemm', path: 'panels', calls: 3, multiplyAdds: 100 },
+      { kernel: 'own sgemm', path: 'packed', calls: 1, multiplyAdds: 300 },
+      { kernel: 'attention', path: 'decode step', calls: 5, multiplyAdds: 0 },
+    ]);
+    assert.deepEqual(lines, [
+      '  own sgemm: packed 75%, panels 25% (4 calls)',
+      '  attention: decode step 100% (5 calls)',
+    ]);
+  });
+});
+
+describe('the time split', () => {
+  it('times each kernel call, products by weight shape with their multiply-adds', async () => {
+    const backend = createTypeScriptBackend();
+    const [m, n, k] = [20, 6, 5];
+    const { split } = await measureTimeSplit(backend, async (timed) => {
+      for (let call = 0; call < 3; call++)
+        timed.matmul({
+          a: new Float32Array(m * k),
+          b: new Float32Array(k * n),
+          c: new Float32Array(m * n),
+          batch: 1,
+          m,
+          n,
+          k,
+          transposeA: false,
+          transposeB: true,
+          strideA: 0,
+          strideB: 0,
+        });
+      timed.softmax({
+        input: new Float32Array(8),
+        output: new Float32Array(8),
+        rows: 2,
+        columns: 4,
+      });
+      release(allocateZeroed(4096));
+      return null;
+    });
+    const product = split.parts.find((part) => part.part === 'matmul 6×5 Bᵀ, many rows')!;
+    assert.deepEqual([product.calls, product.multiplyAdds], [3, 3 * m * n * k]);
+    assert.equal(split.parts.find((part) => part.part === 'softmax')?.calls, 1);
+    assert.equal(split.zeroFilledBytes, 4 * 4096);
+    const lines = splitLines(split);
+    assert.match(lines.at(-2)!, /^ {2}JavaScript between kernels: \d+\.\d\d s/);
+    assert.match(lines.at(-1)!, /page faults: \d+ minor/);
+  });
+});
+
+describe('the result file', () => {
+  it('records host, command, the bound and every figure with its fraction and ratio', () => {
+    const run: BenchRun = {
+      command: 'node bin/teamtr.js bench --json out.json',
+      commit: 'abc123',
+      startedAt: '2000-01-01T00:00:00.000Z',
+      host: null,
+      build: null,
+      backend: 'typescript',
+      bound: boundOf({ own: 100, openblas: 120, torch: null }),
+      results: [
+        { name: 'work', value: 50, unit: 'tokens/s' },
+        { name: 'work-of-sgemm4096', value: 0.8, unit: 'x' },
+        { name: 'torch-work', value: 25, unit: 'tokens/s' },
+        { name: 'ratio-work', value: 2, unit: 'x' },
+      ],
+      paths: [],
+      splits: [],
+      wallSeconds: 12.5,
+      load: { before: 0.1, after: 1.9 },
+    };
+    const record = benchRecord(run) as {
+      format: string;
+      command: string;
+      host: { kind: string; quiet: boolean };
+      tables: Array<{ columns: string[]; rows: unknown[][] }>;
+    };
+    assert.equal(record.format, 'teamtr-result/1');
+    assert.equal(record.command, run.command);
+    assert.equal((record as unknown as { commit: string }).commit, 'abc123');
+    assert.equal(record.host.quiet, true);
+    assert.deepEqual(record.tables[0]!.rows.at(-1), ['bound (the fastest)', 120]);
+    assert.deepEqual(record.tables[1]!.rows, [['work', 50, 'tokens/s', 0.8, 25, 2]]);
+    for (const table of record.tables)
+      for (const row of table.rows) assert.equal(row.length, table.columns.length);
+  });
+});
