@@ -10,6 +10,7 @@ import { ProgressReporter } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
 import type { TaskInput } from '../../trainer/setup/task-source.js';
 import { formatSummary } from '../format.js';
+import { onStopSignals, stopSignalNames } from '../interrupted.js';
 
 export function defaultRunDirectory(schedule: string): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').slice(0, 19);
@@ -48,9 +49,9 @@ export function endpointMoves(
 }
 
 /**
- * Runs training with progress on stderr and Ctrl-C handling: the first Ctrl-C finishes the
- * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
- * (the last checkpoint stays intact: every write is atomic).
+ * Runs training with progress on stderr and stop-signal handling: the first Ctrl-C, SIGTERM or
+ * SIGHUP finishes the current stage, saves a checkpoint and a summary, and exits; a second one
+ * exits at once (the last checkpoint stays intact: every write is atomic).
  */
 export async function runTraining(options: {
   config: unknown;
@@ -62,14 +63,12 @@ export async function runTraining(options: {
 }): Promise<TrainSummary> {
   const progress = new ProgressReporter(options.quiet);
   const controller = new AbortController();
-  const onInterrupt = (): void => {
-    if (controller.signal.aborted) process.exit(130);
+  const stopListening = onStopSignals((signal) => {
     progress.log(
-      'teamtr: interrupted — finishing the current stage and saving (Ctrl-C again to quit now)',
+      `teamtr: ${stopSignalNames[signal]} — finishing the current stage and saving (Ctrl-C again to quit now)`,
     );
     controller.abort();
-  };
-  process.on('SIGINT', onInterrupt);
+  });
   try {
     return await train({
       config: options.config as never,
@@ -95,7 +94,7 @@ export async function runTraining(options: {
     });
   } finally {
     progress.stop();
-    process.off('SIGINT', onInterrupt);
+    stopListening();
   }
 }
 
@@ -152,7 +151,10 @@ export function register(program: Command): void {
   });
 }
 
-/** An interrupted run saved cleanly, but it did not finish: exit 130 as Ctrl-C does. */
+/**
+ * An interrupted run saved cleanly, but it did not finish: exit 130 as after Ctrl-C, whichever
+ * stop signal it was (130 says "stopped and saved: resume it").
+ */
 export function exitAfterInterruption(summary: TrainSummary): void {
   if (summary.interrupted) process.exitCode = 130;
 }
