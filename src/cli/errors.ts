@@ -36,6 +36,10 @@ function systemErrorMessage(error: unknown): string | null {
       return `permission denied${where}: choose a directory you can write to, or fix its permissions`;
     case 'EROFS':
       return `the file system is read-only${where}: choose a writable directory`;
+    case 'ENAMETOOLONG':
+      return `a file name is longer than the file system allows${where}: choose a shorter path`;
+    case 'ENOTDIR':
+      return `a part of the path is a file, not a directory${where}: choose another path`;
     case 'EMFILE':
     case 'ENFILE':
       return `too many open files${where}: raise the limit (ulimit -n) and run again`;
