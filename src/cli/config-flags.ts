@@ -1,9 +1,10 @@
-import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { readBoundedTextSync } from '../util/bounded-file.js';
 import { ConfigError, FileFormatError } from '../util/errors.js';
+import { parseStrictJson } from '../util/strict-json.js';
 
 /**
  * Every leaf of a config schema becomes a flag: `rollout.groupSize` ↔ `--rollout-group-size`.
@@ -139,32 +140,28 @@ export function configFromFileAndFlags(
   return config;
 }
 
-/** A config is a page of settings; a larger file is a mistake, refused before it is parsed. */
-const maxConfigBytes = 1024 * 1024;
-
+/**
+ * A config is a page of settings (datasets go in their own file: task.path): read through the
+ * bounded reader, so /dev/zero, a FIFO or a huge file is refused before it is parsed; a JSON
+ * config that repeats a key is refused as YAML ones are.
+ */
 export function readConfigFile(configPath: string): Record<string, unknown> {
-  let text: string;
-  try {
-    const size = statSync(configPath).size;
-    if (size > maxConfigBytes)
-      throw new FileFormatError(
-        configPath,
-        `is ${(size / 2 ** 20).toFixed(1)} MiB; a config file is at most 1 MiB (datasets go in their own file: task.path)`,
-      );
-    text = readFileSync(configPath, 'utf8');
-  } catch (error) {
-    if (error instanceof FileFormatError) throw error;
-    throw new FileFormatError(configPath, 'cannot read the config file (does it exist?)');
-  }
+  const text = readBoundedTextSync(configPath, { limit: 'configBytes', what: 'a config file' });
+  if (path.extname(configPath) === '.json')
+    return configMapping(parseStrictJson(text, configPath), configPath);
   let value: unknown;
   try {
-    value = path.extname(configPath) === '.json' ? JSON.parse(text) : YAML.parse(text);
+    value = YAML.parse(text);
   } catch (error) {
     throw new FileFormatError(
       configPath,
-      `is not valid ${path.extname(configPath) === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`,
+      `is not valid YAML: ${(error as Error).message.split('\n')[0]}`,
     );
   }
+  return configMapping(value, configPath);
+}
+
+function configMapping(value: unknown, configPath: string): Record<string, unknown> {
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value))
     throw new FileFormatError(configPath, 'the config must be a mapping of keys to values');

@@ -120,7 +120,7 @@ export async function loadCheckpoint(
     checkpoint.extra = await readJsonObjectFile(file(checkpointFiles.extra));
   }
   if (await exists(file(checkpointFiles.tokenizer))) {
-    checkpoint.tokenizer = await readJsonFile(file(checkpointFiles.tokenizer));
+    checkpoint.tokenizer = await readJsonFile(file(checkpointFiles.tokenizer), 'tokenizerBytes');
   }
   return checkpoint;
 }

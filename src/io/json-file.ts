@@ -1,22 +1,19 @@
-import { readFile } from 'node:fs/promises';
 import { isDeepStrictEqual } from 'node:util';
+import { readBoundedText, type FileSizeLimit } from '../util/bounded-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 
 /** A JSON object, as stored in `*.json` files next to tensors. */
 export type JsonObject = Record<string, unknown>;
 
-/** Reads and parses a JSON file; a missing file or bad JSON is a FileFormatError naming the file. */
-export async function readJsonFile(filePath: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(filePath, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new FileFormatError(filePath, 'file not found');
-    if (code === 'EISDIR')
-      throw new FileFormatError(filePath, 'is a directory, expected a JSON file');
-    throw error;
-  }
+/**
+ * Reads and parses a JSON file through the bounded reader (a regular file within `limit`); a
+ * missing file, a device or bad JSON is a FileFormatError naming the file.
+ */
+export async function readJsonFile(
+  filePath: string,
+  limit: FileSizeLimit = 'jsonBytes',
+): Promise<unknown> {
+  const text = await readBoundedText(filePath, { limit, what: 'a JSON file' });
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -25,8 +22,11 @@ export async function readJsonFile(filePath: string): Promise<unknown> {
 }
 
 /** Reads a JSON file that must hold an object. */
-export async function readJsonObjectFile(filePath: string): Promise<JsonObject> {
-  const value = await readJsonFile(filePath);
+export async function readJsonObjectFile(
+  filePath: string,
+  limit: FileSizeLimit = 'jsonBytes',
+): Promise<JsonObject> {
+  const value = await readJsonFile(filePath, limit);
   if (!isJsonObject(value)) {
     throw new FileFormatError(filePath, `expected a JSON object, got ${describeKind(value)}`);
   }

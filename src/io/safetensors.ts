@@ -1,5 +1,7 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { openRegularFile } from '../util/bounded-file.js';
 import { FileFormatError, ShapeError, TeamtrError } from '../util/errors.js';
+import { checkAllocation } from '../util/memory-bound.js';
 import { writeFileAtomic } from './atomic.js';
 import { decodeFloats, float32Bytes } from './float-conversion.js';
 import { formatShape, shapeElementCount, type NamedArray } from '../util/named-array.js';
@@ -58,6 +60,7 @@ export async function readSafetensors(
   return withFile(filePath, async (handle, fileByteLength) => {
     const header = await readHeader(handle, fileByteLength, filePath);
     const selected = selectEntries(header, options.names, filePath);
+    checkTensorsFit(selected, filePath);
     const tensors = new Map<string, SafetensorsTensor>();
     for (const [name, entry] of selected) {
       const data = allocateTensor(entry, name, filePath);
@@ -167,18 +170,10 @@ async function withFile<Result>(
   filePath: string,
   body: (handle: FileHandle, fileByteLength: number) => Promise<Result>,
 ): Promise<Result> {
-  let handle: FileHandle;
+  // A regular file only (a FIFO or device is refused, never waited on); its size from fstat.
+  const { handle, size } = await openRegularFile(filePath, 'a safetensors file');
   try {
-    handle = await open(filePath, 'r');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new FileFormatError(filePath, 'file not found');
-    throw error;
-  }
-  try {
-    const stats = await handle.stat();
-    if (!stats.isFile()) throw new FileFormatError(filePath, 'is not a regular file');
-    return await body(handle, stats.size);
+    return await body(handle, size);
   } finally {
     await handle.close();
   }
@@ -232,7 +227,30 @@ function readableDtypeOf(entry: SafetensorsEntry, name: string, source: string):
   );
 }
 
-/** The header was checked against the file size, so this allocation is bounded by the file. */
+/**
+ * The header was checked against the file size, but a sparse file claims any size without
+ * using the disk: the float32 arrays of every tensor to be read must fit the memory bound
+ * before the first is allocated.
+ */
+function checkTensorsFit(selected: Array<[string, SafetensorsEntry]>, source: string): void {
+  let elements = 0;
+  let largest: [string, SafetensorsEntry] | null = null;
+  for (const entry of selected) {
+    const count = shapeElementCount(entry[1].shape) ?? 0;
+    elements += count;
+    if (largest === null || count > (shapeElementCount(largest[1].shape) ?? 0)) largest = entry;
+  }
+  if (largest === null) return;
+  checkAllocation({
+    what: `its ${selected.length} tensors (the largest "${largest[0]}" ${formatShape(largest[1].shape)})`,
+    bytes: elements * 4,
+    largestArrayElements: shapeElementCount(largest[1].shape) ?? 0,
+    source,
+    remedy: 'these weights are too large for this machine, or the file is damaged',
+  });
+}
+
+/** Bounded by the file's size (parseHeader) and by the memory bound (checkTensorsFit). */
 function allocateTensor(entry: SafetensorsEntry, name: string, source: string): Float32Array {
   const count = shapeElementCount(entry.shape) ?? 0;
   try {

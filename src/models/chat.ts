@@ -1,8 +1,13 @@
+import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { HuggingFaceTokenizer } from '../tokenizer/huggingface.js';
 import { encodeWithBos } from '../tokenizer/encode-with-bos.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TeamtrError } from '../util/errors.js';
+import { warnOnce } from '../util/warn.js';
+import { renderWithinLimits } from './chat-template-limits.js';
+
+export { ChatTemplateLimitError } from './chat-template-limits.js';
 
 /**
  * Chat prompts: messages → token ids. A Hugging Face tokenizer with a chat template renders it
@@ -47,19 +52,37 @@ function templateFor(source: string): Template {
   return template;
 }
 
-/** Renders a Jinja chat template to text (the model's prompt string). */
+/**
+ * Renders a Jinja chat template to text (the model's prompt string), under the limits of
+ * chat-template-limits.ts: a template comes with a model directory, and one that loops over
+ * range(100000000) must not run for minutes.
+ */
 export function renderChatTemplate(
   source: string,
   messages: readonly ChatMessage[],
   variables: Record<string, unknown>,
 ): string {
+  const template = templateFor(source);
   try {
-    // The library itself provides raise_exception and strftime_now.
-    return templateFor(source).render({ messages, ...variables });
+    // The library provides raise_exception and strftime_now.
+    return renderWithinLimits(template, { messages, ...variables });
   } catch (error) {
     if (error instanceof TeamtrError) throw error;
     throw new TeamtrError(`the chat template failed to render: ${(error as Error).message}`);
   }
+}
+
+/**
+ * A Hugging Face model without a chat template reads plain text, also where chat messages are
+ * asked for: say so once, since a chat-tuned model prompted without its template answers
+ * worse, and nothing else shows it.
+ */
+export function warnNoChatTemplate(source: string): void {
+  warnOnce(
+    `${source}:no-chat-template`,
+    'TEAMTR_NO_CHAT_TEMPLATE',
+    `${source} has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja): its prompts are plain text, not chat turns. For a chat model, add the template it was trained with; for a base model, ignore this`,
+  );
 }
 
 /** Whether `chatPromptIds` will use a chat template for this tokenizer. */
@@ -73,6 +96,12 @@ export function chatPromptIds(
   options: ChatPromptOptions = {},
 ): number[] {
   if (messages.length === 0) throw new TeamtrError('a chat prompt needs at least one message');
+  if (
+    !options.plain &&
+    tokenizer instanceof HuggingFaceTokenizer &&
+    tokenizer.chatTemplate === null
+  )
+    warnNoChatTemplate(path.dirname(tokenizer.source));
   if (options.plain || !hasChatTemplate(tokenizer)) {
     return encodeWithBos(tokenizer, messages.map((message) => message.content).join('\n'));
   }
@@ -92,12 +121,11 @@ export function chatPromptIds(
         `the chat template does not write message ${index}'s content exactly once and in order (it transforms contents), which teamtr does not support; use plain prompts instead`,
       );
     }
-    ids.push(
-      ...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at)),
-      ...tokenizer.encode(message.content),
-    );
+    // Loops, not push(...ids): a long message has more ids than a call takes arguments.
+    for (const id of tokenizer.encodeWithSpecialTokens(rendered.slice(cursor, at))) ids.push(id);
+    for (const id of tokenizer.encode(message.content)) ids.push(id);
     cursor = at + marker.length;
   });
-  ids.push(...tokenizer.encodeWithSpecialTokens(rendered.slice(cursor)));
+  for (const id of tokenizer.encodeWithSpecialTokens(rendered.slice(cursor))) ids.push(id);
   return ids;
 }

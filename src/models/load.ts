@@ -2,15 +2,18 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkpointFiles, loadCheckpoint } from '../io/checkpoint.js';
+import { checkpointFiles, loadCheckpoint, loadCheckpointConfig } from '../io/checkpoint.js';
+import { readSafetensorsHeader } from '../io/safetensors.js';
 import { expectShapes } from '../io/expect-shapes.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
+import { shapeElementCount } from '../util/named-array.js';
 import { RandomGenerator } from '../util/random.js';
 import { tokenizerFromJSON } from '../tokenizer/load.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { huggingFaceFormat } from './huggingface/format.js';
 import type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.js';
 import { checkModelFits, parameterCount } from './memory-estimate.js';
+import { assertFiniteParameters, assertForwardFinite } from './weight-checks.js';
 
 /** A model ready to run: the network, its tokenizer and where it came from. */
 export type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.js';
@@ -19,10 +22,10 @@ export type { LoadedModel, ModelFormat, ModelLoadOptions } from './model-format.
 export const teamtrCheckpointFormat: ModelFormat = {
   name: 'teamtr checkpoint',
   recognizes: (directory) =>
-    existsSync(path.join(directory, checkpointFiles.tokenizer)) &&
     existsSync(path.join(directory, checkpointFiles.model)) &&
     !existsSync(path.join(directory, 'tokenizer_config.json')),
   async load(directory) {
+    await checkBeforeReading(directory);
     const checkpoint = await loadCheckpoint(directory);
     if (checkpoint.tokenizer === undefined) {
       throw new FileFormatError(
@@ -34,13 +37,6 @@ export const teamtrCheckpointFormat: ModelFormat = {
       checkpoint.tokenizer,
       path.join(directory, checkpointFiles.tokenizer),
     );
-    checkModelFits(checkpoint.config, path.join(directory, 'config.json'));
-    const held = checkpoint.parameters.reduce((total, entry) => total + entry.data.length, 0);
-    if (held !== parameterCount(checkpoint.config))
-      throw new FileFormatError(
-        directory,
-        `config.json describes a model of ${parameterCount(checkpoint.config)} parameters but ${checkpointFiles.model} holds ${held}; the two files do not belong together`,
-      );
     const model = new TransformerLM(checkpoint.config, new RandomGenerator(0));
     expectShapes(
       checkpoint.parameters,
@@ -63,6 +59,30 @@ export const teamtrCheckpointFormat: ModelFormat = {
     return { model, tokenizer, source: directory, optimizerState, extra: checkpoint.extra ?? null };
   },
 };
+
+/**
+ * Everything a checkpoint's sizes could make impossible, refused before a tensor is read: the
+ * model must fit this machine (config.json alone says how big it is), the weight file's header
+ * must hold exactly that many parameters, and the tokenizer must be there.
+ */
+async function checkBeforeReading(directory: string): Promise<void> {
+  const config = await loadCheckpointConfig(directory);
+  checkModelFits(config, path.join(directory, checkpointFiles.config));
+  const weightsPath = path.join(directory, checkpointFiles.model);
+  const header = await readSafetensorsHeader(weightsPath);
+  let held = 0;
+  for (const entry of header.tensors.values()) held += shapeElementCount(entry.shape) ?? 0;
+  if (held !== parameterCount(config))
+    throw new FileFormatError(
+      directory,
+      `config.json describes a model of ${parameterCount(config)} parameters but ${checkpointFiles.model} holds ${held}; the two files do not belong together`,
+    );
+  if (!existsSync(path.join(directory, checkpointFiles.tokenizer)))
+    throw new FileFormatError(
+      directory,
+      `no ${checkpointFiles.tokenizer}: a teamtr model checkpoint needs its tokenizer (save the model with its tokenizer, or copy tokenizer.json from the model it was trained from)`,
+    );
+}
 
 export const modelFormats: ModelFormat[] = [huggingFaceFormat, teamtrCheckpointFormat];
 
@@ -104,40 +124,37 @@ export async function loadModel(
   options: ModelLoadOptions = {},
 ): Promise<LoadedModel> {
   const directory = resolveModelSpec(spec);
-  if (!existsSync(directory)) {
-    const hint = spec.startsWith('builtin:')
-      ? ' (run `teamtr pretrain` to build the built-in models)'
-      : '';
-    throw new TeamtrError(`model "${spec}" not found at ${directory}${hint}`);
-  }
+  if (!existsSync(directory)) throw new TeamtrError(modelNotFoundMessage(spec, directory));
   const format = modelFormats.find((candidate) => candidate.recognizes(directory));
   if (!format) {
     throw new FileFormatError(
       directory,
-      `not a model directory of a known format (known: ${modelFormats.map((entry) => entry.name).join(', ')})`,
+      `not a model directory of a known format (known: ${modelFormats.map((entry) => entry.name).join('; ')}); a teamtr checkpoint holds config.json, model.safetensors and tokenizer.json`,
     );
   }
   const loaded = await format.load(directory, options);
-  assertFiniteWeights(loaded, directory);
+  assertUsableWeights(loaded, directory);
   return loaded;
 }
 
-/**
- * Weights with NaN or ±Inf load without complaint and then sample garbage (or stop training deep
- * inside a certificate), so a model is refused at load, naming its directory and the tensor.
- * x − x is 0 for every finite x and NaN otherwise: one subtraction per element.
- */
-function assertFiniteWeights(loaded: LoadedModel, directory: string): void {
-  for (const { name, tensor } of loaded.model.namedParameters()) {
-    const data = tensor.data;
-    let check = 0;
-    for (let index = 0; index < data.length; index++) check += data[index]! - data[index]!;
-    if (check === 0) continue;
-    const index = data.findIndex((value) => !Number.isFinite(value));
+/** A Hugging Face Hub id looks like `owner/name`: one slash, no leading dot or slash. */
+const hubIdPattern = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
+
+function modelNotFoundMessage(spec: string, directory: string): string {
+  if (spec.startsWith('builtin:'))
+    return `model "${spec}" not found at ${directory} (run \`teamtr pretrain\` to build the built-in models)`;
+  if (hubIdPattern.test(spec))
+    return `model "${spec}" not found at ${directory}: teamtr loads models from local folders only, it does not download from the Hugging Face Hub; download it first (e.g. \`huggingface-cli download ${spec} --local-dir models/${spec.split('/')[1]}\`) and give that folder`;
+  return `model "${spec}" not found at ${directory}; give the path of a model folder`;
+}
+
+/** Refuses, naming the tensor, weights that are not finite or that overflow the forward pass. */
+function assertUsableWeights(loaded: LoadedModel, directory: string): void {
+  try {
+    assertFiniteParameters(loaded.model, directory);
+    assertForwardFinite(loaded.model, directory);
+  } catch (error) {
     loaded.model.destroy();
-    throw new FileFormatError(
-      directory,
-      `weight "${name}" holds a non-finite value (${data[index]} at element ${index}); the file is damaged or came from a diverged run — use another checkpoint`,
-    );
+    throw error;
   }
 }

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { modelFeatures, type ModelConfig } from '../nn/config.js';
 import { TeamtrError } from '../util/errors.js';
+import { limitOf, memoryBoundBytes } from '../util/limits.js';
 
 /** Parameters a model of this config holds (the shapes nn/transformer.ts allocates). */
 export function parameterCount(config: ModelConfig): number {
@@ -24,19 +25,16 @@ export function parameterCount(config: ModelConfig): number {
   return layers * (attention + feedForward + 2 * normSize) + embeddings + normSize;
 }
 
-/** The share of the machine's memory one model's float32 weights may take. */
-const memoryShare = 0.6;
-
 /**
  * Refuses, before anything is allocated, a model whose float32 weights cannot fit in this
  * machine's memory, with the figure and the settings that make it so.
  */
 export function checkModelFits(config: ModelConfig, source: string): void {
   const bytes = parameterCount(config) * 4;
-  const limit = os.totalmem() * memoryShare;
-  if (bytes <= limit) return;
+  if (bytes <= memoryBoundBytes()) return;
+  const share = Math.round(limitOf('memoryShare') * 100);
   const gigabytes = (value: number) => `${(value / 2 ** 30).toFixed(1)} GiB`;
   throw new TeamtrError(
-    `${source}: this model needs ${gigabytes(bytes)} for its float32 weights, more than ${Math.round(memoryShare * 100)}% of this machine's ${gigabytes(os.totalmem())} (layers ${config.layers}, hiddenSize ${config.hiddenSize}, intermediateSize ${config.intermediateSize}, vocabSize ${config.vocabSize}); check config.json, or use a smaller model`,
+    `${source}: this model needs ${gigabytes(bytes)} for its float32 weights, more than ${share}% of this machine's ${gigabytes(os.totalmem())} (TEAMTR_MEMORY_SHARE sets the share; layers ${config.layers}, hiddenSize ${config.hiddenSize}, intermediateSize ${config.intermediateSize}, vocabSize ${config.vocabSize}); check config.json, or use a smaller model`,
   );
 }

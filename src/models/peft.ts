@@ -8,6 +8,7 @@ import { readSafetensors, writeSafetensors } from '../io/safetensors.js';
 import { attachLoraAt, loraLayers, type LoraLinear } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { FileFormatError } from '../util/errors.js';
+import { assertFiniteParameters, assertForwardFinite } from './weight-checks.js';
 import { RandomGenerator } from '../util/random.js';
 import { parseWithSchema } from '../util/schema.js';
 import {
@@ -259,6 +260,8 @@ export async function loadPeftAdapter(
       attached.set(modulePath, adapter);
     });
   }
+  assertFiniteParameters(model, directory);
+  assertForwardFinite(model, directory);
   return attached;
 }
 

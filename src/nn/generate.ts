@@ -6,6 +6,7 @@ import { padPrompts, prefillAllButLastChunk, prefillSharedPrefix } from './prefi
 import { planSharedPrefix } from './shared-prefix.js';
 import { sampleTokens, type SamplingSettings } from './sampling.js';
 import type { TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 export interface GenerateOptions extends Partial<SamplingSettings> {
   /** One prompt (token ids, non-empty) per sequence. */
@@ -92,7 +93,7 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
       `generate: prefillChunkPositions must be a positive integer, got ${chunkPositions}`,
     );
   const stopTokens = new Set(options.stopTokens ?? []);
-  const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
+  const promptLength = largest(prompts, (prompt) => prompt.length);
   const capacity = promptLength + maxNewTokens;
   const { vocabSize, maxPositions } = model.config;
   if (capacity > maxPositions) {

@@ -2,6 +2,7 @@ import { tidy } from '../tensor/index.js';
 import { KeyValueCache } from './kv-cache.js';
 import type { SharedPrefixPlan } from './shared-prefix.js';
 import type { TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 /**
  * Prompt passes through a KV cache for `generate`: left padding, passes in chunks of bounded
@@ -97,8 +98,8 @@ export function prefillSharedPrefix(
   settings: { plan: SharedPrefixPlan; padId: number; chunkPositions: number },
 ): void {
   const { plan, padId, chunkPositions } = settings;
-  const promptLength = Math.max(...prompts.map((prompt) => prompt.length));
-  const leaderLength = Math.max(...plan.leaders.map((leader) => leader.tokens));
+  const promptLength = largest(prompts, (prompt) => prompt.length);
+  const leaderLength = largest(plan.leaders, (leader) => leader.tokens);
   const leaderPrompts = plan.leaders.map(({ row, tokens }) => prompts[row]!.slice(0, tokens));
   const leaderCache = new KeyValueCache(model.config, leaderPrompts.length, leaderLength);
   try {

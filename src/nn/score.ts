@@ -9,6 +9,7 @@ import {
   type Tensor,
 } from '../tensor/index.js';
 import type { TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 /** A (context, completion) pair of token ids; the completion is what gets scored. */
 export interface ScoringItem {
@@ -41,7 +42,10 @@ export function packScoringBatch(
   padId = 0,
 ): ScoringBatch {
   const batch = items.length;
-  const length = Math.max(1, ...items.map((item) => item.context.length + item.completion.length));
+  const length = Math.max(
+    1,
+    largest(items, (item) => item.context.length + item.completion.length),
+  );
   if (length > maxPositions)
     throw new ShapeError(
       `scoring: a sequence of ${length} tokens exceeds maxPositions ${maxPositions}`,

@@ -11,6 +11,7 @@ import type { ScoringItem } from './score.js';
 import { planSharedPrefix } from './shared-prefix.js';
 import { sumsInOneOrder } from './shared-prefix-scoring.js';
 import type { LayerKeysValues, TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 /**
  * Shared-prefix scoring (shared-prefix-scoring.ts) for a gradient step: a prompt that several
@@ -49,7 +50,7 @@ export function planTrainingPrefixes(
   if (!sumsInOneOrder(model) || items.length < 2) return null;
   if (items.some((item) => item.context.length === 0)) return null; // the plain pass says why
   const sequences = items.map((item) => [...item.context, ...item.completion]);
-  const length = Math.max(...sequences.map((sequence) => sequence.length));
+  const length = largest(sequences, (sequence) => sequence.length);
   const shareable = items.map((item) => item.context.length - 1);
   const plan = planSharedPrefix(sequences, length, 0.1, shareable);
   if (!plan) return null;
@@ -80,7 +81,7 @@ export class PrefixPass {
   ) {
     const tokens = prefixes.map((prefix) => plan.prefixes[prefix]!);
     prefixes.forEach((prefix, row) => this.rowOf.set(prefix, row));
-    this.width = Math.max(...tokens.map((prefix) => prefix.length));
+    this.width = largest(tokens, (prefix) => prefix.length);
     const padded = padPrompts(tokens, {
       promptLength: this.width,
       capacity: this.width,
@@ -111,7 +112,10 @@ export class PrefixPass {
    * them), then the pass's own.
    */
   keysValuesFor(entries: ReadonlyArray<{ prefix: number; tokens: number }>): LayerKeysValues {
-    const before = Math.max(0, ...entries.map((entry) => entry.tokens));
+    const before = Math.max(
+      0,
+      largest(entries, (entry) => entry.tokens),
+    );
     const sources = new Int32Array(entries.length * before).fill(-1);
     entries.forEach(({ prefix, tokens }, item) => {
       if (tokens === 0) return;
@@ -174,7 +178,10 @@ export function scoreAfterPrefixes(
   const own = items.map((item, index) =>
     [...item.context, ...item.completion].slice(entries[index]!.tokens),
   );
-  const length = Math.max(1, ...own.map((tokens) => tokens.length));
+  const length = Math.max(
+    1,
+    largest(own, (tokens) => tokens.length),
+  );
   const batch = items.length;
   const ids = new Int32Array(batch * length); // right padding: id 0, masked, never read
   const positions = new Int32Array(batch * length);

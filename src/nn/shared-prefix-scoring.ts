@@ -7,6 +7,7 @@ import { padPrompts, prefillSharedPrefix, sliceSlots } from './prefill.js';
 import { completionHiddenStates, type ScoringItem } from './score.js';
 import { planSharedPrefix } from './shared-prefix.js';
 import type { TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 /**
  * The trust region scores the same items again and again (π_old, a measurement after every
@@ -110,7 +111,7 @@ function sharedPrefixPass(
   chunkPositions: number,
 ): Float32Array | null {
   const sequences = items.map((item) => [...item.context, ...item.completion]);
-  const length = Math.max(...sequences.map((sequence) => sequence.length));
+  const length = largest(sequences, (sequence) => sequence.length);
   if (length > model.config.maxPositions)
     throw new ShapeError(
       `scoring: a sequence of ${length} tokens exceeds maxPositions ${model.config.maxPositions}`,

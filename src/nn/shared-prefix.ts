@@ -1,3 +1,6 @@
+import { largest } from '../util/extremes.js';
+import { fitsMemoryBound } from '../util/memory-bound.js';
+
 /**
  * Prompts of one generate batch often begin alike: a group's trajectories share their prompt,
  * and later turns share it up to the first sampled turn. The keys and values of a token depend
@@ -29,7 +32,7 @@ export function prefillPositions(
   promptLength: number,
 ): number {
   if (!plan) return batch * promptLength;
-  const leaderLength = Math.max(...plan.leaders.map((leader) => leader.tokens));
+  const leaderLength = largest(plan.leaders, (leader) => leader.tokens);
   return plan.leaders.length * leaderLength + batch * (promptLength - plan.start);
 }
 
@@ -68,6 +71,9 @@ function planFor(
   return { start, leaders, copies };
 }
 
+/** Rows a plan is made for: a 64 MiB table and 16.8 million prefix comparisons at most. */
+export const maxPlannedRows = 4096;
+
 /**
  * The plan with the fewest prefill positions for left-padded `prompts` (each row's prompt ends
  * at slot promptLength − 1), or null when sharing would not save at least `minimumSaving` of
@@ -83,6 +89,10 @@ export function planSharedPrefix(
 ): SharedPrefixPlan | null {
   const batch = prompts.length;
   if (batch < 2 || promptLength < 2) return null;
+  // The table below holds rows² integers and costs rows² prefix comparisons: past
+  // maxPlannedRows (or the memory bound) the prefill runs unshared, the same bits without the
+  // saving, instead of dying on "Invalid typed array length" at 80,000 rows.
+  if (batch > maxPlannedRows || !fitsMemoryBound(4 * batch * batch, batch * batch)) return null;
   const shared = new Int32Array(batch * batch);
   for (let row = 0; row < batch; row++)
     for (let other = 0; other < row; other++) {

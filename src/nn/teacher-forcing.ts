@@ -1,5 +1,6 @@
 import { crossEntropy, tidy } from '../tensor/index.js';
 import type { TransformerLM } from './transformer.js';
+import { largest } from '../util/extremes.js';
 
 /** A supervised example: context token ids and the continuation the model should produce. */
 export interface SupervisedExample {
@@ -17,8 +18,7 @@ export function supervisedLossAndGradient(
   examples: readonly SupervisedExample[],
   padId: number,
 ): number {
-  const length =
-    Math.max(...examples.map((example) => example.input.length + example.target.length)) - 1;
+  const length = largest(examples, (example) => example.input.length + example.target.length) - 1;
   const batch = examples.length;
   const ids = new Int32Array(batch * length).fill(padId);
   const targets = new Int32Array(batch * length).fill(padId);

@@ -104,7 +104,8 @@ export function offPolicyImprovementEstimate({
 /** (Σ W)² / Σ W² evaluated with the largest log-weight factored out, so nothing overflows. */
 function effectiveSampleSize(logWeights: Float64Array): number {
   if (logWeights.length === 0) return 0;
-  const largest = Math.max(...logWeights);
+  let largest = -Infinity;
+  for (const logWeight of logWeights) largest = Math.max(largest, logWeight);
   let sum = 0;
   let squares = 0;
   for (const logWeight of logWeights) {

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import { describeThrown, describeValue } from '../util/describe-value.js';
 import { TeamtrError } from '../util/errors.js';
+import { describeLimit, limitOf } from '../util/limits.js';
 import { oneRoundProtocol, sortedUnique } from './protocol.js';
 import { seededSample } from './splits.js';
 import type {
@@ -101,28 +103,33 @@ function checkedProblems(
   });
 }
 
+/**
+ * One reward call. User code may throw anything (undefined, a BigInt, an object whose getters
+ * throw) and return anything: every case is an error naming the problem, in a few words. An
+ * async reward that never settles is cut at TEAMTR_TASK_CALL_MS (a synchronous loop cannot be
+ * cut in-process: `--task-module` runs the module on a worker for that).
+ */
 async function scoreWith(
   definition: TaskDefinition,
   problem: Problem,
   answer: string,
 ): Promise<VerifyResult> {
+  const where = `task "${definition.name}": the reward function`;
   let value: RewardValue;
   try {
-    value = await definition.reward({ problem, answer });
+    const returned = definition.reward({ problem, answer });
+    value = isThenable(returned)
+      ? await withinTimeLimit(returned, `${where} did not settle on problem "${problem.id}"`)
+      : returned;
   } catch (error) {
-    throw new TeamtrError(
-      `task "${definition.name}": the reward function threw on problem "${problem.id}": ${(error as Error).message ?? String(error)}`,
-    );
+    if (error instanceof TaskTimeLimitError) throw error;
+    throw new TeamtrError(`${where} threw on problem "${problem.id}": ${describeThrown(error)}`);
   }
-  const reward = typeof value === 'number' ? value : value?.reward;
-  if (typeof reward !== 'number' || !Number.isFinite(reward) || reward < 0 || reward > 1)
-    throw new TeamtrError(
-      `task "${definition.name}": the reward function returned ${typeof value === 'number' ? String(value) : JSON.stringify(value)} on problem "${problem.id}"; it must return a number in [0, 1] or { reward, details }`,
-    );
-  const details = typeof value === 'number' ? {} : (value.details ?? {});
+  const reward = readReward(value, `${where} returned`, problem);
+  const details = safeDetails(value);
   return {
     reward,
-    correct: typeof value === 'number' ? reward === 1 : (value.correct ?? reward === 1),
+    correct: typeof value === 'number' ? reward === 1 : (readCorrect(value) ?? reward === 1),
     details: {
       verifier: details.verifier ?? `reward function of "${definition.name}"`,
       extracted: details.extracted ?? answer,
@@ -130,6 +137,80 @@ async function scoreWith(
       explanation: details.explanation ?? '',
     },
   };
+}
+
+/** A call into user code that ran past TEAMTR_TASK_CALL_MS. */
+export class TaskTimeLimitError extends TeamtrError {}
+
+function isThenable(value: unknown): value is PromiseLike<RewardValue> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+async function withinTimeLimit<Value>(promise: PromiseLike<Value>, what: string): Promise<Value> {
+  const milliseconds = limitOf('taskCallMilliseconds');
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new TaskTimeLimitError(
+            `${what} within ${describeLimit('taskCallMilliseconds')}; make it finish, or raise the limit`,
+          ),
+        ),
+      milliseconds,
+    );
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The reward in [0, 1] of what the function returned, or an error saying what it was. */
+function readReward(value: unknown, what: string, problem: Problem): number {
+  let reward: unknown;
+  try {
+    reward = typeof value === 'number' ? value : (value as { reward?: unknown } | null)?.reward;
+  } catch {
+    reward = undefined;
+  }
+  if (typeof reward !== 'number' || !Number.isFinite(reward) || reward < 0 || reward > 1)
+    throw new TeamtrError(
+      `${what} ${describeValue(value)} on problem "${problem.id}"; it must return a number in [0, 1] or { reward, details }`,
+    );
+  return reward;
+}
+
+function readCorrect(value: Exclude<RewardValue, number>): boolean | undefined {
+  try {
+    return typeof value.correct === 'boolean' ? value.correct : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The details object, with only string fields kept (a throwing getter reads as absent). */
+function safeDetails(value: RewardValue): Partial<VerifyDetails> {
+  if (typeof value === 'number') return {};
+  const read = (key: keyof VerifyDetails): string | undefined => {
+    try {
+      const entry = (value.details as Record<string, unknown> | undefined)?.[key];
+      return typeof entry === 'string' ? entry : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const details: Partial<Record<keyof VerifyDetails, string>> = {};
+  for (const key of ['verifier', 'extracted', 'expected', 'explanation'] as const) {
+    const entry = read(key);
+    if (entry !== undefined) details[key] = entry;
+  }
+  return details;
 }
 
 /**

@@ -176,7 +176,10 @@ describe('loadJsonlTask', () => {
     );
     const folder = path.join(directory, 'folder.jsonl');
     mkdirSync(folder);
-    await assert.rejects(loadJsonlTask(folder, { verifier: 'exact' }), /is not a file/);
+    await assert.rejects(
+      loadJsonlTask(folder, { verifier: 'exact' }),
+      /is a directory, not a regular file/,
+    );
   });
 
   it('validates its options and the verifier spec', async () => {

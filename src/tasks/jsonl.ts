@@ -1,11 +1,10 @@
-import { isUtf8 } from 'node:buffer';
-import { createReadStream } from 'node:fs';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { stat } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { z } from 'zod';
+import { openRegularFile } from '../util/bounded-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
+import { describeLimit, limitOf } from '../util/limits.js';
+import { datasetLines } from './dataset-lines.js';
 import { formatPath, parseWithSchema } from '../util/schema.js';
 import { oneRoundProtocol, sortedUnique } from './protocol.js';
 import { seededSample, splitOf } from './splits.js';
@@ -177,51 +176,14 @@ export async function loadJsonlTask(path: string, options: JsonlLoadOptions): Pr
   };
 }
 
-/**
- * Refuses bytes that are not UTF-8, naming the line: decoding them would silently turn them
- * into U+FFFD and train on prompts that are not the dataset's.
- */
-async function checkUtf8Lines(path: string): Promise<void> {
-  let pending = Buffer.alloc(0);
-  let lineNumber = 0;
-  const check = (line: Buffer) => {
-    lineNumber++;
-    if (!isUtf8(line))
-      throw new FileFormatError(
-        path,
-        `line ${lineNumber} is not valid UTF-8 (save the file as UTF-8, or fix that line's bytes)`,
-      );
-  };
-  for await (const chunk of createReadStream(path)) {
-    let data = Buffer.concat([pending, chunk as Buffer]);
-    for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a)) {
-      check(data.subarray(0, newline));
-      data = data.subarray(newline + 1);
-    }
-    pending = data;
-  }
-  if (pending.length > 0) check(pending);
-}
-
 /** Each record of a dataset file with its place ("line 3", "row 3") and 1-based number. */
 type RecordSource = AsyncGenerator<{ number: number; where: string; value: unknown }>;
 
 async function* jsonlRecords(path: string): RecordSource {
-  await checkUtf8Lines(path);
-  const lines = createInterface({
-    input: createReadStream(path, { encoding: 'utf8' }),
-    crlfDelay: Infinity,
-  });
-  let lineNumber = 0;
-  for await (const rawLine of lines) {
-    lineNumber++;
-    const line = lineNumber === 1 ? rawLine.replace(/^\uFEFF/, '') : rawLine;
+  for await (const { number, text } of datasetLines(path)) {
+    const line = number === 1 ? text.replace(/^\uFEFF/, '') : text;
     if (line.trim() === '') continue;
-    yield {
-      number: lineNumber,
-      where: `line ${lineNumber}`,
-      value: parseJsonLine(path, lineNumber, line),
-    };
+    yield { number, where: `line ${number}`, value: parseJsonLine(path, number, line) };
   }
 }
 
@@ -295,16 +257,15 @@ async function readProblems(
   return loaded;
 }
 
+/** A regular file (not a device or pipe) within TEAMTR_MAX_DATASET_BYTES, checked on its descriptor. */
 async function checkReadable(path: string): Promise<void> {
-  let isFile: boolean;
-  try {
-    isFile = (await stat(path)).isFile();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'file not found' : `cannot read the file (${code})`;
-    throw new FileFormatError(path, `${reason}; check the dataset path`);
-  }
-  if (!isFile) throw new FileFormatError(path, 'is not a file; give the path of a .jsonl file');
+  const { handle, size } = await openRegularFile(path, 'a .jsonl or .parquet dataset');
+  await handle.close();
+  if (size > limitOf('datasetBytes'))
+    throw new FileFormatError(
+      path,
+      `is ${(size / 2 ** 30).toFixed(1)} GiB; a dataset is at most ${describeLimit('datasetBytes')}`,
+    );
 }
 
 function parseJsonLine(path: string, lineNumber: number, line: string): unknown {

@@ -6,6 +6,7 @@ import { TeamtrError } from '../util/errors.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { chatPromptIds, hasChatTemplate } from '../models/chat.js';
 import { chatMessages, type AgentView } from './chat-view.js';
+import { largest } from '../util/extremes.js';
 
 export interface CompletionRequest {
   /** The agent's rendered input text (role prompt + shared context + its speaker tag). */
@@ -183,7 +184,7 @@ export class LocalPolicy extends TokenizingPolicy {
 
   /** A turn must fit after its input in the model's positions; say which settings to change. */
   private checkContextLength(inputs: readonly number[][], maxNewTokens: number): void {
-    const longest = Math.max(...inputs.map((input) => input.length));
+    const longest = largest(inputs, (input) => input.length);
     const positions = this.model.config.maxPositions;
     if (longest + maxNewTokens <= positions) return;
     throw new TeamtrError(

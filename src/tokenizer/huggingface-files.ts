@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readJsonFile } from '../io/json-file.js';
+import { readBoundedText, type FileSizeLimit } from '../util/bounded-file.js';
 import { FileFormatError } from '../util/errors.js';
 import { HuggingFaceTokenizer } from './huggingface.js';
 
@@ -27,7 +27,10 @@ export async function loadHuggingFaceTokenizer(directory: string): Promise<Huggi
       : '';
     throw new FileFormatError(directory, `no ${huggingFaceTokenizerFiles.tokenizer}${hint}`);
   }
-  const tokenizerJson = await readObject(file(huggingFaceTokenizerFiles.tokenizer));
+  const tokenizerJson = await readObject(
+    file(huggingFaceTokenizerFiles.tokenizer),
+    'tokenizerBytes',
+  );
   const config = existsSync(file(huggingFaceTokenizerFiles.config))
     ? await readObject(file(huggingFaceTokenizerFiles.config))
     : {};
@@ -40,13 +43,19 @@ export async function loadHuggingFaceTokenizer(directory: string): Promise<Huggi
     config.chat_template === undefined &&
     existsSync(file(huggingFaceTokenizerFiles.chatTemplate))
   ) {
-    config.chat_template = await readFile(file(huggingFaceTokenizerFiles.chatTemplate), 'utf8');
+    config.chat_template = await readBoundedText(file(huggingFaceTokenizerFiles.chatTemplate), {
+      limit: 'chatTemplateBytes',
+      what: 'a chat template',
+    });
   }
   return new HuggingFaceTokenizer(tokenizerJson, config, file(huggingFaceTokenizerFiles.tokenizer));
 }
 
-async function readObject(filePath: string): Promise<Record<string, unknown>> {
-  const value = await readJsonFile(filePath);
+async function readObject(
+  filePath: string,
+  limit: FileSizeLimit = 'jsonBytes',
+): Promise<Record<string, unknown>> {
+  const value = await readJsonFile(filePath, limit);
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     throw new FileFormatError(filePath, 'expected a JSON object');
   return value as Record<string, unknown>;

@@ -244,7 +244,7 @@ describe('HuggingFaceTokenizer', () => {
       });
       await assert.rejects(
         loadHuggingFaceTokenizer(directory),
-        /has no token with id 289 \(ids must run from 0 without gaps\)/,
+        /added token "<\|x\|>" has id 400, but the vocabulary holds only 290 distinct ids \(ids must run from 0 without gaps\)/,
       );
       rmSync(path.join(directory, 'tokenizer.json'));
       write('vocab.json', {});

@@ -4,6 +4,9 @@ import { z } from 'zod';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import type { DecodeOptions, Tokenizer, TokenizerFormat } from './types.js';
+import { largest } from '../util/extremes.js';
+import { checkTokenizerPatterns } from './regex-safety.js';
+import { checkEncodedIds, checkVocabularyIds } from './vocabulary-checks.js';
 
 /**
  * Hugging Face tokenizers (`tokenizer.json` + `tokenizer_config.json`) behind the engine's
@@ -101,7 +104,8 @@ export class HuggingFaceTokenizer implements Tokenizer {
   constructor(
     readonly tokenizerJson: Record<string, unknown>,
     readonly config: Record<string, unknown>,
-    source = 'tokenizer.json',
+    /** The tokenizer.json it came from, for errors and warnings. */
+    readonly source = 'tokenizer.json',
   ) {
     const parsed = parseWithSchema(tokenizerJsonSchema, tokenizerJson, source);
     const settings = parseWithSchema(
@@ -110,6 +114,8 @@ export class HuggingFaceTokenizer implements Tokenizer {
       path.join(path.dirname(source), 'tokenizer_config.json'),
     );
     const addedTokens = mergeAddedTokens(parsed.added_tokens, settings);
+    checkVocabularyIds(parsed.model, addedTokens, source);
+    checkTokenizerPatterns(tokenizerJson, source);
     const roles = {
       bos: contentOf(settings.bos_token),
       eos: contentOf(settings.eos_token),
@@ -163,6 +169,7 @@ export class HuggingFaceTokenizer implements Tokenizer {
   encode(text: string): number[] {
     if (text.length === 0) return [];
     const ids: number[] = this.untrusted.encode(text, { add_special_tokens: false }).ids;
+    checkEncodedIds(ids, this.vocabSize, text);
     // Unknown characters legitimately become the unk token; no other special may appear.
     const forged = ids.find((id) => this.specialIds.has(id) && id !== this.unkId);
     if (forged !== undefined) {
@@ -176,7 +183,9 @@ export class HuggingFaceTokenizer implements Tokenizer {
   /** Program-built text (e.g. a rendered chat template) → ids, special token strings included. */
   encodeWithSpecialTokens(text: string): number[] {
     if (text.length === 0) return [];
-    return this.full.encode(text, { add_special_tokens: false }).ids;
+    const ids: number[] = this.full.encode(text, { add_special_tokens: false }).ids;
+    checkEncodedIds(ids, this.vocabSize, text);
+    return ids;
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
@@ -305,7 +314,8 @@ function createLibraryTokenizer(
 /** id → token string for every id; the vocabulary must have no holes. */
 function vocabularyList(library: LibraryTokenizer, source: string): string[] {
   const vocabulary = library.get_vocab(true);
-  const size = Math.max(-1, ...vocabulary.values()) + 1;
+  // A loop, not Math.max(...ids): spreading Qwen2.5's 151,665 ids overflows the call stack.
+  const size = largest([...vocabulary.values()], (id) => id, -1) + 1;
   const tokens: string[] = new Array(size);
   for (const [token, id] of vocabulary) tokens[id] = token;
   for (let id = 0; id < size; id++) {

@@ -29,7 +29,7 @@ export function tokenizerFromJSON(json: unknown, source: string): Tokenizer {
 }
 
 export async function loadTokenizer(filePath: string): Promise<Tokenizer> {
-  return tokenizerFromJSON(await readJsonFile(filePath), filePath);
+  return tokenizerFromJSON(await readJsonFile(filePath, 'tokenizerBytes'), filePath);
 }
 
 /** Writes `tokenizer.toJSON()` atomically. */

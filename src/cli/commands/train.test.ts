@@ -165,7 +165,7 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
       '--config',
       path.join(fixture.directory, 'missing.yaml'),
     ]);
-    assert.match(badFlag.stderr, /missing\.yaml: cannot read the config file/);
+    assert.match(badFlag.stderr, /missing\.yaml: file not found \(a config file\)/);
     const badSchedule = await teamtr([
       'train',
       '--schedule',

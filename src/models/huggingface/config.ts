@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { resolveModelConfig, type ModelConfig } from '../../nn/config.js';
 import { ConfigError, TeamtrError } from '../../util/errors.js';
 import { parseWithSchema } from '../../util/schema.js';
+import { warnOnce } from '../../util/warn.js';
 
 /**
  * Hugging Face `config.json` ↔ the engine's ModelConfig, one entry per supported `model_type`.
@@ -123,7 +124,7 @@ function llamaFamilyModelConfig(
     );
   }
   if (parsed.mlp_bias) throw unsupported(source, 'mlp_bias', 'MLP biases are not supported');
-  const window = variant.window(parsed);
+  const window = slidingWindow(variant, parsed, raw, source);
   // Full causal attention equals sliding-window attention while sequences fit the window.
   const maxPositions =
     window === null
@@ -148,6 +149,47 @@ function llamaFamilyModelConfig(
     },
     source,
   );
+}
+
+/**
+ * The sliding window that applies to this checkpoint, or null: the variant's rule (Mistral
+ * always, Qwen when use_sliding_window), per-layer `layer_types` as newer transformers write
+ * them, and Qwen's max_window_layers (layers below it attend fully; when it covers every layer,
+ * no layer slides). The window bounds the positions teamtr runs, so it is never dropped
+ * silently: a cap below max_position_embeddings is said once, and a window the engine cannot
+ * honour is refused.
+ */
+function slidingWindow(
+  variant: LlamaVariant,
+  parsed: LlamaFamilyConfig,
+  raw: Record<string, unknown>,
+  source: string,
+): number | null {
+  const layerTypes = Array.isArray(raw.layer_types) ? (raw.layer_types as unknown[]) : [];
+  const slidingLayers = layerTypes.includes('sliding_attention');
+  if (slidingLayers && !parsed.sliding_window)
+    throw unsupported(
+      source,
+      'layer_types',
+      'lists "sliding_attention" layers but sliding_window is not set; give the window size',
+    );
+  let window = slidingLayers ? parsed.sliding_window! : variant.window(parsed);
+  const fullLayers = raw.max_window_layers;
+  if (!slidingLayers && typeof fullLayers === 'number' && fullLayers >= parsed.num_hidden_layers)
+    window = null;
+  if (window === null && parsed.sliding_window && variant.window === ignoresWindow)
+    warnOnce(
+      `${source}:sliding_window`,
+      'TEAMTR_SLIDING_WINDOW',
+      `${source}: sliding_window ${parsed.sliding_window} is ignored, as transformers ignores it for this model_type (full attention over max_position_embeddings ${parsed.max_position_embeddings})`,
+    );
+  if (window !== null && window < parsed.max_position_embeddings)
+    warnOnce(
+      `${source}:sliding_window`,
+      'TEAMTR_SLIDING_WINDOW',
+      `${source}: sliding_window ${window} limits this model to ${window} positions (of max_position_embeddings ${parsed.max_position_embeddings}): teamtr computes full attention, which equals sliding-window attention only while a sequence fits the window`,
+    );
+  return window;
 }
 
 function llamaFamilyConfigJson(
@@ -253,11 +295,16 @@ const slidingWindowIfEnabled = (parsed: LlamaFamilyConfig) =>
 
 const noKeys = () => ({});
 
+/** Llama has no sliding-window attention in transformers: the key, if present, does nothing. */
+function ignoresWindow(): null {
+  return null;
+}
+
 export const architectureConfigs: readonly ArchitectureConfig[] = [
   llamaFamily('llama', {
     qkvBias: (parsed) => parsed.attention_bias ?? false,
     queryKeyNorm: false,
-    window: () => null,
+    window: ignoresWindow,
     extraKeys: (config) => ({ attention_bias: config.attentionBias, mlp_bias: false }),
   }),
   // Qwen2 always has QKV biases; its config has no key for them.

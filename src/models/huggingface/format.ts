@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { readJsonObjectFile } from '../../io/json-file.js';
 import { TransformerLM } from '../../nn/transformer.js';
 import { loadHuggingFaceTokenizer } from '../../tokenizer/huggingface-files.js';
+import { readBoundedTextSync } from '../../util/bounded-file.js';
 import { FileFormatError } from '../../util/errors.js';
+import { warnNoChatTemplate } from '../chat.js';
 import { RandomGenerator } from '../../util/random.js';
 import type { LoadedModel, ModelFormat, ModelLoadOptions } from '../model-format.js';
 import { architectureOf } from './config.js';
@@ -17,9 +19,17 @@ import { loadHuggingFaceWeights } from './weights.js';
  * with tokenizer_config.json, and optionally generation_config.json.
  */
 
+/**
+ * config.json's model_type, or undefined when there is no config.json or it is not JSON (another
+ * format may claim the directory, and its loader names the problem). A config.json that is a
+ * device, a pipe or too large is an error here: it is never read.
+ */
 function readModelType(directory: string): unknown {
+  const configPath = path.join(directory, 'config.json');
+  if (!existsSync(configPath)) return undefined;
+  const text = readBoundedTextSync(configPath, { limit: 'jsonBytes', what: 'config.json' });
   try {
-    const raw = JSON.parse(readFileSync(path.join(directory, 'config.json'), 'utf8')) as unknown;
+    const raw = JSON.parse(text) as unknown;
     return raw !== null && typeof raw === 'object'
       ? (raw as { model_type?: unknown }).model_type
       : undefined;
@@ -49,6 +59,7 @@ export async function loadHuggingFaceModel(
   const architecture = architectureOf(raw, configPath);
   const config = architecture.toModelConfig(raw, configPath);
   const tokenizer = await loadHuggingFaceTokenizer(directory);
+  if (tokenizer.chatTemplate === null) warnNoChatTemplate(directory);
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new FileFormatError(
       directory,

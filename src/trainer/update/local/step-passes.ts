@@ -7,6 +7,7 @@ import {
 } from '../../../nn/shared-prefix-gradients.js';
 import type { TransformerLM } from '../../../nn/transformer.js';
 import { tidy } from '../../../tensor/index.js';
+import { largest } from '../../../util/extremes.js';
 
 /**
  * The forward and backward passes of a gradient step (gradient-step.ts), planned within its
@@ -184,7 +185,10 @@ function consecutiveParts(
  * of attention weights per head; plus logits and their gradient at the completion positions.
  */
 export function activationBytes(model: TransformerLM, items: readonly ScoringItem[]): number {
-  const length = Math.max(1, ...items.map((item) => item.context.length + item.completion.length));
+  const length = Math.max(
+    1,
+    largest(items, (item) => item.context.length + item.completion.length),
+  );
   return passBytes(model, { rows: items.length, length, keys: length, items });
 }
 
@@ -211,7 +215,7 @@ function prefixActivationBytes(
   plan: TrainingPrefixPlan,
   prefixes: readonly number[],
 ): number {
-  const length = Math.max(...prefixes.map((prefix) => plan.prefixes[prefix]!.length));
+  const length = largest(prefixes, (prefix) => plan.prefixes[prefix]!.length);
   const rows = prefixes.length;
   return (
     passBytes(model, { rows, length, keys: length, items: [] }) +
@@ -225,7 +229,10 @@ function itemActivationBytes(
   items: readonly ScoringItem[],
   tokens: readonly number[],
 ): number {
-  const before = Math.max(0, ...tokens);
+  const before = Math.max(
+    0,
+    largest(tokens, (count) => count),
+  );
   const length = Math.max(
     1,
     ...items.map((item, index) => item.context.length + item.completion.length - tokens[index]!),

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { offPolicyImprovementEstimate } from '../rl/improvement.js';
+import { LocalPolicy } from '../team/policy.js';
+import { CharTokenizer } from '../tokenizer/char.js';
+import { runBounded } from '../util/test-support/bounded-child.js';
+import { RandomGenerator } from '../util/random.js';
+import { generate } from './generate.js';
+import { planSharedPrefix } from './shared-prefix.js';
+import { TransformerLM } from './transformer.js';
+
+/**
+ * The batch sizes the training schema allows (rollout.problemsPerBatch up to 100,000,
+ * rollout.groupSize up to 4,096, their product up to 1,000,000; certificate.heldOutProblems up
+ * to 100,000) reach these functions as array lengths. At those sizes they must not spread the
+ * rows into one call (a stack overflow past ~100,000 arguments) nor allocate rows² of anything.
+ */
+const rolloutRows = [20_000 * 4, 100_000 * 2, 1_000_000];
+
+describe('code sized by a batch survives the schema maxima', () => {
+  test('planSharedPrefix makes no rows² table past its row limit (80,000 rows died here)', async () => {
+    const planner = JSON.stringify(new URL('./shared-prefix.ts', import.meta.url).href);
+    const result = await runBounded({
+      setup: `const { planSharedPrefix } = await import(${planner});`,
+      body: `for (const rows of ${JSON.stringify(rolloutRows)}) { const prompts = Array.from({ length: rows }, (_, row) => [1, 2, 3, row % 5]); console.log(rows, planSharedPrefix(prompts, 4)); }`,
+    });
+    assert.equal(result.exceeded, null, `killed for ${result.exceeded}`);
+    assert.deepEqual(
+      result.stdout.trim().split('\n'),
+      rolloutRows.map((rows) => `${rows} null`),
+    );
+    assert.ok(result.peakRssBytes < 2 ** 30);
+    const small = Array.from({ length: 64 }, (_, row) => [1, 2, 3, 4, row % 5]);
+    assert.notEqual(planSharedPrefix(small, 5), null, 'small batches still share their prefix');
+  });
+
+  test('generate and a policy take a million prompts without a stack overflow', async () => {
+    const tokenizer = new CharTokenizer({ alphabet: 'ab' });
+    const model = new TransformerLM(
+      {
+        architecture: 'llama',
+        vocabSize: tokenizer.vocabSize,
+        hiddenSize: 8,
+        layers: 1,
+        heads: 2,
+        intermediateSize: 8,
+        maxPositions: 8,
+      },
+      new RandomGenerator(0),
+    );
+    try {
+      const prompts = Array.from({ length: 1_000_000 }, () => [1]);
+      const random = prompts.map(() => new RandomGenerator(1));
+      assert.equal(generate(model, { prompts, maxNewTokens: 0, random }).length, 1_000_000);
+      const policy = new LocalPolicy(model, tokenizer);
+      const requests = Array.from({ length: 200_000 }, () => ({ input: 'ab', random: random[0]! }));
+      const completions = await policy.complete(requests, { maxNewTokens: 0 });
+      assert.equal(completions.length, 200_000);
+    } finally {
+      model.destroy();
+    }
+  });
+
+  test('the held-out improvement estimate takes 400,000 rows', () => {
+    const rows = 400_000;
+    const estimate = offPolicyImprovementEstimate({
+      logProbs: new Float64Array(rows),
+      oldLogProbs: new Float64Array(rows),
+      mask: new Float64Array(rows).fill(1),
+      rows,
+      rewards: new Float64Array(rows).fill(1),
+      baseline: 0.5,
+    });
+    assert.equal(estimate.metrics.effectiveSampleSize, rows);
+  });
+});
