@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { openRegularFile } from '../../util/bounded-file.js';
 import { FileFormatError } from '../../util/errors.js';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
@@ -39,17 +40,31 @@ export async function hashDirectory(
   return hashes;
 }
 
-/** SHA-256 of a file's first `bytes` bytes (all of it for Infinity). */
-export function hashFile(filePath: string, bytes: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash('sha256');
-    if (bytes === 0) return resolve(hash.digest('hex'));
-    const end = Number.isFinite(bytes) ? bytes - 1 : undefined;
-    createReadStream(filePath, { end })
-      .on('data', (chunk) => hash.update(chunk))
-      .on('error', reject)
-      .on('end', () => resolve(hash.digest('hex')));
-  });
+/**
+ * SHA-256 of a file's first `bytes` bytes (all of it for Infinity), read through the bounded
+ * reader's opener: a FIFO or device in a run directory is refused at once, never read forever,
+ * and no more than the size the open file reports is read.
+ */
+export async function hashFile(filePath: string, bytes: number): Promise<string> {
+  const hash = createHash('sha256');
+  const { handle, size } = await openRegularFile(filePath, 'a file of the run');
+  try {
+    const buffer = Buffer.allocUnsafe(1 << 20);
+    for (let done = 0, wanted = Math.min(bytes, size); done < wanted;) {
+      const { bytesRead } = await handle.read(
+        buffer,
+        0,
+        Math.min(buffer.length, wanted - done),
+        done,
+      );
+      if (bytesRead === 0) break;
+      hash.update(buffer.subarray(0, bytesRead));
+      done += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  return hash.digest('hex');
 }
 
 /** SHA-256 of a text's UTF-8 bytes. */

@@ -1,5 +1,4 @@
 import { appendFileSync, existsSync, readFileSync, statSync, truncateSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   replaceDirectoryAtomic,
@@ -7,6 +6,7 @@ import {
   writeFileAtomic,
 } from '../../io/atomic.js';
 import { readJsonFile } from '../../io/json-file.js';
+import { readBoundedText } from '../../util/bounded-file.js';
 import { FileFormatError, TeamtrError } from '../../util/errors.js';
 import {
   hashDirectory,
@@ -184,7 +184,8 @@ export class RunDirectory {
         statePath,
         `missing, so the checkpoint beside it can be neither verified nor resumed (the run is not started over on top of it); restore ${runFiles.state} from a backup, or start a new run in another directory`,
       );
-    const state = readSealedState(await readFile(statePath, 'utf8'), statePath);
+    const text = await readBoundedText(statePath, { limit: 'jsonBytes', what: 'a run state' });
+    const state = readSealedState(text, statePath);
     const runFileHashes = await verifyRunFiles(
       this.directory,
       state.integrity.runFiles,

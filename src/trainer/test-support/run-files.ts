@@ -1,7 +1,9 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadCheckpoint } from '../../io/checkpoint.js';
 import type { MetricsRecord } from '../records.js';
+import { hashDirectory } from '../run/checkpoint-integrity.js';
+import { sealedStateText, type SealedRunState } from '../run/sealed-state.js';
 
 /** Every file under `directory` (relative path → bytes, base64), to prove a directory untouched. */
 export function directorySnapshot(directory: string): Record<string, string> {
@@ -48,4 +50,16 @@ export async function savedUnit(runDirectory: string, unit: string): Promise<unk
     optimizer: saved.optimizer?.state.map((entry) => [entry.name, Array.from(entry.data)]),
     step: saved.optimizer?.scalars.step,
   };
+}
+
+/**
+ * Records the checkpoint's files as they are now in its integrity record, sealed again: a
+ * checkpoint changed this way verifies, as one a run wrote itself (a diverged run's, say) would.
+ */
+export async function resealCheckpoint(runDirectory: string): Promise<void> {
+  const directory = path.join(runDirectory, 'checkpoint');
+  const statePath = path.join(directory, 'state.json');
+  const state = JSON.parse(readFileSync(statePath, 'utf8')) as SealedRunState;
+  state.integrity.files = await hashDirectory(directory, (relative) => relative === 'state.json');
+  writeFileSync(statePath, sealedStateText(state));
 }
