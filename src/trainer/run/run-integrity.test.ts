@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -176,6 +177,19 @@ describe('the integrity record covers every file resume reads', () => {
     await assertRefused(edited, summaryPath, /delete it, then run the command again/);
     rmSync(summaryPath);
     assert.equal((await resume(edited)).stages, 2);
+  });
+
+  test('a FIFO or a device in place of a run file is refused at once, never read', async () => {
+    const fifo = copyOfRun();
+    const configPath = path.join(fifo, 'config.json');
+    rmSync(configPath);
+    execFileSync('mkfifo', [configPath]);
+    await assertRefused(fifo, configPath, /is a named pipe \(FIFO\), not a regular file/);
+    const device = copyOfRun();
+    const summaryPath = path.join(device, 'summary.json');
+    rmSync(summaryPath);
+    symlinkSync('/dev/zero', summaryPath);
+    await assertRefused(device, summaryPath, /is a character device/);
   });
 
   test('every command that loads the run verifies it (eval, serve, export read through openRun)', async () => {
