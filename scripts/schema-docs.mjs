@@ -7,14 +7,17 @@
 // property names (`trainConfigSchema.rollout.groupSize`), and writes the same comment above the
 // property signature with that path in the .d.ts. No library does this for zod's inferred
 // types, hence this script; it uses the TypeScript compiler's own parser.
+//
+// The same comments are the one source of the config's descriptions everywhere else:
+// `configDocs()` below reads them, by config path, off the type checker's view of
+// TrainConfigInput, and scripts/reference-docs.mjs writes them into the CLI's `--help`
+// (src/cli/reference/config-docs.generated.ts) and docs/reference/config.md.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import ts from 'typescript';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-/** The declarations' directory: dist/, or the one given. */
-const output = path.resolve(process.argv[2] ?? path.join(root, 'dist'));
 
 function parse(file) {
   return ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
@@ -121,22 +124,123 @@ function declarationFiles(directory) {
   });
 }
 
-let documented = 0;
-for (const declarationPath of declarationFiles(output)) {
-  const relative = path.relative(output, declarationPath);
-  const sourcePath = path.join(root, 'src', relative.replace(/\.d\.ts$/, '.ts'));
-  if (!existsSync(sourcePath)) continue;
-  const source = parse(sourcePath);
-  if (!source.text.includes('z.')) continue;
-  const docs = sourceDocs(source);
-  if (docs.docs.size === 0) continue;
-  const declaration = parse(declarationPath);
-  const found = insertions(declaration, docs);
-  if (found.length === 0) continue;
-  let text = declaration.text;
-  for (const { position, text: comment } of found.sort((a, b) => b.position - a.position))
-    text = text.slice(0, position) + comment + text.slice(position);
-  writeFileSync(declarationPath, text);
-  documented += found.length;
+/** Copies the schema doc comments into every declaration file under `output`. */
+function documentDeclarations(output) {
+  let documented = 0;
+  for (const declarationPath of declarationFiles(output)) {
+    const relative = path.relative(output, declarationPath);
+    const sourcePath = path.join(root, 'src', relative.replace(/\.d\.ts$/, '.ts'));
+    if (!existsSync(sourcePath)) continue;
+    const source = parse(sourcePath);
+    if (!source.text.includes('z.')) continue;
+    const docs = sourceDocs(source);
+    if (docs.docs.size === 0) continue;
+    const declaration = parse(declarationPath);
+    const found = insertions(declaration, docs);
+    if (found.length === 0) continue;
+    let text = declaration.text;
+    for (const { position, text: comment } of found.sort((a, b) => b.position - a.position))
+      text = text.slice(0, position) + comment + text.slice(position);
+    writeFileSync(declarationPath, text);
+    documented += found.length;
+  }
+  return documented;
 }
-console.log(`schema docs: ${documented} field comments copied into ${path.relative(root, output) || '.'}/**/*.d.ts`);
+
+/**
+ * A property's place in a config path: its name, and for a member of a union told apart by a
+ * literal `name` (the task kinds) that name in parentheses: `task(jsonl)`. The CLI's schema
+ * walker (src/cli/reference/config-entries.ts) names paths the same way.
+ */
+function variantOf(checker, member) {
+  const name = checker.getPropertyOfType(member, 'name');
+  if (!name) return null;
+  const type = checker.getTypeOfSymbol(name);
+  return type.isStringLiteral() ? type.value : null;
+}
+
+/** The config schemas whose settings are documented, by name: [source file, schema variable]. */
+export const documentedSchemas = {
+  train: ['src/trainer/config/train-config.ts', 'trainConfigSchema'],
+  pretrain: ['src/pretrain/pretrain.ts', 'pretrainConfigSchema'],
+};
+
+/**
+ * The doc comment of every property of each documented schema's input type, by config path
+ * (`rollout.groupSize`, `agents.lora.alpha`, `task(jsonl).path`; array elements add no
+ * segment): `{ text, default }`, `default` being the comment's `@default` tag. Read from the
+ * type checker's view of `z.input<typeof schema>`, so the comments of schemas from other files
+ * (LoRA, endpoints, tasks) come along.
+ */
+export function configDocs() {
+  const configPath = ts.findConfigFile(root, ts.sys.fileExists, 'tsconfig.json');
+  const { options } = ts.parseJsonConfigFileContent(
+    ts.readConfigFile(configPath, ts.sys.readFile).config,
+    ts.sys,
+    root,
+  );
+  // A file that names each schema's input type, compiled with the sources.
+  const probe = path.join(root, 'src', '__schema-docs-probe.ts');
+  const probeText = [
+    "import type { z } from 'zod';",
+    ...Object.entries(documentedSchemas).map(
+      ([name, [file, variable]]) =>
+        `export type ${name} = z.input<typeof import('./${path.relative('src', file).replace(/\.ts$/, '.js')}').${variable}>;`,
+    ),
+  ].join('\n');
+  const host = ts.createCompilerHost(options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, language) =>
+    path.resolve(name) === probe
+      ? ts.createSourceFile(name, probeText, language, true)
+      : getSourceFile(name, language);
+  const fileExists = host.fileExists.bind(host);
+  host.fileExists = (name) => path.resolve(name) === probe || fileExists(name);
+  const program = ts.createProgram([probe], { ...options, noEmit: true }, host);
+  const checker = program.getTypeChecker();
+  const aliases = program.getSourceFile(probe).statements.filter(ts.isTypeAliasDeclaration);
+  return Object.fromEntries(
+    aliases.map((alias) => [alias.name.text, propertyDocs(checker, checker.getTypeAtLocation(alias.name))]),
+  );
+}
+
+/** A comment's text on one line (its line breaks are the source's wrapping). */
+const oneLine = (text) => text.replace(/\s*\n\s*/g, ' ').trim();
+
+function propertyDocs(checker, root) {
+  const docs = {};
+  const walk = (type, trail, depth) => {
+    if (depth > 8) return;
+    const whole = checker.getNonNullableType(type);
+    for (const member of whole.isUnion() ? whole.types : [whole]) {
+      if (checker.isArrayType(member)) {
+        walk(checker.getTypeArguments(member)[0], trail, depth + 1);
+        continue;
+      }
+      if (!(member.flags & ts.TypeFlags.Object) || checker.isTupleType(member)) continue;
+      const variant = whole.isUnion() ? variantOf(checker, member) : null;
+      const base =
+        variant && trail.length > 0 ? [...trail.slice(0, -1), `${trail.at(-1)}(${variant})`] : trail;
+      for (const symbol of checker.getPropertiesOfType(member)) {
+        const key = [...base, symbol.name].join('.');
+        const text = oneLine(ts.displayPartsToString(symbol.getDocumentationComment(checker)));
+        const tag = symbol.getJsDocTags(checker).find((found) => found.name === 'default');
+        const fallback = tag ? oneLine(ts.displayPartsToString(tag.text)) : '';
+        if ((text || fallback) && !docs[key])
+          docs[key] = { ...(text ? { text } : {}), ...(fallback ? { default: fallback } : {}) };
+        walk(checker.getTypeOfSymbol(symbol), [...base, symbol.name], depth + 1);
+      }
+    }
+  };
+  walk(root, [], 0);
+  return Object.fromEntries(Object.entries(docs).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  /** The declarations' directory: dist/, or the one given. */
+  const output = path.resolve(process.argv[2] ?? path.join(root, 'dist'));
+  const documented = documentDeclarations(output);
+  console.log(
+    `schema docs: ${documented} field comments copied into ${path.relative(root, output) || '.'}/**/*.d.ts`,
+  );
+}

@@ -39,10 +39,21 @@ describe('the package as a dependency', () => {
       "import * as teamtr from 'teamtr'; console.log(['startServer', 'modelEndpoint', 'teamEndpoint', " +
         "'startDashboard', 'writeReport', 'exportHuggingFaceModel'].map((name) => typeof teamtr[name]).join(' '));",
     );
+    writeFileSync(
+      path.join(project, 'use.cts'),
+      "const teamtr = require('teamtr');\nconsole.log([typeof teamtr.train, typeof teamtr.defineTask].join(' '));\n",
+    );
     const run = (file: string) =>
       execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8' }).trim();
     assert.equal(run('use.cjs'), 'function function');
     assert.equal(run('use.mjs'), 'function function');
+    // `npx tsx use.cts`: the loader hook hands the file a require of its own, which cannot load
+    // an ES module on Node 20; the "require" condition's CommonJS entry loads it with Node's.
+    const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
+    assert.equal(
+      execFileSync(tsx, ['use.cts'], { cwd: project, encoding: 'utf8' }).trim(),
+      'function function',
+    );
     assert.equal(run('applications.mjs'), Array(6).fill('function').join(' '));
   });
 });
@@ -97,16 +108,21 @@ describe('the published declarations', () => {
   });
 });
 
+/** The files `npm pack` puts in the tarball. */
+function packedFiles(): string[] {
+  const [report] = JSON.parse(
+    execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }),
+  ) as Array<{ files: Array<{ path: string }> }>;
+  return report!.files.map((file) => file.path);
+}
+
 describe('the packed package', () => {
   test('ships the built-in models, configs and docs, and no test code', () => {
-    const [report] = JSON.parse(
-      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
-        cwd: root,
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }),
-    ) as Array<{ files: Array<{ path: string }> }>;
-    const files = report!.files.map((file) => file.path);
+    const files = packedFiles();
     for (const needed of [
       'models/arithmetic-chain/role-0/model.safetensors',
       'models/arithmetic-chain/shared/tokenizer.json',
@@ -120,5 +136,42 @@ describe('the packed package', () => {
       /\.test\.|test-support|backend\/testing|backend\.suite/.test(file),
     );
     assert.deepEqual(testCode, []);
+  });
+
+  test('ships no script that needs the sources, no source map and every export target', () => {
+    const files = packedFiles();
+    // The install script is the one script a user's `npm i` runs; the repository's others
+    // import ../src/*.ts, which is not shipped.
+    assert.deepEqual(
+      files.filter((file) => file.startsWith('scripts/')),
+      ['scripts/build-native.mjs'],
+    );
+    const importsSources = files.filter(
+      (file) =>
+        /\.(m|c)?js$/.test(file) &&
+        /(from|import\(|require\()\s*['"][^'"]*(\/src\/|\.ts['"])/.test(
+          readFileSync(path.join(root, file), 'utf8'),
+        ),
+    );
+    assert.deepEqual(importsSources, []);
+    // Maps would name src/*.ts files the package does not hold.
+    assert.deepEqual(
+      files.filter((file) => file.endsWith('.map')),
+      [],
+    );
+    assert.deepEqual(
+      files.filter((file) => /fixture/.test(file) && !file.startsWith('dist/')),
+      [],
+    );
+    const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+      exports: Record<string, unknown>;
+      bin: Record<string, string>;
+    };
+    const targets = JSON.stringify(manifest.exports).match(/"\.\/[^"]+"/g) ?? [];
+    for (const target of [
+      ...targets.map((quoted) => quoted.slice(3, -1)),
+      ...Object.values(manifest.bin),
+    ])
+      assert.ok(files.includes(target), `${target} (package.json) is packed`);
   });
 });

@@ -5,6 +5,12 @@ import { z } from 'zod';
 import { readBoundedTextSync } from '../util/bounded-file.js';
 import { ConfigError, FileFormatError } from '../util/errors.js';
 import { parseStrictJson } from '../util/strict-json.js';
+import {
+  configEntries,
+  unwrapSchema,
+  type ConfigDocs,
+  type ConfigEntry,
+} from './reference/config-entries.js';
 
 /**
  * Every leaf of a config schema becomes a flag: `rollout.groupSize` ↔ `--rollout-group-size`.
@@ -14,6 +20,7 @@ import { parseStrictJson } from '../util/strict-json.js';
 interface Leaf {
   path: string[];
   flag: string;
+  /** What `--help` says: the key, its meaning and its default. */
   description: string;
 }
 
@@ -21,55 +28,71 @@ function kebab(text: string): string {
   return text.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 }
 
-function unwrapped(schema: z.ZodType): z.ZodType {
-  let current = schema;
-  for (let depth = 0; depth < 16; depth++) {
-    const definition = current._zod.def as { innerType?: z.ZodType };
-    if (!definition.innerType) break;
-    current = definition.innerType;
+/** Keys the program writes into a run's config, never a user: no flag. */
+const recordedKeys = new Set(['taskFingerprint']);
+
+/** How deep flags reach: `--trust-region-adaptive-delta-growth`; deeper objects take JSON. */
+const flagDepth = 3;
+
+/** The value at `path` in a config object (the demo's file), if any. */
+function valueAt(config: Record<string, unknown> | undefined, path: readonly string[]): unknown {
+  let current: unknown = config;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, unknown>)[key];
   }
   return current;
 }
 
-/** Keys the program writes into a run's config, never a user: no flag. */
-const recordedKeys = new Set(['taskFingerprint']);
-
-function leavesOf(schema: z.ZodType, prefix: string[] = []): Leaf[] {
-  const inner = unwrapped(schema);
-  if (inner instanceof z.ZodObject && prefix.length < 3) {
-    return Object.entries(inner.shape as Record<string, z.ZodType>)
-      .filter(([key]) => !recordedKeys.has(key))
-      .flatMap(([key, child]) => leavesOf(child, [...prefix, key]));
-  }
-  if (prefix.length === 0) return [];
-  const choices = inner instanceof z.ZodEnum ? ` (${(inner.options as string[]).join(' | ')})` : '';
-  const fallback = defaultOf(schema);
-  return [
-    {
-      path: prefix,
-      flag: prefix.map(kebab).join('-'),
-      description: `config ${prefix.join('.')}${choices}${fallback === undefined ? '' : ` (default ${JSON.stringify(fallback)})`}`,
-    },
-  ];
+/**
+ * `--help`'s text for a key: `rollout.groupSize: Trajectories per prompt: … (default 8)`, the
+ * choices of an enum, and the default the command really uses (`shown`, e.g. the demo's file).
+ */
+function describeLeaf(
+  path: readonly string[],
+  entry: ConfigEntry | undefined,
+  shown: { config?: Record<string, unknown>; source?: string },
+): string {
+  const override = valueAt(shown.config, path);
+  const fallback =
+    override !== undefined
+      ? `default ${JSON.stringify(override)}${shown.source ? `, from ${shown.source}` : ''}`
+      : entry?.default
+        ? `default ${entry.default}`
+        : null;
+  const choices = entry && entry.type.includes('" | "') ? entry.type : null;
+  const details = [choices, fallback].filter((part) => part !== null).join('; ');
+  const meaning = entry?.description ? `: ${entry.description}` : '';
+  return `${path.join('.')}${meaning}${details ? ` (${details})` : ''}`;
 }
 
-/** The schema's default for a leaf, if it has a plain one (shown in --help). */
-function defaultOf(schema: z.ZodType): unknown {
-  let current = schema;
-  for (let depth = 0; depth < 16; depth++) {
-    const definition = current._zod.def as {
-      type?: string;
-      defaultValue?: unknown;
-      innerType?: z.ZodType;
-    };
-    if (definition.type === 'default') {
-      const value = definition.defaultValue;
-      return typeof value === 'object' && value !== null ? undefined : value;
-    }
-    if (!definition.innerType) return undefined;
-    current = definition.innerType;
+function leavesOf(
+  schema: z.ZodType,
+  describe: (path: string[]) => string,
+  prefix: string[] = [],
+): Leaf[] {
+  const inner = unwrapSchema(schema);
+  if (inner instanceof z.ZodObject && prefix.length < flagDepth) {
+    return Object.entries(inner.shape as Record<string, z.ZodType>)
+      .filter(([key]) => !recordedKeys.has(key))
+      .flatMap(([key, child]) => leavesOf(child, describe, [...prefix, key]));
   }
-  return undefined;
+  if (prefix.length === 0) return [];
+  return [{ path: prefix, flag: prefix.map(kebab).join('-'), description: describe(prefix) }];
+}
+
+/** The schema's flags with their `--help` text (`docs`: the schema's doc comments). */
+function flagLeaves(
+  schema: z.ZodType,
+  docs: ConfigDocs = {},
+  shown: { config?: Record<string, unknown>; source?: string } = {},
+): Leaf[] {
+  const entries = new Map(
+    configEntries(schema, docs)
+      .filter((entry) => entry.variant === null && !entry.path.includes('[]'))
+      .map((entry) => [entry.keys.join('.'), entry]),
+  );
+  return leavesOf(schema, (path) => describeLeaf(path, entries.get(path.join('.')), shown));
 }
 
 /** Commander's key for a leaf's flag: `--rollout-group-size` → `rolloutGroupSize`. */
@@ -79,20 +102,42 @@ function optionKey(leaf: Leaf): string {
 
 /** The config flags that were given (`--rollout-group-size`, ...), for commands that take none. */
 export function configFlagsGiven(schema: z.ZodType, flags: Record<string, unknown>): string[] {
-  return leavesOf(schema)
+  return flagLeaves(schema)
     .filter((leaf) => flags[optionKey(leaf)] !== undefined)
     .map((leaf) => `--${leaf.flag}`);
 }
 
-/** Adds one `--flag <value>` per schema leaf (except those in `skip`, e.g. objects set by file only). */
+/**
+ * The options addConfigFlags made for a schema docs/reference/config.md documents: the CLI
+ * reference sums them up instead of listing them.
+ */
+const referencedOptions = new WeakSet<Option>();
+
+export function isConfigOption(option: Option): boolean {
+  return referencedOptions.has(option);
+}
+
+/**
+ * Adds one `--flag <value>` per schema leaf (except those under `skip`, e.g. keys a command
+ * sets itself). `docs` are the schema's doc comments (`--help` shows each key's meaning);
+ * `shown` is a config whose values are the command's real defaults (the demo's file).
+ */
 export function addConfigFlags(
   command: Command,
   schema: z.ZodType,
-  skip: readonly string[] = [],
+  options: {
+    skip?: readonly string[];
+    docs?: ConfigDocs;
+    shown?: { config: Record<string, unknown>; source: string };
+    /** The schema is the one docs/reference/config.md documents (the run config). */
+    inReference?: boolean;
+  } = {},
 ): void {
-  for (const leaf of leavesOf(schema)) {
-    if (skip.includes(leaf.path[0]!)) continue;
-    command.addOption(new Option(`--${leaf.flag} <value>`, leaf.description));
+  for (const leaf of flagLeaves(schema, options.docs, options.shown)) {
+    if (options.skip?.includes(leaf.path[0]!)) continue;
+    const option = new Option(`--${leaf.flag} <value>`, leaf.description);
+    if (options.inReference) referencedOptions.add(option);
+    command.addOption(option);
   }
 }
 
@@ -121,7 +166,7 @@ export function configFromFileAndFlags(
   flags: Record<string, unknown>,
 ): Record<string, unknown> {
   const config: Record<string, unknown> = configPath ? readConfigFile(configPath) : {};
-  for (const leaf of leavesOf(schema)) {
+  for (const leaf of flagLeaves(schema)) {
     const value = flags[optionKey(leaf)];
     if (value === undefined) continue;
     let target = config;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -7,4 +8,12 @@ import { fileURLToPath } from 'node:url';
  */
 export function packagePath(...segments: string[]): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', ...segments);
+}
+
+/** This package's version, from its package.json (what `teamtr --version` prints). */
+export function teamtrVersion(): string {
+  const manifest = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as {
+    version?: unknown;
+  };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }

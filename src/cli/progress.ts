@@ -1,31 +1,44 @@
 import cliProgress from 'cli-progress';
 
 /**
- * Progress on stderr: a live bar on a terminal, a line every few seconds otherwise (logs, CI),
- * nothing with `quiet`. stdout stays free for results (`--json`).
+ * Progress on stderr: a live bar with an ETA on a terminal, a labelled line every few seconds
+ * otherwise (logs, CI), nothing with `quiet`. stdout stays free for results (`--json`).
  */
 export class ProgressReporter {
   private bar: cliProgress.SingleBar | null = null;
   private lastLine = 0;
+  private unit = '';
 
-  constructor(private readonly quiet: boolean) {}
+  constructor(
+    private readonly quiet: boolean,
+    private readonly terminal: boolean = Boolean(process.stderr.isTTY),
+    private readonly write: (text: string) => void = (text) => process.stderr.write(text),
+  ) {}
 
-  start(label: string, total: number, value = 0, payload: Record<string, string> = {}): void {
+  /** `unit` names what the bar counts (`tokens`, `steps`), for the lines without a bar. */
+  start(label: string, total: number, value = 0, unit = ''): void {
     if (this.quiet) return;
-    if (process.stderr.isTTY) {
+    this.unit = unit;
+    if (this.terminal) {
       this.bar = new cliProgress.SingleBar(
         {
           stream: process.stderr,
-          format: `${label} [{bar}] {percentage}% {value}/{total} {status}`,
+          format: `${label} [{bar}] {percentage}% | ETA {eta_formatted} | {status}`,
           hideCursor: true,
           clearOnComplete: false,
+          etaBuffer: 20,
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar.start(total, value, { status: '', ...payload });
+      this.bar.start(total, value, { status: '' });
     } else {
-      process.stderr.write(`${label}: 0/${total}\n`);
+      this.write(`${label}: ${this.count(value, total)}\n`);
     }
+  }
+
+  private count(value: number, total: number | undefined): string {
+    const amount = (n: number) => n.toLocaleString('en-US');
+    return `${amount(value)}${total === undefined ? '' : `/${amount(total)}`}${this.unit ? ` ${this.unit}` : ''}`;
   }
 
   update(value: number, status: string, total?: number): void {
@@ -38,7 +51,7 @@ export class ProgressReporter {
     const now = Date.now();
     if (now - this.lastLine > 5000) {
       this.lastLine = now;
-      process.stderr.write(`  ${value}${total !== undefined ? `/${total}` : ''} ${status}\n`);
+      this.write(`  ${status}, ${this.count(value, total)}\n`);
     }
   }
 
@@ -47,12 +60,12 @@ export class ProgressReporter {
     if (this.quiet) return;
     if (this.bar) {
       this.bar.stop();
-      process.stderr.write(`${message}\n`);
+      this.write(`${message}\n`);
       this.bar.start(this.bar.getTotal(), this.bar.getProgress() * this.bar.getTotal(), {
         status: '',
       });
     } else {
-      process.stderr.write(`${message}\n`);
+      this.write(`${message}\n`);
     }
   }
 
@@ -60,4 +73,35 @@ export class ProgressReporter {
     this.bar?.stop();
     this.bar = null;
   }
+}
+
+/** A stage's progress event, as the trainer reports it. */
+export interface StageProgress {
+  stage: number;
+  generatedTokens: number;
+  budget: number;
+  reward: number;
+  meanKl: number;
+  updates: number;
+  outOfRegion: number;
+  regression: boolean;
+}
+
+/** The stages the run will take at its pace so far (the budget is in tokens, not stages). */
+export function estimatedStages(event: StageProgress): number {
+  if (event.generatedTokens <= 0) return event.stage;
+  return Math.max(event.stage, Math.ceil((event.stage * event.budget) / event.generatedTokens));
+}
+
+/** `stage 12/~224 reward 0.352 token-KL 7.9e-3 updates 3 out-of-region 0`: every figure named. */
+export function stageStatus(event: StageProgress): string {
+  const total = estimatedStages(event);
+  return [
+    `stage ${event.stage}/${total === event.stage ? '' : '~'}${total}`,
+    `reward ${event.reward.toFixed(3)}`,
+    `token-KL ${event.meanKl.toExponential(1)}`,
+    `updates ${event.updates}`,
+    `out-of-region ${event.outOfRegion}`,
+    ...(event.regression ? ['REGRESSION'] : []),
+  ].join(' ');
 }

@@ -5,9 +5,11 @@ import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-con
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
 import { signed } from '../format.js';
 import { runTraining } from './train.js';
 import { loadTaskModule } from '../task-module.js';
+import { addResultFlags, writeCommandResult } from '../result-flag.js';
 
 export interface ScheduleComparison {
   schedule: string;
@@ -80,31 +82,41 @@ export function summarizeSchedule(schedule: string, summaries: TrainSummary[]): 
   };
 }
 
+/** The comparison as a table: one row per schedule. */
+export function comparisonTable(rows: ScheduleComparison[]): {
+  columns: string[];
+  rows: string[][];
+} {
+  return {
+    columns: [
+      'schedule',
+      'eval acc (mean ± std)',
+      'before',
+      'regressions',
+      'tokens',
+      'wall s',
+      'out-of-region',
+      'cert~measured ρ',
+      'reward/stage new (own) problems',
+    ],
+    rows: rows.map((row) => [
+      row.schedule,
+      `${(100 * row.accuracyMean).toFixed(1)}% ± ${(100 * row.accuracyStd).toFixed(1)}`,
+      `${(100 * row.accuracyBeforeMean).toFixed(1)}%`,
+      row.regressionsMean.toFixed(1),
+      Math.round(row.generatedTokensMean).toLocaleString('en-US'),
+      row.wallSecondsMean.toFixed(0),
+      `${(100 * row.outOfRegionRateMean).toFixed(1)}%`,
+      row.cumulativeRankCorrelationMean === null
+        ? 'n/a'
+        : row.cumulativeRankCorrelationMean.toFixed(2),
+      `${signed(row.outOfSamplePerStageMean)} (${signed(row.inSamplePerStageMean)})`,
+    ]),
+  };
+}
+
 export function formatComparison(rows: ScheduleComparison[]): string {
-  const header = [
-    'schedule',
-    'eval acc (mean ± std)',
-    'before',
-    'regressions',
-    'tokens',
-    'wall s',
-    'out-of-region',
-    'cert~measured ρ',
-    'reward/stage new (own) problems',
-  ];
-  const body = rows.map((row) => [
-    row.schedule,
-    `${(100 * row.accuracyMean).toFixed(1)}% ± ${(100 * row.accuracyStd).toFixed(1)}`,
-    `${(100 * row.accuracyBeforeMean).toFixed(1)}%`,
-    row.regressionsMean.toFixed(1),
-    Math.round(row.generatedTokensMean).toLocaleString('en-US'),
-    row.wallSecondsMean.toFixed(0),
-    `${(100 * row.outOfRegionRateMean).toFixed(1)}%`,
-    row.cumulativeRankCorrelationMean === null
-      ? 'n/a'
-      : row.cumulativeRankCorrelationMean.toFixed(2),
-    `${signed(row.outOfSamplePerStageMean)} (${signed(row.inSamplePerStageMean)})`,
-  ]);
+  const { columns: header, rows: body } = comparisonTable(rows);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...body.map((row) => row[column]!.length)),
   );
@@ -114,6 +126,32 @@ export function formatComparison(rows: ScheduleComparison[]): string {
     [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n') +
     '\n'
   );
+}
+
+/** `--result FILE`: the comparison, its best schedule named in the caption. */
+async function writeComparisonResult(
+  command: Command,
+  rows: ScheduleComparison[],
+  wallSeconds: number,
+) {
+  const best = [...rows].sort((a, b) => b.accuracyMean - a.accuracyMean)[0];
+  const seeds = rows[0]?.seeds.length ?? 0;
+  await writeCommandResult(command, {
+    title: 'Schedules at a matched budget',
+    tables: [
+      {
+        caption: best
+          ? `At the same generated-token budget, ${best.schedule} ends highest (${(100 * best.accuracyMean).toFixed(1)}% held-out accuracy, mean over ${seeds} seed${seeds === 1 ? '' : 's'}).`
+          : 'No schedule ran.',
+        ...comparisonTable(rows),
+      },
+    ],
+    notes: [
+      'Eval accuracy: held-out team accuracy after training, mean ± standard deviation over seeds. cert~measured ρ: cumulative rank correlation of the first-order certificate with the measured improvement. Reward per stage: on the next stage’s new problems (on the stage’s own problems in parentheses).',
+    ],
+    wallSeconds,
+    data: rows,
+  });
 }
 
 export function register(program: Command): void {
@@ -132,8 +170,14 @@ export function register(program: Command): void {
     )
     .option('--task-module <file>', 'a task defined in code (a .js/.ts module), for every run')
     .option('--json', 'print one JSON object per schedule on stdout');
-  addConfigFlags(command, trainConfigSchema, ['schedule', 'seed']);
+  addResultFlags(command);
+  addConfigFlags(command, trainConfigSchema, {
+    skip: ['schedule', 'seed'],
+    docs: schemaDocs.train,
+    inReference: true,
+  });
   command.action(async (flags: Record<string, unknown>) => {
+    const started = Date.now();
     const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
     const base = configFromFlags(trainConfigSchema, flags);
     const requested = parseList(String(flags.schedules), '--schedules');
@@ -182,5 +226,6 @@ export function register(program: Command): void {
       if (flags.json) process.stdout.write(`${JSON.stringify(row)}\n`);
     }
     if (!flags.json) process.stdout.write(formatComparison(rows));
+    await writeComparisonResult(command, rows, (Date.now() - started) / 1000);
   });
 }

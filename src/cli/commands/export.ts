@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { readSafetensorsHeader } from '../../io/safetensors.js';
 import { exportHuggingFaceModel } from '../../models/huggingface/export.js';
 import { loadModel, type LoadedModel } from '../../models/load.js';
 import { loadPeftAdapter } from '../../models/peft.js';
@@ -46,6 +47,21 @@ async function source(
   };
 }
 
+/**
+ * Parameters in the weight files written: what a reader of the directory loads. The model's
+ * own count would add LoRA adapters (merged into the weights here) and count tied weights once
+ * however the file stores them.
+ */
+export async function parametersInFiles(directory: string): Promise<number> {
+  let count = 0;
+  for (const file of readdirSync(directory).filter((name) => name.endsWith('.safetensors'))) {
+    const header = await readSafetensorsHeader(path.join(directory, file));
+    for (const entry of header.tensors.values())
+      count += entry.shape.reduce((product, size) => product * size, 1);
+  }
+  return count;
+}
+
 export function register(program: Command): void {
   program
     .command('export')
@@ -83,13 +99,11 @@ export function register(program: Command): void {
         maxShardBytes: shardMegabytes * 1024 * 1024,
       });
       const files = readdirSync(out).sort();
-      if (flags.json)
-        process.stdout.write(
-          `${JSON.stringify({ out, files, parameters: loaded.model.parameterCount() })}\n`,
-        );
+      const parameters = await parametersInFiles(out);
+      if (flags.json) process.stdout.write(`${JSON.stringify({ out, files, parameters })}\n`);
       else
         process.stdout.write(
-          `Exported ${loaded.model.parameterCount().toLocaleString('en-US')} parameters to ${out} (${files.join(', ')})\n`,
+          `Exported ${parameters.toLocaleString('en-US')} parameters to ${out} (${files.join(', ')})\n`,
         );
     });
 }

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readSafetensorsHeader } from '../../io/safetensors.js';
 import { loadModel } from '../../models/load.js';
 import { writeHuggingFaceFixture } from '../../models/test-support/huggingface-fixture.js';
 import { attachLora, loraConfigSchema } from '../../models/lora-config.js';
@@ -201,6 +202,13 @@ describe('teamtr sample, score and export', () => {
       'tokenizer_config.json',
     ]);
     const reloaded = await loadModel(exportDirectory);
+    // The count reported is the file's: the adapters are merged into it, not added to it.
+    const header = await readSafetensorsHeader(path.join(exportDirectory, 'model.safetensors'));
+    const inFile = [...header.tensors.values()].reduce(
+      (sum, entry) => sum + entry.shape.reduce((product, size) => product * size, 1),
+      0,
+    );
+    assert.equal(result.parameters, inFile);
     const logits = logitsOf(reloaded.model);
     assert.ok(logits.every((value, index) => Math.abs(value - adapted[index]!) < 1e-5));
     assert.equal(refused!.code, 2);

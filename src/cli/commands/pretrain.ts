@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { pretrain, pretrainConfigSchema } from '../../pretrain/pretrain.js';
 import { defaultPretrainDirectory } from '../../models/load.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
 import { ProgressReporter } from '../progress.js';
 
 export function register(program: Command): void {
@@ -17,7 +18,7 @@ export function register(program: Command): void {
       'output directory (default: models/<task> in a checkout, ~/.cache/teamtr/models/<task> for an installed package; both serve builtin:<task>/role-<r>)',
     )
     .option('--json', 'print one JSON result object on stdout');
-  addConfigFlags(command, pretrainConfigSchema, ['model']);
+  addConfigFlags(command, pretrainConfigSchema, { skip: ['model'], docs: schemaDocs.pretrain });
   command.action(async (flags: Record<string, unknown>) => {
     const config = configFromFlags(pretrainConfigSchema, flags);
     const taskName = String(
@@ -31,9 +32,14 @@ export function register(program: Command): void {
       if (event.index !== current) {
         progress.stop();
         current = event.index;
-        progress.start(`pretrain ${event.model} (${event.index + 1}/${event.models})`, event.steps);
+        progress.start(
+          `pretrain ${event.model} (${event.index + 1}/${event.models})`,
+          event.steps,
+          0,
+          'steps',
+        );
       }
-      progress.update(event.step, `loss ${event.loss.toFixed(3)}`);
+      progress.update(event.step, `loss ${event.loss.toFixed(3)}`, event.steps);
     });
     progress.stop();
     if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -12,6 +12,7 @@ import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-con
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
 import { runTraining } from './train.js';
 
 /** "2,4" → [2, 4], each checked by `check` (which names what is wrong). */
@@ -95,7 +96,11 @@ export function register(program: Command): void {
       path.join('runs', 'scaling'),
     )
     .option('--json', 'print the report as JSON on stdout');
-  addConfigFlags(command, trainConfigSchema, ['schedule', 'seed', 'agents']);
+  addConfigFlags(command, trainConfigSchema, {
+    skip: ['schedule', 'seed', 'agents'],
+    docs: schemaDocs.train,
+    inReference: true,
+  });
   command.action(async (flags: Record<string, unknown>) => {
     const base = configFromFlags(trainConfigSchema, flags);
     const agents = parseList(

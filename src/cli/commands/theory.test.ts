@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { readResultFile } from '../../report/result-file.js';
 import { runCli } from '../test-support/run-cli.js';
 
 const small = [
@@ -99,6 +100,33 @@ test('an output directory that cannot be created is reported, not crashed on', a
     ]);
     assert.equal(code, 2);
     assert.match(stderr, /choose another --out directory/);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+});
+
+test('teamtr theory --result writes a result file that reproduces the run', async () => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'teamtr-theory-result-'));
+  try {
+    const resultPath = path.join(directory, 'theory.json');
+    const argv = ['theory', '--out', path.join(directory, 'out'), ...small];
+    const { code, stderr } = await runCli([...argv, '--result', resultPath, '--quiet-host']);
+    assert.equal(code, 0, stderr);
+    const record = await readResultFile(resultPath);
+    assert.equal(
+      record.command,
+      `node bin/teamtr.js theory --agent-counts 2,3 --games 4 --families random,chain --bootstrap-samples 100 --out ${path.join(directory, 'out')} --result ${resultPath} --quiet-host`,
+    );
+    assert.equal(record.host.quiet, true);
+    assert.deepEqual(
+      record.tables[0]!.rows.map((row) => row[0]),
+      ['random', 'chain'],
+    );
+    assert.match(
+      record.tables[0]!.caption,
+      /^The certificate never exceeded the true improvement over 96 exactly computed updates/,
+    );
+    assert.ok(record.measuredAt && record.wallSeconds! > 0);
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }

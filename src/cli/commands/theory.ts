@@ -5,7 +5,9 @@ import { theoryFileNames, writeTheoryOutputs } from '../../theory/output.js';
 import { renderSvgChart } from '../../figures/svg.js';
 import { renderTheoryReport, renderTheoryTable } from '../../theory/report.js';
 import { buildScalingFigure } from '../../theory/scaling-figure.js';
-import { summarizeTheory } from '../../theory/summary.js';
+import { summarizeTheory, type TheorySummary } from '../../theory/summary.js';
+import type { ResultTable } from '../../report/result-file.js';
+import { addResultFlags, writeCommandResult } from '../result-flag.js';
 
 /**
  * `teamtr theory`: the exact check of TeamTR's theory in tabular team games (docs/method.md §7).
@@ -76,7 +78,39 @@ function progressReporter(): ((progress: TheoryProgress) => void) | undefined {
   };
 }
 
-async function runTheoryCommand(flags: TheoryFlags): Promise<void> {
+const slope = (value: unknown, interval: unknown): string | null =>
+  typeof value !== 'number'
+    ? null
+    : `${value.toFixed(2)}${Array.isArray(interval) ? ` [${interval.map((bound: number) => bound.toFixed(2)).join(', ')}]` : ''}`;
+
+/** `--result FILE`'s table: each reward family's slopes in N and its certificate check. */
+export function theoryTable(summary: TheorySummary): ResultTable {
+  const headline = `${slope(summary.stale_slope, summary.stale_ci)} against ${slope(summary.fresh_slope, summary.fresh_ci)}`;
+  return {
+    caption:
+      summary.certificate_violations === 0
+        ? `The certificate never exceeded the true improvement over ${summary.updates.toLocaleString('en-US')} exactly computed updates; the surrogate error's log-log slope in N is ${headline} for stale and fresh occupancy (family "${summary.family}").`
+        : `The certificate exceeded the true improvement on ${summary.certificate_violations} of ${summary.updates} updates (by at most ${summary.max_violation.toExponential(2)}).`,
+    columns: [
+      'reward family',
+      'surrogate error slope, stale',
+      'fresh',
+      'certificate penalty slope, stale',
+      'fresh',
+      'certificate above the true improvement',
+    ],
+    rows: Object.entries(summary.by_family).map(([family, entries]) => [
+      family,
+      slope(entries.stale_slope, entries.stale_ci),
+      slope(entries.fresh_slope, entries.fresh_ci),
+      slope(entries.stale_penalty_slope, entries.stale_penalty_ci),
+      slope(entries.fresh_penalty_slope, entries.fresh_penalty_ci),
+      `${String(entries.certificate_violations)} of ${String(entries.updates)} updates`,
+    ]),
+  };
+}
+
+async function runTheoryCommand(flags: TheoryFlags, command: Command): Promise<void> {
   const config = configFromFlags(flags);
   const started = performance.now();
   const result = runTheoryExperiment(config, progressReporter());
@@ -90,6 +124,15 @@ async function runTheoryCommand(flags: TheoryFlags): Promise<void> {
       summary: summaryWithoutFiles,
       games: result.families.flatMap((family) => family.outcomes),
     },
+  });
+  await writeCommandResult(command, {
+    title: 'The exact check of the theory',
+    tables: [theoryTable(summaryWithoutFiles)],
+    notes: [
+      'Every quantity is computed exactly in small tabular team games (no sampling). Slopes are log-log fits of the mean per-game quantity against the number of agents N, with 95% bootstrap intervals over games; the paper predicts about 2 (stale) and 1 (fresh).',
+    ],
+    wallSeconds,
+    data: summaryWithoutFiles,
   });
   if (flags.json) {
     const summary = summarizeTheory(result, {
@@ -106,7 +149,7 @@ async function runTheoryCommand(flags: TheoryFlags): Promise<void> {
 
 export function register(program: Command): void {
   const defaults = resolveTheoryConfig({});
-  program
+  const command = program
     .command('theory')
     .description(
       'exact check of the TeamTR bounds in tabular team games: surrogate error of stale vs ' +
@@ -159,6 +202,6 @@ export function register(program: Command): void {
       'output directory for report.md, scaling.svg, results.json',
       'runs/theory',
     )
-    .option('--json', 'print one JSON object with the slopes and the certificate check')
-    .action(async (flags: TheoryFlags) => runTheoryCommand(flags));
+    .option('--json', 'print one JSON object with the slopes and the certificate check');
+  addResultFlags(command).action(async (flags: TheoryFlags) => runTheoryCommand(flags, command));
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import YAML from 'yaml';
+import { readResultFile } from '../../report/result-file.js';
 import { createTrainingFixture } from '../../trainer/test-support/fixture.js';
 
 const mainModule = fileURLToPath(new URL('../main.ts', import.meta.url));
@@ -106,6 +107,8 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
       '--out',
       path.join(fixture.directory, 'cmp'),
       '--json',
+      '--result',
+      path.join(fixture.directory, 'compare.json'),
     ]);
     assert.equal(compared.code, 0, compared.stderr);
     const rows = compared.stdout
@@ -132,6 +135,20 @@ describe('teamtr train / eval / compare (CLI, end to end)', () => {
       assert.ok(Math.abs(row.outOfSamplePerStageMean - average('outOfSamplePerStage')) < 1e-12);
       assert.ok(Math.abs(row.inSamplePerStageMean - average('inSamplePerStage')) < 1e-12);
     }
+    // --result: the same comparison as a result file, one row per schedule.
+    const record = await readResultFile(path.join(fixture.directory, 'compare.json'));
+    assert.deepEqual(
+      record.tables[0]!.rows.map((row) => row[0]),
+      ['teamtr', 'joint'],
+    );
+    assert.match(
+      record.tables[0]!.caption,
+      /^At the same generated-token budget, (teamtr|joint) ends highest/,
+    );
+    assert.match(
+      record.command,
+      /^node bin\/teamtr\.js compare --config \S+ --schedules teamtr,joint --seeds 0,1 /,
+    );
   });
 
   test('malformed configs and bad flags are clear errors (exit code 2, no stack trace)', async () => {
@@ -239,14 +256,15 @@ describe('teamtr train: interruption and resume flags', () => {
 describe('teamtr train --help', () => {
   test('lists every config flag, nested ones included, with its default', async () => {
     const help = await teamtr(['train', '--help']);
+    // Each with what the setting means (the schema's doc comment), not only its default.
     assert.match(
       help.stdout,
-      /--rollout-group-size <value> +config rollout\.groupSize \(default 8\)/,
+      /--rollout-group-size <value> +rollout\.groupSize: Trajectories per prompt: .* \(default 8\)/,
     );
     assert.match(help.stdout, /--budget-generated-tokens <value>/);
     assert.match(
       help.stdout,
-      /--trust-region-delta <value> +config trustRegion\.delta \(default 0\.01\)/,
+      /--trust-region-delta <value> +trustRegion\.delta: δ: the largest mean token-level KL.* \(default 0\.01\)/,
     );
     assert.doesNotMatch(help.stdout, /--task-fingerprint/, 'recorded by the trainer, not a flag');
   });

@@ -6,11 +6,15 @@ import type { SwapRecord } from '../../trainer/records.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { TeamtrError } from '../../util/errors.js';
 import { addConfigFlags, configFlagsGiven, configFromFlags } from '../config-flags.js';
-import { ProgressReporter } from '../progress.js';
+import { schemaDocs } from '../reference/schema-docs.generated.js';
+import { ProgressReporter, stageStatus } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
 import type { TaskInput } from '../../trainer/setup/task-source.js';
 import { formatSummary } from '../format.js';
 import { onStopSignals, stopSignalNames } from '../interrupted.js';
+import { nextSteps } from '../next-steps.js';
+import { addResultFlags, writeCommandResult } from '../result-flag.js';
+import { certificateTable, runNotes, runTable } from '../result-tables.js';
 
 export function defaultRunDirectory(schedule: string): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').slice(0, 19);
@@ -78,11 +82,13 @@ export async function runTraining(options: {
       task: options.task,
       signal: controller.signal,
       onProgress: (event: TrainProgress) => {
-        if (event.kind === 'start') progress.start('train', event.budget, event.generatedTokens);
+        if (event.kind === 'start')
+          progress.start('train', event.budget, event.generatedTokens, 'tokens');
         else if (event.kind === 'stage')
           progress.update(
             Math.min(event.generatedTokens, event.budget),
-            `stage ${event.stage} reward ${event.reward.toFixed(3)} KL ${event.meanKl.toExponential(1)}`,
+            stageStatus(event),
+            event.budget,
           );
         else if (event.kind === 'eval')
           progress.log(
@@ -115,7 +121,8 @@ export function register(program: Command): void {
       'a task defined in code: a .js/.ts module exporting { name, problems, reward } (replaces --task)',
     )
     .option('--json', 'print one JSON summary object on stdout');
-  addConfigFlags(command, trainConfigSchema);
+  addResultFlags(command);
+  addConfigFlags(command, trainConfigSchema, { docs: schemaDocs.train, inReference: true });
   command.action(async (flags: Record<string, unknown>) => {
     const task = flags.taskModule ? await loadTaskModule(flags.taskModule as string) : undefined;
     const endpoints = endpointMoves(flags.endpoint as string[] | undefined);
@@ -146,8 +153,24 @@ export function register(program: Command): void {
       task,
     });
     if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-    else process.stdout.write(formatSummary(summary));
+    else process.stdout.write(`${formatSummary(summary)}${nextSteps(summary.runDirectory)}`);
+    await writeRunResult(command, `Training: ${summary.schedule}, seed ${summary.seed}`, summary);
     exitAfterInterruption(summary);
+  });
+}
+
+/** `--result FILE`: the run's headline figures and certificates as a result file. */
+export async function writeRunResult(
+  command: Command,
+  title: string,
+  summary: TrainSummary,
+): Promise<void> {
+  await writeCommandResult(command, {
+    title,
+    tables: [runTable(summary), certificateTable(summary)],
+    notes: runNotes(summary),
+    wallSeconds: summary.wallSeconds,
+    data: summary,
   });
 }
 
