@@ -1,18 +1,24 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadCheckpoint } from '../../io/checkpoint.js';
 import type { MetricsRecord } from '../records.js';
 import { hashDirectory } from '../run/checkpoint-integrity.js';
 import { sealedStateText, type SealedRunState } from '../run/sealed-state.js';
 
-/** Every file under `directory` (relative path → bytes, base64), to prove a directory untouched. */
+/**
+ * Every file under `directory` (relative path → bytes, base64; a symbolic link → its target;
+ * a FIFO, socket or device → its kind, never opened), to prove a directory untouched.
+ */
 export function directorySnapshot(directory: string): Record<string, string> {
   const snapshot: Record<string, string> = {};
   const walk = (current: string): void => {
     for (const entry of readdirSync(current, { withFileTypes: true })) {
       const full = path.join(current, entry.name);
+      const relative = path.relative(directory, full);
       if (entry.isDirectory()) walk(full);
-      else snapshot[path.relative(directory, full)] = readFileSync(full).toString('base64');
+      else if (entry.isSymbolicLink()) snapshot[relative] = `link to ${readlinkSync(full)}`;
+      else if (!entry.isFile()) snapshot[relative] = 'not a regular file';
+      else snapshot[relative] = readFileSync(full).toString('base64');
     }
   };
   walk(directory);
