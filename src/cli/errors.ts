@@ -1,4 +1,5 @@
 import { TeamtrError } from '../util/errors.js';
+import { cliMessage } from './run-directory-remedies.js';
 
 /**
  * Prints an error for a person: our own errors (bad input, with what to do) without a stack
@@ -6,7 +7,7 @@ import { TeamtrError } from '../util/errors.js';
  */
 export function reportError(error: unknown): number {
   if (error instanceof TeamtrError) {
-    process.stderr.write(`teamtr: ${error.name}: ${error.message}\n`);
+    process.stderr.write(`teamtr: ${error.name}: ${cliMessage(error)}\n`);
     return 2;
   }
   const system = systemErrorMessage(error);

@@ -99,7 +99,7 @@ describe('run directories that cannot be made or written: clear errors, exit 2',
     const runDirectory = path.join(fixture.directory, 'x'.repeat(300));
     assertClearError(
       await runCli(['train', '-c', configPath, '--run-dir', runDirectory]),
-      /cannot create run directory .*x{300}: a name in it is longer than the file system allows \(300 bytes/,
+      /cannot create run directory .*x{300}: a name in it is longer than the file system allows \(300 bytes.*; choose a shorter --run-dir$/m,
     );
   });
 
@@ -107,7 +107,8 @@ describe('run directories that cannot be made or written: clear errors, exit 2',
     assertClearError(
       await runCli(['train', '-c', configPath, '--run-dir', path.join(configPath, 'run')]),
       new RegExp(
-        `cannot create run directory .*: ${configPath.replace(/[.]/g, '\\.')} is a file, not a directory`,
+        `cannot create run directory .*: ${configPath.replace(/[.]/g, '\\.')} is a file, not a directory; choose another --run-dir$`,
+        'm',
       ),
     );
   });
@@ -129,6 +130,17 @@ describe('run directories that cannot be made or written: clear errors, exit 2',
     assertClearError(
       await runCli(['report', run]),
       new RegExp(`(read-only|permission denied) \\(${path.join(run, 'report')}\\)`),
+    );
+  });
+
+  test('a new run into a run with a checkpoint, or a resume of a directory that is no run: the remedy in flags', async () => {
+    assertClearError(
+      await runCli(['train', '-c', configPath, '--run-dir', trained]),
+      /holds a run with a checkpoint; continue it with --resume, or choose another --run-dir$/m,
+    );
+    assertClearError(
+      await runCli(['train', '--resume', '--run-dir', fixture.directory]),
+      /RunDirectoryError: .*not a teamtr run directory \(no teamtr-run\.json\); pass a directory `teamtr train` wrote$/m,
     );
   });
 

@@ -3,7 +3,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { openRegularFile } from '../../util/bounded-file.js';
-import { FileFormatError } from '../../util/errors.js';
+import { FileFormatError, type TeamtrError } from '../../util/errors.js';
+import { RunDirectoryError } from './run-directory-error.js';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 
@@ -106,13 +107,25 @@ export async function verifyCheckpointFiles(options: {
   }
 }
 
-/** What to do about a run file that does not match the record, by file (default: restore). */
-const runFileRemedies: Readonly<Record<string, string>> = {
-  'config.json':
-    'a changed setting (a seed, a learning rate) would not continue the run the checkpoint holds; undo the change or restore config.json from a backup (a run’s settings change only through `teamtr train --resume --endpoint` and `teamtr swap`, which record it), or start a new run with the settings you want',
-  'summary.json':
-    'it is written again from the verified records when the run ends: delete it, then run the command again',
-};
+/** The error for a run file that does not match the record, by file (default: restore it). */
+const runFileErrors: Readonly<Record<string, (filePath: string, problem: string) => TeamtrError>> =
+  {
+    'config.json': (filePath, problem) =>
+      new RunDirectoryError(
+        filePath,
+        `${filePath}: ${problem}; a changed setting (a seed, a learning rate) would not continue the run the checkpoint holds`,
+        'settingsThroughCommands',
+      ),
+    'summary.json': (filePath, problem) =>
+      new FileFormatError(
+        filePath,
+        `${problem}; it is written again from the verified records when the run ends: delete it, then run the command again`,
+      ),
+  };
+
+function restoreRunFile(filePath: string, problem: string): TeamtrError {
+  return new FileFormatError(filePath, `${problem}; ${restore}`);
+}
 
 /**
  * Checks the run's own files (`runFiles` of the record) in `directory`; returns the SHA-256 of
@@ -128,12 +141,12 @@ export async function verifyRunFiles(
     const filePath = path.join(directory, name);
     const actual = existsSync(filePath) ? await hashFile(filePath, Infinity) : null;
     if (!accepted.includes(actual) && !(actual === null && optional(name))) {
-      const remedy = runFileRemedies[name] ?? restore;
-      throw new FileFormatError(
+      const refuse = runFileErrors[name] ?? restoreRunFile;
+      throw refuse(
         filePath,
         actual === null
-          ? `missing, though the run's checkpoint recorded it; ${remedy}`
-          : `the file does not match the checksum the run's checkpoint recorded for it (checkpoint/state.json): it was changed or damaged after it was saved; ${remedy}`,
+          ? `missing, though the run's checkpoint recorded it`
+          : `the file does not match the checksum the run's checkpoint recorded for it (checkpoint/state.json): it was changed or damaged after it was saved`,
       );
     }
     found.set(name, actual);

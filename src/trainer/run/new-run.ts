@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { recoverInterruptedReplace } from '../../io/atomic.js';
-import { TeamtrError } from '../../util/errors.js';
+import { RunDirectoryError } from './run-directory-error.js';
 import { makeDirectorySync } from '../../util/make-directory.js';
 import { isAtomicWriteLeftover, isRunEntry, leftoverOf, runFiles } from './run-files.js';
 import { runLockFile } from './run-lock.js';
@@ -15,7 +15,11 @@ import { runLockFile } from './run-lock.js';
 export function makeRunDirectory(directory: string): void {
   if (existsSync(directory)) {
     if (!statSync(directory).isDirectory())
-      throw new TeamtrError(`${directory} exists and is not a directory; choose another --run-dir`);
+      throw new RunDirectoryError(
+        directory,
+        `${directory} exists and is not a directory`,
+        'anotherDirectory',
+      );
     if (!readdirSync(directory).every((name) => isRunEntry(name) || name === runFiles.checkpoint))
       throw notEmpty(directory);
     return;
@@ -31,20 +35,28 @@ function cannotCreate(directory: string, error: unknown): unknown {
   const { code } = error as NodeJS.ErrnoException;
   const cannot = `cannot create run directory ${directory}`;
   if (code === 'ENAMETOOLONG')
-    return new TeamtrError(
-      `${cannot}: a name in it is longer than the file system allows (${longestName(directory)} bytes; most allow 255, and a whole path 4096); choose a shorter --run-dir`,
+    return new RunDirectoryError(
+      directory,
+      `${cannot}: a name in it is longer than the file system allows (${longestName(directory)} bytes; most allow 255, and a whole path 4096)`,
+      'shorterPath',
     );
   if (code === 'ENOTDIR')
-    return new TeamtrError(
-      `${cannot}: ${fileAncestor(directory) ?? 'a parent'} is a file, not a directory; choose another --run-dir`,
+    return new RunDirectoryError(
+      directory,
+      `${cannot}: ${fileAncestor(directory) ?? 'a parent'} is a file, not a directory`,
+      'anotherDirectory',
     );
   if (code === 'EROFS')
-    return new TeamtrError(
-      `${cannot}: ${existingAncestor(directory)} is on a read-only file system; choose a --run-dir on a writable disk`,
+    return new RunDirectoryError(
+      directory,
+      `${cannot}: ${existingAncestor(directory)} is on a read-only file system`,
+      'writableDisk',
     );
   if (code === 'EACCES' || code === 'EPERM')
-    return new TeamtrError(
-      `${cannot}: permission to write in ${existingAncestor(directory)} is denied; choose a --run-dir you can write to, or fix its permissions`,
+    return new RunDirectoryError(
+      directory,
+      `${cannot}: permission to write in ${existingAncestor(directory)} is denied`,
+      'permittedDirectory',
     );
   return error;
 }
@@ -73,26 +85,34 @@ function existingAncestor(directory: string): string {
   return level;
 }
 
-function notEmpty(directory: string): TeamtrError {
-  return new TeamtrError(`run directory ${directory} is not empty; choose another --run-dir`);
+function notEmpty(directory: string): RunDirectoryError {
+  return new RunDirectoryError(
+    directory,
+    `run directory ${directory} is not empty`,
+    'anotherDirectory',
+  );
 }
 
 /**
  * Empties a directory that holds a run which never reached its first checkpoint, but for the
  * lock this trainer holds; refuses any other non-empty directory (a run with a checkpoint,
- * even a damaged one, is continued with --resume or left alone).
+ * even a damaged one, is resumed or left alone).
  */
 export async function clearUnstartedRun(directory: string): Promise<void> {
   const entries = readdirSync(directory).filter((name) => !isLockEntry(name));
   if (entries.length === 0) return;
   await recoverInterruptedReplace(path.join(directory, runFiles.checkpoint));
   if (existsSync(path.join(directory, runFiles.checkpoint)))
-    throw new TeamtrError(
-      `run directory ${directory} holds a run with a checkpoint; continue it with --resume, or choose another --run-dir`,
+    throw new RunDirectoryError(
+      directory,
+      `run directory ${directory} holds a run with a checkpoint`,
+      'resumeOrAnother',
     );
   if (existsSync(path.join(directory, runFiles.summary)))
-    throw new TeamtrError(
-      `run directory ${directory} holds a run that ended (${runFiles.summary}); choose another --run-dir`,
+    throw new RunDirectoryError(
+      directory,
+      `run directory ${directory} holds a run that ended (${runFiles.summary})`,
+      'anotherDirectory',
     );
   const ours =
     entries.every(isRunEntry) &&

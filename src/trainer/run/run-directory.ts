@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import { appendFileSync, existsSync, statSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import {
   replaceDirectoryAtomic,
@@ -6,8 +6,9 @@ import {
   writeFileAtomic,
 } from '../../io/atomic.js';
 import { readJsonFile } from '../../io/json-file.js';
-import { readBoundedText } from '../../util/bounded-file.js';
-import { FileFormatError, TeamtrError } from '../../util/errors.js';
+import { readBoundedText, readBoundedTextSync } from '../../util/bounded-file.js';
+import { teamtrVersion } from '../../util/package-root.js';
+import { FileFormatError } from '../../util/errors.js';
 import {
   hashDirectory,
   hashFile,
@@ -25,6 +26,7 @@ import {
   runFiles,
   type MetricsLine,
 } from './run-files.js';
+import { RunDirectoryError } from './run-directory-error.js';
 import { holdRun, type HeldLock } from './run-lock.js';
 import type { RunState } from './run-state.js';
 import { readSealedState, sealedStateText, type SealedRunState } from './sealed-state.js';
@@ -97,7 +99,10 @@ export class RunDirectory {
   /** The complete records of metrics.jsonl (trainer/records.ts: MetricsRecord, for a trainer's run). */
   readMetrics<Line extends MetricsLine = MetricsLine>(): Line[] {
     if (!existsSync(this.metricsPath)) return [];
-    const lines = readFileSync(this.metricsPath, 'utf8').split('\n');
+    const lines = readBoundedTextSync(this.metricsPath, {
+      limit: 'metricsBytes',
+      what: "a run's metrics.jsonl",
+    }).split('\n');
     const complete = lines.slice(0, -1); // the text after the last newline is still being written
     return complete.flatMap((line, index) => {
       if (!line.trim()) return [];
@@ -136,8 +141,10 @@ export class RunDirectory {
   ): Promise<RunState> {
     const verified = await this.verifiedCheckpoint();
     if (!verified)
-      throw new TeamtrError(
-        `${this.directory} has no checkpoint to resume from yet; start it again without --resume`,
+      throw new RunDirectoryError(
+        this.directory,
+        `${this.directory} has no checkpoint to resume from yet`,
+        'startWithoutResume',
       );
     for (const unit of units)
       await unitEngine(unit).load(path.join(verified.directory, 'units', unit.name));
@@ -236,6 +243,7 @@ export class HeldRun extends RunDirectory {
         format: 'teamtr-run',
         version: 1,
         createdAt: new Date().toISOString(),
+        teamtrVersion: teamtrVersion(),
       });
       const configText = jsonText(config);
       await writeFileAtomic(path.join(directory, runFiles.marker), marker);

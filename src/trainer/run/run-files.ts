@@ -2,14 +2,16 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { readJsonFile } from '../../io/json-file.js';
-import { FileFormatError, TeamtrError } from '../../util/errors.js';
+import { FileFormatError } from '../../util/errors.js';
 import { parseWithSchema } from '../../util/schema.js';
+import { RunDirectoryError } from './run-directory-error.js';
 import { runLockFile } from './run-lock.js';
 
 /**
  * A run directory:
  *
- *     teamtr-run.json        marker: format and version (a foreign directory is refused)
+ *     teamtr-run.json        marker: format, version and the teamtr version that created it
+ *                            (a foreign directory is refused)
  *     config.json            the resolved training config
  *     metrics.jsonl          one record per update, stage, evaluation and swap
  *     checkpoint/            the latest resumable state, replaced atomically as a whole
@@ -33,6 +35,8 @@ const markerSchema = z.strictObject({
   format: z.literal('teamtr-run'),
   version: z.literal(1),
   createdAt: z.string(),
+  /** The teamtr that created the run (absent in runs created before it was recorded). */
+  teamtrVersion: z.string().optional(),
 });
 
 /** Leftovers of io/atomic.ts writes (`.<name>.tmp-<pid>-<hex>`, `.<name>.old-…`). */
@@ -85,24 +89,35 @@ export function movedAsideCheckpoint(directory: string): string | null {
 /** RunDirectory.open's checks: a directory, marked as a teamtr run, with its config. */
 export async function checkRunDirectory(directory: string): Promise<void> {
   const markerPath = path.join(directory, runFiles.marker);
-  if (!existsSync(directory)) throw new TeamtrError(`run directory ${directory} does not exist`);
-  if (!statSync(directory).isDirectory())
-    throw new TeamtrError(
-      `${directory} is a file, not a run directory; pass a directory \`teamtr train\` wrote`,
-    );
-  const stoppedWhileCreated = `the run was stopped while its directory was being created, before its config was saved: nothing can be resumed; start it again without --resume (a plain run reuses ${directory})`;
-  if (!existsSync(markerPath)) {
-    if (readdirSync(directory).every(isAtomicWriteLeftover))
-      throw new FileFormatError(directory, stoppedWhileCreated);
-    throw new FileFormatError(
+  if (!existsSync(directory))
+    throw new RunDirectoryError(
       directory,
-      `not a teamtr run directory (no ${runFiles.marker}); point --run-dir at a directory \`teamtr train\` created`,
+      `run directory ${directory} does not exist`,
+      'givenRunDirectory',
+    );
+  if (!statSync(directory).isDirectory())
+    throw new RunDirectoryError(
+      directory,
+      `${directory} is a file, not a run directory`,
+      'givenRunDirectory',
+    );
+  const stoppedWhileCreated = () =>
+    new RunDirectoryError(
+      directory,
+      `${directory}: the run was stopped while its directory was being created, before its config was saved: nothing can be resumed`,
+      'startWithoutResume',
+    );
+  if (!existsSync(markerPath)) {
+    if (readdirSync(directory).every(isAtomicWriteLeftover)) throw stoppedWhileCreated();
+    throw new RunDirectoryError(
+      directory,
+      `${directory}: not a teamtr run directory (no ${runFiles.marker})`,
+      'givenRunDirectory',
     );
   }
   parseWithSchema(markerSchema, await readJsonFile(markerPath), markerPath);
   if (!existsSync(path.join(directory, runFiles.config))) {
-    if (readdirSync(directory).every(isRunEntry))
-      throw new FileFormatError(directory, stoppedWhileCreated);
+    if (readdirSync(directory).every(isRunEntry)) throw stoppedWhileCreated();
     throw new FileFormatError(
       directory,
       `${runFiles.config} is missing: the run directory is damaged; restore config.json from a backup, or start a new run elsewhere`,
