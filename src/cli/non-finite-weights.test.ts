@@ -83,6 +83,14 @@ describe('every command that reads a run’s weights refuses non-finite ones, na
     );
     assert.equal(existsSync(out), false, 'nothing exported');
     assertRefused(await runCli(['serve', runDirectory, '--port', '0']), refusal);
+    // `swap` loads the incoming model: one with NaN weights is refused, naming the tensor.
+    const intact = path.join(directory, 'intact-for-swap');
+    cpSync(trained, intact, { recursive: true });
+    const nanModel = path.join(runDirectory, 'checkpoint', 'units', 'agent1');
+    assertRefused(
+      await runCli(['swap', intact, '--agent', 'agent1', '--model', nanModel]),
+      refusal,
+    );
   });
 
   test('finite weights whose forward pass overflows (a finalNorm of 3e38) are refused too', async () => {
