@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.js';
 import { createTrainingFixture } from '../trainer/test-support/fixture.js';
-import { resealCheckpoint } from '../trainer/test-support/run-files.js';
+import { resealCheckpoint, trainFirstStage } from '../trainer/test-support/run-files.js';
 import { train } from '../trainer/trainer.js';
 import { runCli } from './test-support/run-cli.js';
 
@@ -20,19 +20,10 @@ before(async () => {
   directory = fixture.directory;
   cleanup.push(directory);
   trained = path.join(directory, 'run');
-  const controller = new AbortController();
-  await train({
-    config: {
-      ...fixture.config,
-      checkpointEvery: 1,
-      budget: { generatedTokens: 100_000, maxStages: 2 },
-    },
-    runDirectory: trained,
-    signal: controller.signal,
-    onProgress: (event) => {
-      if (event.kind === 'stage') controller.abort();
-    },
-  });
+  await trainFirstStage(
+    { ...fixture.config, checkpointEvery: 1, budget: { generatedTokens: 100_000, maxStages: 2 } },
+    trained,
+  );
 });
 
 /**

@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { createTrainingFixture } from '../trainer/test-support/fixture.js';
-import { train } from '../trainer/trainer.js';
+import { trainFirstStage } from '../trainer/test-support/run-files.js';
 import { runLockFile } from '../trainer/run/run-lock.js';
 import {
   canCreateIn,
@@ -50,15 +50,7 @@ before(async () => {
   configPath = path.join(fixture.directory, 'team.json');
   writeFileSync(configPath, JSON.stringify(config));
   trained = path.join(fixture.directory, 'run');
-  const controller = new AbortController();
-  await train({
-    config,
-    runDirectory: trained,
-    signal: controller.signal,
-    onProgress: (event) => {
-      if (event.kind === 'stage') controller.abort();
-    },
-  });
+  await trainFirstStage(config, trained);
   // What a trainer killed in the middle of a checkpoint leaves: a half-filled temp copy, or
   // (between its two renames) the previous checkpoint moved aside and none in place.
   const pid = await deadPid();

@@ -5,7 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createTrainingFixture } from '../test-support/fixture.js';
-import { comparableRecords, directorySnapshot } from '../test-support/run-files.js';
+import {
+  comparableRecords,
+  directorySnapshot,
+  trainFirstStage,
+} from '../test-support/run-files.js';
 import { train } from '../trainer.js';
 import { openRun } from '../open-run.js';
 import { scheduleSwap } from '../schedule-swap.js';
@@ -29,15 +33,7 @@ before(async () => {
     budget: { generatedTokens: 100_000, maxStages: 2 },
   };
   pristine = path.join(fixture.directory, 'pristine');
-  const controller = new AbortController();
-  await train({
-    config: fixtureConfig,
-    runDirectory: pristine,
-    signal: controller.signal,
-    onProgress: (event) => {
-      if (event.kind === 'stage') controller.abort();
-    },
-  });
+  await trainFirstStage(fixtureConfig, pristine);
   scratch = mkdtempSync(path.join(os.tmpdir(), 'teamtr-integrity-'));
   cleanup.push(scratch);
 });

@@ -4,6 +4,7 @@ import { loadCheckpoint } from '../../io/checkpoint.js';
 import type { MetricsRecord } from '../records.js';
 import { hashDirectory } from '../run/checkpoint-integrity.js';
 import { sealedStateText, type SealedRunState } from '../run/sealed-state.js';
+import { train } from '../trainer.js';
 
 /**
  * Every file under `directory` (relative path → bytes, base64; a symbolic link → its target;
@@ -68,4 +69,23 @@ export async function resealCheckpoint(runDirectory: string): Promise<void> {
   const state = JSON.parse(readFileSync(statePath, 'utf8')) as SealedRunState;
   state.integrity.files = await hashDirectory(directory, (relative) => relative === 'state.json');
   writeFileSync(statePath, sealedStateText(state));
+}
+
+/**
+ * A real run of `config` into `runDirectory`, stopped as Ctrl-C stops one once its first stage
+ * is done: a checkpoint, a summary and every other file a run writes.
+ */
+export async function trainFirstStage(
+  config: Parameters<typeof train>[0]['config'],
+  runDirectory: string,
+): Promise<void> {
+  const controller = new AbortController();
+  await train({
+    config,
+    runDirectory,
+    signal: controller.signal,
+    onProgress: (event) => {
+      if (event.kind === 'stage') controller.abort();
+    },
+  });
 }
