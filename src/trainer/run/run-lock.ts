@@ -63,7 +63,7 @@ function readLockText(file: string): string | null {
     return readBoundedTextSync(file, { limit: lockFileLimit, what: 'a run lock' });
   } catch (error) {
     if (!existsSync(file)) return null; // released between the check and the read
-    if (!(error instanceof FileFormatError)) throw error;
+    if (!(error instanceof FileFormatError) || error.file !== file) throw error;
     throw new FileFormatError(
       file,
       `${error.message.slice(file.length + 2)}; it is no lock a trainer wrote: if no trainer works on this run, delete it and run again`,
