@@ -21,7 +21,7 @@ const allowed = {
   tasks: ['util'],
   team: ['models', 'nn', 'tasks', 'tokenizer', 'tensor', 'util'],
   trainer: ['io', 'models', 'nn', 'optim', 'rl', 'tasks', 'team', 'tensor', 'tinker', 'tokenizer', 'util'],
-  pretrain: ['io', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
+  pretrain: ['io', 'models', 'nn', 'optim', 'tasks', 'team', 'tokenizer', 'util'],
   theory: ['figures', 'io', 'rl', 'util'],
   http: ['util'],
   serve: ['http', 'models', 'nn', 'optim', 'team', 'tensor', 'tinker', 'tokenizer', 'io', 'util'],

@@ -126,6 +126,7 @@ describe('the packed package', () => {
     for (const needed of [
       'models/arithmetic-chain/role-0/model.safetensors',
       'models/arithmetic-chain/shared/tokenizer.json',
+      'models/convention/role-7/model.safetensors',
       'configs/demo.yaml',
       'docs/method.md',
       'dist/index.js',

@@ -2,9 +2,9 @@ import { ShapeError } from '../util/errors.js';
 import type { RandomGenerator } from '../util/random.js';
 import { noGrad, selectRows, tidy } from '../tensor/index.js';
 import { KeyValueCache } from './kv-cache.js';
-import { padPrompts, prefillAllButLastChunk, prefillSharedPrefix } from './prefill.js';
+import { padPrompts, prefillAllButLastChunk, prefillSharedPrefix, type Slots } from './prefill.js';
 import { planSharedPrefix } from './shared-prefix.js';
-import { sampleTokens, type SamplingSettings } from './sampling.js';
+import { sampleTokens, type SampledToken, type SamplingSettings } from './sampling.js';
 import type { TransformerLM } from './transformer.js';
 import { largest } from '../util/extremes.js';
 
@@ -70,6 +70,79 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   const { prompts, maxNewTokens } = options;
   const batch = prompts.length;
   if (batch === 0) return [];
+  const run = resolveRun(model, options);
+  const { padId, chunkPositions, promptLength, capacity } = run;
+  const results: GeneratedSequence[] = prompts.map(() => ({
+    tokens: [],
+    logProbs: [],
+    finishReason: 'length',
+  }));
+  if (maxNewTokens === 0) return results;
+  const padded = padPrompts(prompts, { promptLength, capacity, padId, chunkPositions });
+  const nextPosition = Int32Array.from(prompts, (prompt) => prompt.length);
+  // Rows whose prompts begin alike (a group's trajectories) prefill that prefix once.
+  const plan = options.sharePrefixes === false ? null : planSharedPrefix(prompts, promptLength);
+  const cache = new KeyValueCache(model.config, batch, capacity);
+  const finished = new Uint8Array(batch);
+  const kept: Float32Array[][] | null = options.keepHiddenStates ? prompts.map(() => []) : null;
+  const decoding: Decoding = {
+    model,
+    options,
+    run,
+    results,
+    cache,
+    keyMask: padded.keyMask,
+    nextPosition,
+    finished,
+    kept,
+  };
+  try {
+    noGrad(() => {
+      if (plan) prefillSharedPrefix(model, cache, prompts, { plan, padId, chunkPositions });
+      decode(decoding, prefillAllButLastChunk(model, cache, padded));
+    });
+  } finally {
+    cache.destroy();
+  }
+  if (kept)
+    results.forEach((result, row) => {
+      result.hiddenStates = concatenate(kept[row]!, result.tokens.length * model.config.hiddenSize);
+    });
+  return results;
+}
+
+/** The validated settings of one `generate` call (batch > 0). */
+interface ResolvedRun {
+  batch: number;
+  settings: SamplingSettings;
+  padId: number;
+  randomFor: (row: number) => RandomGenerator;
+  chunkPositions: number;
+  stopTokens: ReadonlySet<number>;
+  promptLength: number;
+  /** Cache slots a row needs: the padded prompt and every new token. */
+  capacity: number;
+}
+
+/** What the decoding steps share: the call, its validated settings and the growing state. */
+interface Decoding {
+  model: TransformerLM;
+  options: GenerateOptions;
+  run: ResolvedRun;
+  results: GeneratedSequence[];
+  cache: KeyValueCache;
+  keyMask: Float32Array;
+  /** Each row's next position (real tokens only). */
+  nextPosition: Int32Array;
+  /** 1 once a row has emitted a stop token. */
+  finished: Uint8Array;
+  kept: Float32Array[][] | null;
+}
+
+/** Validates `options` against the model and fills in the defaults. */
+function resolveRun(model: TransformerLM, options: GenerateOptions): ResolvedRun {
+  const { prompts, maxNewTokens } = options;
+  const batch = prompts.length;
   if (prompts.some((prompt) => prompt.length === 0))
     throw new ShapeError('generate: every prompt needs at least one token (e.g. a BOS token)');
   const settings: SamplingSettings = {
@@ -95,87 +168,95 @@ export function generate(model: TransformerLM, options: GenerateOptions): Genera
   const stopTokens = new Set(options.stopTokens ?? []);
   const promptLength = largest(prompts, (prompt) => prompt.length);
   const capacity = promptLength + maxNewTokens;
-  const { vocabSize, maxPositions } = model.config;
+  const { maxPositions } = model.config;
   if (capacity > maxPositions) {
     throw new ShapeError(
       `generate: prompt (${promptLength}) + maxNewTokens (${maxNewTokens}) exceeds the model's maxPositions ${maxPositions}`,
     );
   }
-  const results: GeneratedSequence[] = prompts.map(() => ({
-    tokens: [],
-    logProbs: [],
-    finishReason: 'length',
-  }));
-  if (maxNewTokens === 0) return results;
-  const padded = padPrompts(prompts, { promptLength, capacity, padId, chunkPositions });
-  const { keyMask } = padded;
-  const nextPosition = Int32Array.from(prompts, (prompt) => prompt.length);
-  // Rows whose prompts begin alike (a group's trajectories) prefill that prefix once.
-  const plan = options.sharePrefixes === false ? null : planSharedPrefix(prompts, promptLength);
-  const cache = new KeyValueCache(model.config, batch, capacity);
-  const finished = new Uint8Array(batch);
-  const kept: Float32Array[][] | null = options.keepHiddenStates ? prompts.map(() => []) : null;
-  try {
-    noGrad(() => {
-      if (plan) prefillSharedPrefix(model, cache, prompts, { plan, padId, chunkPositions });
-      const lastChunk = prefillAllButLastChunk(model, cache, padded);
-      let stepIds = lastChunk.ids;
-      let stepPositions = lastChunk.positions;
-      let stepLength = lastChunk.length;
-      for (let step = 0; step < maxNewTokens; step++) {
-        const lastRows = new Int32Array(batch);
-        for (let row = 0; row < batch; row++) lastRows[row] = row * stepLength + stepLength - 1;
-        const sampled = tidy(() => {
-          // model.forward's operations, with the hidden states in reach.
-          const hidden = selectRows(
-            model.forwardHidden({
-              ids: stepIds,
-              batch,
-              length: stepLength,
-              positions: stepPositions,
-              keyMask,
-              cache,
-            }),
-            lastRows,
-          ); // [batch, hidden]
-          if (kept) keepRows(kept, hidden.data, finished);
-          const logits = model.head(hidden);
-          return sampleTokens(
-            logits.data,
-            batch,
-            vocabSize,
-            settings,
-            prompts.map((_prompt, row) => (finished[row] ? null : randomFor(row))),
-            Math.min(vocabSize, options.vocabularyLimit ?? vocabSize),
-          );
-        });
-        stepIds = new Int32Array(batch);
-        stepPositions = new Int32Array(batch);
-        sampled.forEach((draw, row) => {
-          if (draw) {
-            results[row]!.tokens.push(draw.token);
-            results[row]!.logProbs.push(draw.logProb);
-            options.onToken?.(row, draw.token, draw.logProb);
-            if (stopTokens.has(draw.token)) {
-              finished[row] = 1;
-              results[row]!.finishReason = 'stop';
-            }
-          }
-          stepIds[row] = draw ? draw.token : padId;
-          stepPositions[row] = nextPosition[row]!++;
-        });
-        stepLength = 1;
-        if (finished.every((flag) => flag === 1)) break;
-      }
-    });
-  } finally {
-    cache.destroy();
+  return { batch, settings, padId, randomFor, chunkPositions, stopTokens, promptLength, capacity };
+}
+
+/** Samples up to maxNewTokens tokens a row, starting from the prompts' last chunk. */
+function decode(decoding: Decoding, lastChunk: Slots): void {
+  const { batch } = decoding.run;
+  const { maxNewTokens } = decoding.options;
+  let stepIds = lastChunk.ids;
+  let stepPositions = lastChunk.positions;
+  let stepLength = lastChunk.length;
+  for (let step = 0; step < maxNewTokens; step++) {
+    const sampled = sampleStep(decoding, stepIds, stepPositions, stepLength);
+    stepIds = new Int32Array(batch);
+    stepPositions = new Int32Array(batch);
+    recordDraws(decoding, sampled, stepIds, stepPositions);
+    stepLength = 1;
+    if (decoding.finished.every((flag) => flag === 1)) break;
   }
-  if (kept)
-    results.forEach((result, row) => {
-      result.hiddenStates = concatenate(kept[row]!, result.tokens.length * model.config.hiddenSize);
-    });
-  return results;
+}
+
+/** Runs one step's slots [batch, length] through the model and draws each unfinished row's token. */
+function sampleStep(
+  decoding: Decoding,
+  stepIds: Int32Array,
+  stepPositions: Int32Array,
+  stepLength: number,
+): Array<SampledToken | null> {
+  const { model, options, run, finished, kept } = decoding;
+  const { batch } = run;
+  const { vocabSize } = model.config;
+  const lastRows = new Int32Array(batch);
+  for (let row = 0; row < batch; row++) lastRows[row] = row * stepLength + stepLength - 1;
+  return tidy(() => {
+    // model.forward's operations, with the hidden states in reach.
+    const hidden = selectRows(
+      model.forwardHidden({
+        ids: stepIds,
+        batch,
+        length: stepLength,
+        positions: stepPositions,
+        keyMask: decoding.keyMask,
+        cache: decoding.cache,
+      }),
+      lastRows,
+    ); // [batch, hidden]
+    if (kept) keepRows(kept, hidden.data, finished);
+    const logits = model.head(hidden);
+    return sampleTokens(
+      logits.data,
+      batch,
+      vocabSize,
+      run.settings,
+      options.prompts.map((_prompt, row) => (finished[row] ? null : run.randomFor(row))),
+      Math.min(vocabSize, options.vocabularyLimit ?? vocabSize),
+    );
+  });
+}
+
+/**
+ * Appends each draw to its row's result, marks rows that drew a stop token finished, and
+ * fills the next step's ids (finished rows feed padding) and positions.
+ */
+function recordDraws(
+  decoding: Decoding,
+  sampled: readonly (SampledToken | null)[],
+  stepIds: Int32Array,
+  stepPositions: Int32Array,
+): void {
+  const { options, results, finished, nextPosition } = decoding;
+  const { stopTokens, padId } = decoding.run;
+  sampled.forEach((draw, row) => {
+    if (draw) {
+      results[row]!.tokens.push(draw.token);
+      results[row]!.logProbs.push(draw.logProb);
+      options.onToken?.(row, draw.token, draw.logProb);
+      if (stopTokens.has(draw.token)) {
+        finished[row] = 1;
+        results[row]!.finishReason = 'stop';
+      }
+    }
+    stepIds[row] = draw ? draw.token : padId;
+    stepPositions[row] = nextPosition[row]!++;
+  });
 }
 
 /** Appends each unfinished row's hidden state [hidden] (a copy) to its list. */

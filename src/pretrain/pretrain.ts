@@ -1,37 +1,28 @@
 import path from 'node:path';
-import { z } from 'zod';
 import { saveCheckpoint } from '../io/checkpoint.js';
-import { modelConfigSchema } from '../nn/config.js';
-import { supervisedLossAndGradient } from '../nn/teacher-forcing.js';
 import { TransformerLM } from '../nn/transformer.js';
-import { AdamW, decayExempt } from '../optim/adamw.js';
-import { clipGradientNorm } from '../optim/clip.js';
-import { learningRateAt } from '../optim/schedule.js';
-import { getTask, sampleDemonstration, taskSpecSchema, type Task } from '../tasks/index.js';
+import { getTask, sampleDemonstration, type Task } from '../tasks/index.js';
 import { renderAgentInput, speakerTagFor, type SharedTurn } from '../team/render.js';
 import { turnTerminator } from '../team/policy.js';
 import { CharTokenizer, defaultCharAlphabet } from '../tokenizer/char.js';
 import { RandomGenerator } from '../util/random.js';
+import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
+import { pretrainChatModel } from './chat.js';
+import {
+  pretrainConfigSchema,
+  type PretrainConfig,
+  type PretrainProgress,
+  type PretrainResult,
+} from './config.js';
+import { fitModel } from './fit.js';
 
-/**
- * Built-in base models: one tiny character-level LM per role of a task, trained on synthetic
- * demonstrations in which each turn is replaced by a plausible mistake with probability
- * `mistakeRate`. The team built from them is competent but imperfect, so RL has room.
- */
-export const pretrainConfigSchema = z.strictObject({
-  task: taskSpecSchema.prefault({ name: 'arithmetic-chain' }),
-  seed: z.number().int().nonnegative().default(0),
-  /** Per-turn probability of a demonstrated mistake. */
-  mistakeRate: z.number().min(0).max(1).default(0.2),
-  steps: z.number().int().positive().default(1500),
-  batchSize: z.number().int().positive().default(64),
-  learningRate: z.number().positive().default(3e-3),
-  /** Also train one shared model that plays every role (the `single` baseline's base model). */
-  shared: z.boolean().default(true),
-  model: modelConfigSchema.optional(),
-});
-export type PretrainConfig = z.output<typeof pretrainConfigSchema>;
+export {
+  pretrainConfigSchema,
+  type PretrainConfig,
+  type PretrainProgress,
+  type PretrainResult,
+} from './config.js';
 
 /**
  * The built-in models' shape. `maxPositions` fits the task: 96 for the short-turn tasks, more
@@ -49,22 +40,6 @@ export function defaultBaseModelConfig(vocabSize: number, maxPositions = 96) {
     maxPositions,
     tieEmbeddings: true,
   };
-}
-
-export interface PretrainProgress {
-  /** `role-<r>` or `shared`. */
-  model: string;
-  index: number;
-  models: number;
-  step: number;
-  steps: number;
-  loss: number;
-}
-
-export interface PretrainResult {
-  task: string;
-  directories: string[];
-  finalLosses: number[];
 }
 
 /** One training example: the role's rendered input and the turn it should write. */
@@ -97,95 +72,114 @@ function roleExample(
 }
 
 /**
- * Positions the base models need: the longest input + turn over 200 demonstrations of the last
- * role (the longest context) and a turn's budget of slack, rounded up to a multiple of 32; at
- * least 96, the short-turn tasks' size.
+ * Positions the base models need: the longest input + turn over 200 demonstrations of each
+ * task's last role (the longest context) and a turn's budget of slack, rounded up to a
+ * multiple of 32; at least 96, the short-turn tasks' size.
  */
-function contextFor(task: Task, tokenizer: CharTokenizer, config: PretrainConfig): number {
-  const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/context`);
-  const lastRole = task.protocol.turnOrder.at(-1)!;
-  let longest = 0;
-  for (let sample = 0; sample < 200; sample++) {
-    const example = roleExample(task, lastRole, tokenizer, random, 0, random.nextUint32());
-    longest = Math.max(longest, example.input.length + example.target.length);
+function contextFor(tasks: readonly Task[], tokenizer: CharTokenizer, seed: number): number {
+  let needed = 96;
+  for (const task of tasks) {
+    const random = new RandomGenerator(`${seed}/pretrain/${task.name}/context`);
+    const lastRole = task.protocol.turnOrder.at(-1)!;
+    let longest = 0;
+    for (let sample = 0; sample < 200; sample++) {
+      const example = roleExample(task, lastRole, tokenizer, random, 0, random.nextUint32());
+      longest = Math.max(longest, example.input.length + example.target.length);
+    }
+    needed = Math.max(needed, Math.ceil((longest + task.protocol.maxTurnChars) / 32) * 32);
   }
-  return Math.max(96, Math.ceil((longest + task.protocol.maxTurnChars) / 32) * 32);
+  return needed;
 }
 
-/** Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one into `shared`. */
+/** The models one config trains: one per role, then the shared one that plays every role. */
+function modelPlans(config: PretrainConfig, roles: number) {
+  const everyRole = Array.from({ length: roles }, (_unused, role) => role);
+  return [
+    ...everyRole.map((role) => ({ name: `role-${role}`, roles: [role], steps: config.steps })),
+    // The `single` baseline's base model, trained as long as all role models together.
+    ...(config.shared ? [{ name: 'shared', roles: everyRole, steps: config.steps * roles }] : []),
+  ];
+}
+
+/**
+ * Trains and saves one base model per role into `outputDirectory/role-<r>`, and a shared one
+ * into `shared`. With a list of tasks, role r's model learns role r of each task that has it
+ * (a task drawn uniformly per example). With `chat`, the general chat model instead, saved as
+ * a Hugging Face directory at `outputDirectory` itself.
+ */
 export async function pretrain(
   configInput: unknown,
   outputDirectory: string,
   onProgress?: (progress: PretrainProgress) => void,
 ): Promise<PretrainResult> {
   const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
-  const task = await getTask(config.task, 'task');
+  if (config.chat && config.task)
+    throw new ConfigError(
+      'pretrain config',
+      'give either task (per-role base models of a built-in task) or chat (one general chat model), not both',
+    );
+  if (config.chat)
+    return pretrainChatModel({ ...config, chat: config.chat }, outputDirectory, onProgress);
+  return pretrainRoleModels(config, outputDirectory, onProgress);
+}
+
+/** The folder `teamtr pretrain` writes under the built-in models: the chat model's name or the (first) task's. */
+export function pretrainOutputName(configInput: unknown): string {
+  const config = parseWithSchema(pretrainConfigSchema, configInput, 'pretrain config');
+  if (config.chat) return config.chat.name;
+  const task = Array.isArray(config.task) ? config.task[0]! : (config.task ?? defaultTask);
+  return task.name;
+}
+
+const defaultTask = { name: 'arithmetic-chain' } as const;
+
+async function pretrainRoleModels(
+  config: PretrainConfig,
+  outputDirectory: string,
+  onProgress?: (progress: PretrainProgress) => void,
+): Promise<PretrainResult> {
+  const specs = Array.isArray(config.task) ? config.task : [config.task ?? defaultTask];
+  const tasks = await Promise.all(
+    specs.map((spec, index) =>
+      getTask(spec, Array.isArray(config.task) ? `task[${index}]` : 'task'),
+    ),
+  );
+  const name = tasks[0]!.name;
   const tokenizer = new CharTokenizer({ alphabet: defaultCharAlphabet });
   const modelConfig =
     config.model ??
-    defaultBaseModelConfig(tokenizer.vocabSize, contextFor(task, tokenizer, config));
-  const roles = task.protocol.roles.length;
+    defaultBaseModelConfig(tokenizer.vocabSize, contextFor(tasks, tokenizer, config.seed));
+  const roles = Math.max(...tasks.map((task) => task.protocol.roles.length));
   const directories: string[] = [];
   const finalLosses: number[] = [];
-  // One model per role, then one shared model that plays every role (the `single` baseline's
-  // base model), trained as long as all role models together.
-  const plans = [
-    ...Array.from({ length: roles }, (_unused, role) => ({
-      name: `role-${role}`,
-      roles: [role],
-      steps: config.steps,
-    })),
-    ...(config.shared
-      ? [
-          {
-            name: 'shared',
-            roles: Array.from({ length: roles }, (_unused, role) => role),
-            steps: config.steps * roles,
-          },
-        ]
-      : []),
-  ];
+  const plans = modelPlans(config, roles);
+  let previousRole: ReturnType<TransformerLM['stateDict']> | null = null;
   for (const [index, plan] of plans.entries()) {
-    const random = new RandomGenerator(`${config.seed}/pretrain/${task.name}/${plan.name}`);
+    const random = new RandomGenerator(`${config.seed}/pretrain/${name}/${plan.name}`);
     const model = new TransformerLM(modelConfig, random.split('init'));
-    const optimizer = new AdamW(model.trainableParameters(), {
+    if (config.warmStart && previousRole && plan.roles.length === 1)
+      model.loadStateDict(previousRole);
+    const smoothed = fitModel(model, random, {
+      steps: plan.steps,
+      batchSize: config.batchSize,
       learningRate: config.learningRate,
-      beta1: 0.9,
-      beta2: 0.99,
-      epsilon: 1e-8,
-      weightDecay: 0.01,
-      noDecay: decayExempt,
-    });
-    const schedule = {
-      kind: 'warmup-cosine' as const,
-      warmupSteps: Math.min(100, plan.steps),
-      totalSteps: plan.steps,
-      minimumRatio: 0.1,
-    };
-    let smoothed = Number.NaN;
-    for (let step = 0; step < plan.steps; step++) {
-      const examples = Array.from({ length: config.batchSize }, () => {
+      padId: tokenizer.padId!,
+      sample: () => {
         const role = plan.roles[random.nextInt(plan.roles.length)]!;
+        const holders = tasks.filter((task) => role < task.protocol.roles.length);
+        const task = holders.length > 1 ? holders[random.nextInt(holders.length)]! : holders[0]!;
         return roleExample(task, role, tokenizer, random, config.mistakeRate, random.nextUint32());
-      });
-      const loss = supervisedLossAndGradient(model, examples, tokenizer.padId!);
-      const clipping = clipGradientNorm(model.trainableParameters(), 1);
-      optimizer.update({
-        learningRate: learningRateAt(schedule, config.learningRate, step),
-        gradientScale: clipping.scale,
-      });
-      optimizer.zeroGrad();
-      smoothed = Number.isNaN(smoothed) ? loss : 0.95 * smoothed + 0.05 * loss;
-      if (onProgress && (step % 25 === 0 || step === plan.steps - 1))
-        onProgress({
+      },
+      onProgress: (step, loss) =>
+        onProgress?.({
           model: plan.name,
           index,
           models: plans.length,
-          step: step + 1,
+          step,
           steps: plan.steps,
-          loss: smoothed,
-        });
-    }
+          loss,
+        }),
+    });
     const directory = path.join(outputDirectory, plan.name);
     await saveCheckpoint(directory, {
       config: model.config,
@@ -203,7 +197,8 @@ export async function pretrain(
     });
     directories.push(directory);
     finalLosses.push(smoothed);
+    previousRole = model.stateDict();
     model.destroy();
   }
-  return { task: task.name, directories, finalLosses };
+  return { task: name, directories, finalLosses };
 }

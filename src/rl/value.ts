@@ -89,6 +89,21 @@ export interface ValueLossResult {
   };
 }
 
+export interface ValueLossInputs {
+  /** [rows, length] */
+  values: NumberArray;
+  /** [rows, length]; needed only with clipRange. */
+  oldValues?: NumberArray;
+  /** [rows, length] */
+  returns: NumberArray;
+  mask: NumberArray;
+  rows: number;
+  /** c > 0; omit for no clipping. */
+  clipRange?: number;
+  aggregation: LossAggregation;
+  normalizer?: number;
+}
+
 /**
  * PPO's clipped value loss. Per masked token, with V the new value, V_old the value at sampling,
  * R the return and c = clipRange:
@@ -110,20 +125,7 @@ export function valueLoss({
   clipRange,
   aggregation,
   normalizer,
-}: {
-  /** [rows, length] */
-  values: NumberArray;
-  /** [rows, length]; needed only with clipRange. */
-  oldValues?: NumberArray;
-  /** [rows, length] */
-  returns: NumberArray;
-  mask: NumberArray;
-  rows: number;
-  /** c > 0; omit for no clipping. */
-  clipRange?: number;
-  aggregation: LossAggregation;
-  normalizer?: number;
-}): ValueLossResult {
+}: ValueLossInputs): ValueLossResult {
   const caller = 'valueLoss';
   const { length } = resolveTokenGrid(mask, rows, caller);
   const size = rows * length;

@@ -33,7 +33,7 @@ export interface Demonstration {
   result: VerifyResult;
 }
 
-/** One episode; draws exactly one uniform number per turn (plus what `corrupt` draws). */
+/** One episode; draws one uniform number per turn, plus what `demonstrate` and `corrupt` draw. */
 export function sampleDemonstration(options: DemonstrationOptions): Demonstration {
   const { task, problem, random } = options;
   const demonstrator = task.demonstrator;
@@ -47,7 +47,7 @@ export function sampleDemonstration(options: DemonstrationOptions): Demonstratio
   const turns: DemonstratedTurn[] = [];
   const previousTurns: string[] = [];
   for (const role of task.protocol.turnOrder) {
-    const context = { role, previousTurns: [...previousTurns] };
+    const context = { role, previousTurns: [...previousTurns], random };
     const ideal = demonstrator.demonstrate(problem, context);
     const corrupted = random.nextDouble() < rates[role]!;
     const text = corrupted

@@ -28,6 +28,16 @@ export {
   maxAgents as workedChainMaxAgents,
   type WorkedChainOptions,
 } from './worked-chain.js';
+export {
+  createConventionTask,
+  conventionMaxAgents,
+  conventionSummary,
+  turnConventions,
+  type AgentConventions,
+  type ConventionOptions,
+  type TurnConventions,
+} from './convention.js';
+export { codeNames, type CodeName } from './convention-codes.js';
 export { hashString, splitOf } from './splits.js';
 export * from './verifiers/index.js';
 export {

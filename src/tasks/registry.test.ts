@@ -31,7 +31,7 @@ describe('getTask', () => {
       assert.equal(error.path, 'task.name');
       assert.match(
         error.message,
-        /unknown task "chess" \(valid: arithmetic-chain, string-pipeline, solve-check-final, worked-chain, jsonl\)/,
+        /unknown task "chess" \(valid: arithmetic-chain, string-pipeline, solve-check-final, worked-chain, convention, jsonl\)/,
       );
       return true;
     });
@@ -86,6 +86,7 @@ describe('getTask', () => {
       'string-pipeline',
       'solve-check-final',
       'worked-chain',
+      'convention',
       'jsonl',
     ]);
     assert.deepEqual(taskSpecSchema.parse({ name: 'arithmetic-chain' }), {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import { arithmeticChainOptionsSchema, createArithmeticChainTask } from './arithmetic-chain.js';
+import { conventionOptionsSchema, createConventionTask } from './convention.js';
 import { jsonlLoadOptionsSchema, loadJsonlTask } from './jsonl.js';
 import { createSolveCheckFinalTask, solveCheckFinalOptionsSchema } from './solve-check-final.js';
 import { createStringPipelineTask, stringPipelineOptionsSchema } from './string-pipeline.js';
@@ -48,6 +49,10 @@ const taskTable = {
     schema: workedChainOptionsSchema,
     create: async (spec: z.output<typeof workedChainOptionsSchema>) => createWorkedChainTask(spec),
   },
+  convention: {
+    schema: conventionOptionsSchema,
+    create: async (spec: z.output<typeof conventionOptionsSchema>) => createConventionTask(spec),
+  },
   jsonl: {
     schema: jsonlTaskSpecSchema,
     create: async ({ name: _name, path, ...options }: z.output<typeof jsonlTaskSpecSchema>) =>
@@ -74,6 +79,7 @@ export const taskSpecSchema = z.discriminatedUnion('name', [
   taskTable['string-pipeline'].schema,
   taskTable['solve-check-final'].schema,
   taskTable['worked-chain'].schema,
+  taskTable.convention.schema,
   taskTable.jsonl.schema,
   taskTable.code.schema,
 ]);

@@ -90,6 +90,12 @@ export interface DemonstrationContext {
   role: number;
   /** Content texts of the earlier turns, in speaking order (may contain mistakes). */
   previousTurns: readonly string[];
+  /**
+   * Given when demonstrations are sampled (pretraining): a task whose ideal turn is one of
+   * several equally good ones (the convention task's choice of code) draws its choice from it.
+   * Without it, `demonstrate` returns one fixed ideal turn (what eval's turn accuracy compares).
+   */
+  random?: RandomGenerator;
 }
 
 export interface CorruptionRequest extends DemonstrationContext {

@@ -135,16 +135,8 @@ export class HuggingFaceTokenizer implements Tokenizer {
       if (!this.idsByToken.has(token)) this.idsByToken.set(token, id);
     });
     this.vocabSize = this.tokens.length;
-    const idOf = (role: string, token: string | null): number | undefined => {
-      if (token === null) return undefined;
-      const id = this.idsByToken.get(token);
-      if (id === undefined)
-        throw new FileFormatError(
-          source,
-          `${role}_token ${JSON.stringify(token)} of tokenizer_config.json is not in the vocabulary`,
-        );
-      return id;
-    };
+    const idOf = (role: string, token: string | null): number | undefined =>
+      roleTokenId(this.idsByToken, source, role, token);
     this.eosId = idOf('eos', roles.eos);
     this.padId = idOf('pad', roles.pad);
     this.unkId = idOf('unk', roles.unk);
@@ -154,13 +146,7 @@ export class HuggingFaceTokenizer implements Tokenizer {
     if (bosId !== undefined && prependsBos(settings, tokenizerJson, roles.bos!)) this.bosId = bosId;
     const additional = (settings.additional_special_tokens ?? []).map((token) => contentOf(token)!);
     const roleAndAdditional = [roles.bos, roles.eos, roles.pad, roles.unk, ...additional];
-    this.specialIds = new Set<number>([
-      ...addedTokens.filter((token) => token.special).map((token) => token.id),
-      ...roleAndAdditional.flatMap((token) => {
-        const id = token === null ? undefined : this.idsByToken.get(token);
-        return id === undefined ? [] : [id];
-      }),
-    ]);
+    this.specialIds = specialTokenIds(addedTokens, roleAndAdditional, this.idsByToken);
     this.cleanUpSpaces = settings.clean_up_tokenization_spaces ?? false;
     this.chatTemplate = selectChatTemplate(settings.chat_template);
   }
@@ -226,6 +212,35 @@ type AddedToken = z.output<typeof addedTokenSchema>;
  * the special pieces are renamed to strings of Unicode noncharacters (U+FFFF), which text does
  * not carry; `encode` still checks its output, so a forged special can never pass silently.
  */
+/** The id of a role's token (`bos`, `eos`, ...) named by tokenizer_config.json, if it names one. */
+function roleTokenId(
+  idsByToken: ReadonlyMap<string, number>,
+  source: string,
+  role: string,
+  token: string | null,
+): number | undefined {
+  if (token === null) return undefined;
+  const id = idsByToken.get(token);
+  if (id !== undefined) return id;
+  const named = `${role}_token ${JSON.stringify(token)} of tokenizer_config.json`;
+  throw new FileFormatError(source, `${named} is not in the vocabulary`);
+}
+
+/** The special added tokens' ids, then those of the named tokens that are in the vocabulary. */
+function specialTokenIds(
+  addedTokens: readonly AddedToken[],
+  named: readonly (string | null)[],
+  idsByToken: ReadonlyMap<string, number>,
+): Set<number> {
+  return new Set<number>([
+    ...addedTokens.filter((token) => token.special).map((token) => token.id),
+    ...named.flatMap((token) => {
+      const id = token === null ? undefined : idsByToken.get(token);
+      return id === undefined ? [] : [id];
+    }),
+  ]);
+}
+
 function withoutMatchableSpecials(
   model: z.output<typeof tokenizerJsonSchema>['model'],
   specials: ReadonlySet<string>,

@@ -32,45 +32,50 @@ export function register(program: Command): void {
     )
     .option('--poll <ms>', 'how often the page checks for new metrics, in milliseconds', '1000')
     .option('--json', 'print one JSON object (url, runs) on stdout once serving')
-    .action(
-      async (
-        directories: string[],
-        flags: { host: string; port?: string; poll: string; json?: boolean },
-      ) => {
-        if (directories.length === 0 && !existsSync('runs'))
-          throw new ConfigError(
-            'run-dir',
-            'no run directory given and there is no runs/ here; pass the --run-dir of `teamtr train`',
-          );
-        const dashboard = await startDashboard({
-          runDirectories: directories.length ? directories : ['runs'],
-          host: flags.host,
-          port: flags.port === undefined ? undefined : integerFlag(flags.port, '--port', 0, 65535),
-          pollIntervalMs: integerFlag(flags.poll, '--poll', 100, 3_600_000),
-          onError: (error) =>
-            process.stderr.write(
-              `teamtr dashboard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-            ),
-        });
-        const interrupted = untilInterrupted();
-        if (flags.json) {
-          process.stdout.write(
-            `${JSON.stringify({ url: dashboard.url, host: dashboard.host, port: dashboard.port, runs: dashboard.runDirectories })}\n`,
-          );
-        } else {
-          const count = dashboard.runDirectories.length;
-          process.stdout.write(
-            `Dashboard for ${count} run${count === 1 ? '' : 's'}: ${dashboard.url}\n  (read-only; updates while runs are written; Ctrl-C to stop)\n`,
-          );
-        }
-        if (!['127.0.0.1', 'localhost', '::1'].includes(flags.host)) {
-          process.stderr.write(
-            `teamtr dashboard: listening on ${flags.host}: anyone who can reach this machine can read these runs\n`,
-          );
-        }
-        await interrupted;
-        await dashboard.close();
-        process.stderr.write('teamtr dashboard: stopped\n');
-      },
+    .action((directories: string[], flags: DashboardFlags) => serveDashboard(directories, flags));
+}
+
+interface DashboardFlags {
+  host: string;
+  port?: string;
+  poll: string;
+  json?: boolean;
+}
+
+/** Serves the dashboard over `directories` (default runs/) until interrupted. */
+async function serveDashboard(directories: string[], flags: DashboardFlags): Promise<void> {
+  if (directories.length === 0 && !existsSync('runs'))
+    throw new ConfigError(
+      'run-dir',
+      'no run directory given and there is no runs/ here; pass the --run-dir of `teamtr train`',
     );
+  const dashboard = await startDashboard({
+    runDirectories: directories.length ? directories : ['runs'],
+    host: flags.host,
+    port: flags.port === undefined ? undefined : integerFlag(flags.port, '--port', 0, 65535),
+    pollIntervalMs: integerFlag(flags.poll, '--poll', 100, 3_600_000),
+    onError: (error) =>
+      process.stderr.write(
+        `teamtr dashboard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      ),
+  });
+  const interrupted = untilInterrupted();
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ url: dashboard.url, host: dashboard.host, port: dashboard.port, runs: dashboard.runDirectories })}\n`,
+    );
+  } else {
+    const count = dashboard.runDirectories.length;
+    process.stdout.write(
+      `Dashboard for ${count} run${count === 1 ? '' : 's'}: ${dashboard.url}\n  (read-only; updates while runs are written; Ctrl-C to stop)\n`,
+    );
+  }
+  if (!['127.0.0.1', 'localhost', '::1'].includes(flags.host)) {
+    process.stderr.write(
+      `teamtr dashboard: listening on ${flags.host}: anyone who can reach this machine can read these runs\n`,
+    );
+  }
+  await interrupted;
+  await dashboard.close();
+  process.stderr.write('teamtr dashboard: stopped\n');
 }

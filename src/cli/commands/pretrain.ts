@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { pretrain, pretrainConfigSchema } from '../../pretrain/pretrain.js';
+import { pretrain, pretrainConfigSchema, pretrainOutputName } from '../../pretrain/pretrain.js';
 import { defaultPretrainDirectory } from '../../models/load.js';
 import { addConfigFlags, configFromFlags } from '../config-flags.js';
 import { schemaDocs } from '../reference/schema-docs.generated.js';
@@ -15,17 +15,15 @@ export function register(program: Command): void {
     .option('-c, --config <file>', 'config file (YAML or JSON)')
     .option(
       '--out <dir>',
-      'output directory (default: models/<task> in a checkout, ~/.cache/teamtr/models/<task> for an installed package; both serve builtin:<task>/role-<r>)',
+      'output directory (default: models/<task> in a checkout, ~/.cache/teamtr/models/<task> for an installed package; both serve builtin:<task>/role-<r>; a chat model: builtin:<chat.name>)',
     )
     .option('--json', 'print one JSON result object on stdout');
   addConfigFlags(command, pretrainConfigSchema, { skip: ['model'], docs: schemaDocs.pretrain });
   command.action(async (flags: Record<string, unknown>) => {
     const config = configFromFlags(pretrainConfigSchema, flags);
-    const taskName = String(
-      (config.task as { name?: string } | undefined)?.name ?? 'arithmetic-chain',
-    );
     const output =
-      (flags.out as string | undefined) ?? path.join(defaultPretrainDirectory(), taskName);
+      (flags.out as string | undefined) ??
+      path.join(defaultPretrainDirectory(), pretrainOutputName(config));
     const progress = new ProgressReporter(false);
     let current = -1;
     const result = await pretrain(config, output, (event) => {

@@ -108,13 +108,63 @@ async function serveTinker(runDirectory: string | undefined, flags: Record<strin
   await service.close();
 }
 
+/** The OpenAI-compatible API over a run's agents and team, or over one model directory. */
+async function serveOpenAiApi(runDirectory: string | undefined, flags: Record<string, unknown>) {
+  if (flags.stateDir !== undefined)
+    throw new TeamtrError(
+      "--state-dir goes with --tinker (it keeps the Tinker API's saved weights)",
+    );
+  const endpoints = await endpointsFor(runDirectory, flags);
+  const host = String(flags.host);
+  const server = await startServer({
+    endpoints,
+    host,
+    port: integerFlag('port', flags.port, 0),
+    maxBodyBytes:
+      flags.maxBodyBytes === undefined
+        ? 1024 * 1024
+        : integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
+    maxConcurrent: integerFlag('max-concurrent', flags.maxConcurrent, 1),
+    maxQueued: integerFlag('max-queued', flags.maxQueued, 0),
+    corsOrigin: flags.cors as string | undefined,
+  });
+  if (!['127.0.0.1', 'localhost', '::1'].includes(host))
+    process.stderr.write(
+      `teamtr serve: warning: bound to ${host}; anyone who can reach it can use the models (there is no authentication)\n`,
+    );
+  const interrupted = untilInterrupted();
+  process.stdout.write(
+    `teamtr serve: listening on ${server.url}/v1 (models: ${endpoints.map((endpoint) => endpoint.id).join(', ')})\n`,
+  );
+  await interrupted;
+  await server.close();
+}
+
 export function register(program: Command): void {
-  program
+  const command = program
     .command('serve')
     .description(
       "serve a run's trained agents and the whole team (or one model directory) over an OpenAI-compatible HTTP API",
     )
-    .argument('[run-dir]', 'a run directory written by `teamtr train`')
+    .argument('[run-dir]', 'a run directory written by `teamtr train`');
+  declareSourceOptions(command);
+  declareServerOptions(command);
+  declareTinkerOptions(command);
+  command
+    .option(
+      '--weights-dtype <dtype>',
+      'bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits); float32; or auto: bfloat16 when the weights are bfloat16 values already (a BF16 checkpoint), so nothing is rounded',
+      'auto',
+    )
+    .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
+      if (flags.tinker) return serveTinker(runDirectory, flags);
+      return serveOpenAiApi(runDirectory, flags);
+    });
+}
+
+/** What to serve: a run (and its task module) or a model directory, and its id. */
+function declareSourceOptions(command: Command): void {
+  command
     .option(
       '--task-module <file>',
       "the run's task, when it was defined in code (the module given to `teamtr train --task-module`)",
@@ -123,7 +173,12 @@ export function register(program: Command): void {
     .option(
       '--name <id>',
       'model id of --model (default: the directory name), or of the team (default: team)',
-    )
+    );
+}
+
+/** Where the server listens and how much it takes on. */
+function declareServerOptions(command: Command): void {
+  command
     .option(
       '--host <host>',
       'address to bind (anything but loopback exposes the models to the network)',
@@ -143,7 +198,12 @@ export function register(program: Command): void {
     .option(
       '--cors <origin>',
       'let web pages from this origin call the server (e.g. http://localhost:3000, or *); off by default',
-    )
+    );
+}
+
+/** The Tinker training API instead of the OpenAI-compatible one. */
+function declareTinkerOptions(command: Command): void {
+  command
     .option(
       '--tinker',
       'serve the Tinker training API (create_model, forward_backward, optim_step, asample, …) on --model instead of the OpenAI-compatible API',
@@ -157,41 +217,5 @@ export function register(program: Command): void {
       'with --tinker: all saved weights together (save_weights, save_weights_for_sampler) may hold at most this many bytes; a save past it is refused',
       String(4 * 1024 ** 3),
     )
-    .option('--quiet', 'with --tinker: no request log on stderr')
-    .option(
-      '--weights-dtype <dtype>',
-      'bfloat16: weight matrices in half the bytes (decoding about twice as fast, each weight rounded to 8 significant bits); float32; or auto: bfloat16 when the weights are bfloat16 values already (a BF16 checkpoint), so nothing is rounded',
-      'auto',
-    )
-    .action(async (runDirectory: string | undefined, flags: Record<string, unknown>) => {
-      if (flags.tinker) return serveTinker(runDirectory, flags);
-      if (flags.stateDir !== undefined)
-        throw new TeamtrError(
-          "--state-dir goes with --tinker (it keeps the Tinker API's saved weights)",
-        );
-      const endpoints = await endpointsFor(runDirectory, flags);
-      const host = String(flags.host);
-      const server = await startServer({
-        endpoints,
-        host,
-        port: integerFlag('port', flags.port, 0),
-        maxBodyBytes:
-          flags.maxBodyBytes === undefined
-            ? 1024 * 1024
-            : integerFlag('max-body-bytes', flags.maxBodyBytes, 1),
-        maxConcurrent: integerFlag('max-concurrent', flags.maxConcurrent, 1),
-        maxQueued: integerFlag('max-queued', flags.maxQueued, 0),
-        corsOrigin: flags.cors as string | undefined,
-      });
-      if (!['127.0.0.1', 'localhost', '::1'].includes(host))
-        process.stderr.write(
-          `teamtr serve: warning: bound to ${host}; anyone who can reach it can use the models (there is no authentication)\n`,
-        );
-      const interrupted = untilInterrupted();
-      process.stdout.write(
-        `teamtr serve: listening on ${server.url}/v1 (models: ${endpoints.map((endpoint) => endpoint.id).join(', ')})\n`,
-      );
-      await interrupted;
-      await server.close();
-    });
+    .option('--quiet', 'with --tinker: no request log on stderr');
 }

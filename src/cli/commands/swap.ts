@@ -48,36 +48,41 @@ export function register(program: Command): void {
       'problems in the batches that measure the swap shock (default rollout.problemsPerBatch)',
     )
     .option('--json', 'print one JSON object on stdout')
-    .action(async (runDirectory: string, flags: Record<string, string | boolean | undefined>) => {
-      const text = (key: string) => flags[key] as string | undefined;
-      const scheduled = await scheduleSwap({
-        runDirectory,
-        agent: String(flags.agent),
-        model: String(flags.model),
-        rolePrompt: text('rolePrompt'),
-        learningRate: number('learning-rate', text('learningRate'), false),
-        measureProblems: number('measure-problems', text('measureProblems'), true),
-        alignment: {
-          steps: number('align-steps', text('alignSteps'), true),
-          mode: text('alignMode'),
-          learningRate: number('align-learning-rate', text('alignLearningRate'), false),
-          warmupSteps: number('align-warmup-steps', text('alignWarmupSteps'), true),
-          minibatches: number('align-minibatches', text('alignMinibatches'), true),
-          epochs: number('align-epochs', text('alignEpochs'), true),
-        },
-      });
-      if (flags.json) {
-        process.stdout.write(`${JSON.stringify(scheduled)}\n`);
-        return;
-      }
-      const { swap } = scheduled;
-      const alignment =
-        swap.alignment.steps > 0
-          ? `${swap.alignment.steps} ${swap.alignment.mode} alignment steps`
-          : 'no alignment';
-      process.stdout.write(
-        `Scheduled: agent ${swap.agent} gets ${swap.model} right before stage ${swap.stage} (${alignment}).\n` +
-          `Apply it with: teamtr train --resume --run-dir ${runDirectory}\n`,
-      );
-    });
+    .action((runDirectory: string, flags: SwapFlags) => swapAgent(runDirectory, flags));
+}
+
+type SwapFlags = Record<string, string | boolean | undefined>;
+
+/** Schedules the swap the flags describe and says how to apply it (or prints it as JSON). */
+async function swapAgent(runDirectory: string, flags: SwapFlags): Promise<void> {
+  const text = (key: string) => flags[key] as string | undefined;
+  const scheduled = await scheduleSwap({
+    runDirectory,
+    agent: String(flags.agent),
+    model: String(flags.model),
+    rolePrompt: text('rolePrompt'),
+    learningRate: number('learning-rate', text('learningRate'), false),
+    measureProblems: number('measure-problems', text('measureProblems'), true),
+    alignment: {
+      steps: number('align-steps', text('alignSteps'), true),
+      mode: text('alignMode'),
+      learningRate: number('align-learning-rate', text('alignLearningRate'), false),
+      warmupSteps: number('align-warmup-steps', text('alignWarmupSteps'), true),
+      minibatches: number('align-minibatches', text('alignMinibatches'), true),
+      epochs: number('align-epochs', text('alignEpochs'), true),
+    },
+  });
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(scheduled)}\n`);
+    return;
+  }
+  const { swap } = scheduled;
+  const alignment =
+    swap.alignment.steps > 0
+      ? `${swap.alignment.steps} ${swap.alignment.mode} alignment steps`
+      : 'no alignment';
+  process.stdout.write(
+    `Scheduled: agent ${swap.agent} gets ${swap.model} right before stage ${swap.stage} (${alignment}).\n` +
+      `Apply it with: teamtr train --resume --run-dir ${runDirectory}\n`,
+  );
 }

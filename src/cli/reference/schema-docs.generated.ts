@@ -206,6 +206,26 @@ export const schemaDocs: Readonly<
       default: '3',
     },
     'task(code).task': { text: "The task's own name (TaskDefinition.name)." },
+    'task(convention).agents': {
+      text: 'Agents in the chain, each one turn; the last writes the answer in plain digits.',
+      default: '3',
+    },
+    'task(convention).ambiguity': {
+      text: 'Probability that each later handoff is ambiguous.',
+      default: '0.2',
+    },
+    'task(convention).digits': {
+      text: 'Digits of the number passed along: a turn is this many symbols.',
+      default: '6',
+    },
+    'task(convention).evalFraction': {
+      text: 'Share of all possible prompts reserved for eval.',
+      default: '0.2',
+    },
+    'task(convention).firstAmbiguity': {
+      text: "Probability that the first agent's message is ambiguous (reads both ways).",
+      default: '0.85',
+    },
     'task(jsonl).evalFraction': {
       text: 'Share of lines without a `split` field assigned to eval.',
       default: '0.1',
@@ -299,7 +319,13 @@ export const schemaDocs: Readonly<
     },
   },
   pretrain: {
-    mistakeRate: { text: 'Per-turn probability of a demonstrated mistake.' },
+    chat: {
+      text: 'Instead of per-role models of a task: one general chat model, pretrained on a mixture of short text tasks (chat.ts), saved as a Hugging Face directory serving builtin:<name>.',
+    },
+    'chat.name': { text: 'Its folder under the built-in models.', default: 'general' },
+    mistakeRate: {
+      text: 'Per-turn probability of a demonstrated mistake (per reply, for the chat model).',
+    },
     'model.headDim': { default: 'hiddenSize / heads' },
     'model.kvHeads': {
       text: 'Grouped-query attention: heads must be a multiple of kvHeads.',
@@ -307,7 +333,10 @@ export const schemaDocs: Readonly<
     },
     'model.maxPositions': { text: 'Longest sequence (prompt + completion) the model accepts.' },
     shared: {
-      text: "Also train one shared model that plays every role (the `single` baseline's base model).",
+      text: "Also train one shared model that plays every role (the `single` baseline's base model); per-role models only.",
+    },
+    task: {
+      text: "The built-in task whose roles get a model each, or a list of tasks (e.g. one task at several team sizes): role r's model then learns role r of every listed task that has it.",
     },
     'task(arithmetic-chain).difficulty': { default: '2' },
     'task(arithmetic-chain).evalFraction': {
@@ -319,6 +348,26 @@ export const schemaDocs: Readonly<
       default: '3',
     },
     'task(code).task': { text: "The task's own name (TaskDefinition.name)." },
+    'task(convention).agents': {
+      text: 'Agents in the chain, each one turn; the last writes the answer in plain digits.',
+      default: '3',
+    },
+    'task(convention).ambiguity': {
+      text: 'Probability that each later handoff is ambiguous.',
+      default: '0.2',
+    },
+    'task(convention).digits': {
+      text: 'Digits of the number passed along: a turn is this many symbols.',
+      default: '6',
+    },
+    'task(convention).evalFraction': {
+      text: 'Share of all possible prompts reserved for eval.',
+      default: '0.2',
+    },
+    'task(convention).firstAmbiguity': {
+      text: "Probability that the first agent's message is ambiguous (reads both ways).",
+      default: '0.85',
+    },
     'task(jsonl).evalFraction': {
       text: 'Share of lines without a `split` field assigned to eval.',
       default: '0.1',
@@ -369,6 +418,9 @@ export const schemaDocs: Readonly<
     'task(worked-chain).steps': {
       text: 'Worked steps per turn: the length knob, about 6.5 generated tokens a step (6 → ≈ 39 tokens, 9 → ≈ 59).',
       default: '6',
+    },
+    warmStart: {
+      text: "Start each role's model from the one trained before it (role r + 1 from role r): the roles of a chain do the same job in different places, so the later ones learn it faster. The shared model starts fresh.",
     },
   },
 };

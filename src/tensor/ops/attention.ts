@@ -64,6 +64,64 @@ export function attention(
   value: Tensor,
   options: AttentionOptions,
 ): Tensor {
+  const shape = attentionShape(query, key, value, options);
+  const { batch, queryLength, keyLength, keyCapacity, heads, kvHeads, headDim } = shape;
+  const { queryStart, scale, keyMask } = shape;
+  const backend = getBackend();
+  const needsGradient =
+    isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
+  const output = allocate(query.size);
+  const probabilities = needsGradient ? allocate(batch * heads * queryLength * keyLength) : null;
+  // Written out, not spread from a shape object: this runs for every layer of every decode
+  // step, and a spread of fifteen properties cost more than the rest of the op's JavaScript.
+  backend.attention({
+    query: query.data,
+    key: key.data,
+    value: value.data,
+    output,
+    probabilities,
+    keyMask,
+    batch,
+    queryLength,
+    keyLength,
+    keyCapacity,
+    heads,
+    kvHeads,
+    headDim,
+    queryStart,
+    scale,
+  });
+  return createResult(
+    output,
+    query.shape,
+    'attention',
+    [query, key, value],
+    (gradOutput) => {
+      backend.attentionBackward({
+        ...shape,
+        query: query.data,
+        key: key.data,
+        value: value.data,
+        probabilities: probabilities!,
+        gradOutput,
+        gradQuery: gradientOf(query),
+        gradKey: gradientOf(key),
+        gradValue: gradientOf(value),
+      });
+    },
+    () => {
+      if (probabilities) release(probabilities);
+    },
+  );
+}
+
+/** Checks that query, key, value and the options fit together and returns their shape. */
+function attentionShape(
+  query: Tensor,
+  key: Tensor,
+  value: Tensor,
+  options: AttentionOptions,
+): AttentionShape {
   const { heads, kvHeads } = options;
   if (query.rank !== 3 || key.rank !== 3 || value.rank !== 3) {
     throw new ShapeError(
@@ -97,31 +155,7 @@ export function attention(
     );
   }
   const scale = 1 / Math.sqrt(headDim);
-  const backend = getBackend();
-  const needsGradient =
-    isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
-  const output = allocate(query.size);
-  const probabilities = needsGradient ? allocate(batch * heads * queryLength * keyLength) : null;
-  // Written out, not spread from a shape object: this runs for every layer of every decode
-  // step, and a spread of fifteen properties cost more than the rest of the op's JavaScript.
-  backend.attention({
-    query: query.data,
-    key: key.data,
-    value: value.data,
-    output,
-    probabilities,
-    keyMask,
-    batch,
-    queryLength,
-    keyLength,
-    keyCapacity,
-    heads,
-    kvHeads,
-    headDim,
-    queryStart,
-    scale,
-  });
-  const shape: AttentionShape = {
+  return {
     batch,
     queryLength,
     keyLength,
@@ -133,26 +167,4 @@ export function attention(
     scale,
     keyMask,
   };
-  return createResult(
-    output,
-    query.shape,
-    'attention',
-    [query, key, value],
-    (gradOutput) => {
-      backend.attentionBackward({
-        ...shape,
-        query: query.data,
-        key: key.data,
-        value: value.data,
-        probabilities: probabilities!,
-        gradOutput,
-        gradQuery: gradientOf(query),
-        gradKey: gradientOf(key),
-        gradValue: gradientOf(value),
-      });
-    },
-    () => {
-      if (probabilities) release(probabilities);
-    },
-  );
 }

@@ -25,6 +25,38 @@ import {
  */
 export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: boolean): Tensor {
   const bits = weight.bfloat16;
+  const { leading, rows, m, n, k } = fixedOrderLayout(a, weight, transposeB);
+  const backend = getBackend();
+  const shape = { m, n, k, transposeB };
+  const output = allocate(m * n);
+  if (bits) backend.matmulBfloat16({ a: a.data, b: bits, c: output, ...shape });
+  else if (summedAsGemm(n, k))
+    backend.matmulGemmOrder({ a: a.data, b: weight.data, c: output, ...shape });
+  else backend.matmulFixedOrder({ a: a.data, b: weight.data, c: output, ...shape });
+  const trainsWeight = !bits && weight.requiresGrad;
+  const parents = trainsWeight ? [a, weight] : [a];
+  const name = bits ? 'matmulBfloat16' : 'matmulFixedOrder';
+  return createResult(output, [...leading, rows, n], name, parents, (gradOutput) => {
+    if (a.requiresGrad)
+      accumulateInputGradient({ backend, weight, bits, transposeB }, gradOutput, gradientOf(a), {
+        m,
+        n: k,
+        k: n,
+      });
+    if (trainsWeight)
+      accumulateWeightGradient(a.data, gradOutput, gradientOf(weight), m, n, k, transposeB);
+  });
+}
+
+/**
+ * Checks a [..., M, K] against a 2-D weight (a bfloat16 one frozen) and folds a's leading
+ * dimensions into M.
+ */
+function fixedOrderLayout(
+  a: Tensor,
+  weight: Tensor,
+  transposeB: boolean,
+): { leading: number[]; rows: number; m: number; n: number; k: number } {
   if (a.bfloat16) {
     throw new ShapeError('matmul: only the second operand (a frozen weight) may be bfloat16');
   }
@@ -33,7 +65,7 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
       `matmul in fixed order needs a: [..., M, K] and a 2-D weight, got ${formatShape(a.shape)} and ${formatShape(weight.shape)}`,
     );
   }
-  if (bits && weight.requiresGrad && isGradientEnabled()) {
+  if (weight.bfloat16 && weight.requiresGrad && isGradientEnabled()) {
     throw new Error(
       `a bfloat16 weight ${formatShape(weight.shape)} cannot receive a gradient: bfloat16 is for frozen weights only`,
     );
@@ -49,55 +81,51 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
   }
   const leading = a.shape.slice(0, -2);
   const m = shapeSize(leading) * rows;
-  const backend = getBackend();
-  const shape = { m, n, k, transposeB };
-  const output = allocate(m * n);
-  if (bits) backend.matmulBfloat16({ a: a.data, b: bits, c: output, ...shape });
-  else if (summedAsGemm(n, k))
-    backend.matmulGemmOrder({ a: a.data, b: weight.data, c: output, ...shape });
-  else backend.matmulFixedOrder({ a: a.data, b: weight.data, c: output, ...shape });
-  const trainsWeight = !bits && weight.requiresGrad;
-  const parents = trainsWeight ? [a, weight] : [a];
-  const name = bits ? 'matmulBfloat16' : 'matmulFixedOrder';
-  return createResult(output, [...leading, rows, n], name, parents, (gradOutput) => {
-    if (a.requiresGrad) accumulateInputGradient(gradOutput, gradientOf(a), { m, n: k, k: n });
-    if (trainsWeight)
-      accumulateWeightGradient(a.data, gradOutput, gradientOf(weight), m, n, k, transposeB);
-  });
+  return { leading, rows, m, n, k };
+}
 
-  /**
-   * dA += dC·op(W)ᵀ: the bfloat16 kernel for a bfloat16 W, else the ordinary product (no
-   * sampled value depends on a gradient's summation order).
-   */
-  function accumulateInputGradient(
-    gradOutput: Float32Array,
-    gradInput: Float32Array,
-    shape: { m: number; n: number; k: number },
-  ): void {
-    if (bits) {
-      backend.matmulBfloat16({
-        a: gradOutput,
-        b: bits,
-        c: gradInput,
-        ...shape,
-        transposeB: !transposeB,
-        beta: 1,
-      });
-      return;
-    }
-    backend.matmul({
+/** The weight of one forward pass, as its backward pass needs it. */
+interface ForwardWeight {
+  backend: ReturnType<typeof getBackend>;
+  weight: Tensor;
+  /** The weight's bfloat16 bits when the forward pass read them, else null. */
+  bits: Tensor['bfloat16'];
+  transposeB: boolean;
+}
+
+/**
+ * dA += dC·op(W)ᵀ: the bfloat16 kernel for a bfloat16 W, else the ordinary product (no
+ * sampled value depends on a gradient's summation order).
+ */
+function accumulateInputGradient(
+  { backend, weight, bits, transposeB }: ForwardWeight,
+  gradOutput: Float32Array,
+  gradInput: Float32Array,
+  shape: { m: number; n: number; k: number },
+): void {
+  if (bits) {
+    backend.matmulBfloat16({
       a: gradOutput,
-      b: weight.data,
+      b: bits,
       c: gradInput,
-      batch: 1,
       ...shape,
-      transposeA: false,
       transposeB: !transposeB,
-      strideA: 0,
-      strideB: 0,
       beta: 1,
     });
+    return;
   }
+  backend.matmul({
+    a: gradOutput,
+    b: weight.data,
+    c: gradInput,
+    batch: 1,
+    ...shape,
+    transposeA: false,
+    transposeB: !transposeB,
+    strideA: 0,
+    strideB: 0,
+    beta: 1,
+  });
 }
 
 /**

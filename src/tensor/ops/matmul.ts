@@ -32,6 +32,52 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     return matmulFixedOrderWeight(a, b, transposeB);
   }
   if (a.bfloat16) throw new ShapeError('matmul: only the second operand may be bfloat16');
+  const layout = matmulLayout(a, b, transposeA, transposeB);
+  const { batchShape, batch, m, n, k, sharedB, folded } = layout;
+  const backend = getBackend();
+  const output = allocate(batch * m * n);
+  backend.matmul({
+    a: a.data,
+    b: b.data,
+    c: output,
+    batch: folded ? 1 : batch,
+    m: folded ? batch * m : m,
+    n,
+    k,
+    transposeA,
+    transposeB,
+    strideA: m * k,
+    strideB: sharedB ? 0 : k * n,
+  });
+  return createResult(output, [...batchShape, m, n], 'matmul', [a, b], (gradOutput) => {
+    if (a.requiresGrad) accumulateGradientOfA(backend, gradientOf(a), gradOutput, b.data, layout);
+    if (b.requiresGrad)
+      accumulateGradientOfAnyB(backend, a.data, gradOutput, gradientOf(b), layout);
+  });
+}
+
+/** The dimensions of C = op(A)·op(B): op(A) [M, K] and op(B) [K, N] for each of `batch` items. */
+interface MatmulLayout {
+  batchShape: number[];
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  transposeA: boolean;
+  transposeB: boolean;
+  /** b is 2-D, one matrix for every batch item. */
+  sharedB: boolean;
+  /** Shared B and A untransposed: the batch folds into M, one product of [batch·M, K]. */
+  folded: boolean;
+}
+
+/** Reads M, K, N and the batch from the operands' shapes, checking that they agree. */
+function matmulLayout(
+  a: Tensor,
+  b: Tensor,
+  transposeA: boolean,
+  transposeB: boolean,
+): MatmulLayout {
   if (a.rank < 2 || b.rank < 2) {
     throw new ShapeError(
       `matmul needs rank ≥ 2, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`,
@@ -60,84 +106,82 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
       `matmul: batch dimensions of ${formatShape(a.shape)} and ${formatShape(b.shape)} differ`,
     );
   }
-  const backend = getBackend();
-  const output = allocate(batch * m * n);
   const folded = sharedB && !transposeA;
-  backend.matmul({
-    a: a.data,
-    b: b.data,
-    c: output,
-    batch: folded ? 1 : batch,
-    m: folded ? batch * m : m,
-    n,
-    k,
-    transposeA,
-    transposeB,
-    strideA: m * k,
-    strideB: sharedB ? 0 : k * n,
-  });
-  return createResult(output, [...batchShape, m, n], 'matmul', [a, b], (gradOutput) => {
-    if (a.requiresGrad) {
-      const gradA = gradientOf(a);
-      if (!transposeA) {
-        // dA = dC · op(B)ᵀ
-        backend.matmul({
-          a: gradOutput,
-          b: b.data,
-          c: gradA,
-          batch: folded ? 1 : batch,
-          m: folded ? batch * m : m,
-          n: k,
-          k: n,
-          transposeA: false,
-          transposeB: !transposeB,
-          strideA: m * n,
-          strideB: sharedB ? 0 : k * n,
-          beta: 1,
-        });
-      } else {
-        // A stored [K, M]: dA = op(B) · dCᵀ
-        backend.matmul({
-          a: b.data,
-          b: gradOutput,
-          c: gradA,
-          batch,
-          m: k,
-          n: m,
-          k: n,
-          transposeA: transposeB,
-          transposeB: true,
-          strideA: sharedB ? 0 : k * n,
-          strideB: m * n,
-          beta: 1,
-        });
-      }
+  return { batchShape, batch, m, n, k, transposeA, transposeB, sharedB, folded };
+}
+
+/** gradA += ∂L/∂A of C = op(A)·op(B), given dC. */
+function accumulateGradientOfA(
+  backend: Backend,
+  gradA: Float32Array,
+  gradOutput: Float32Array,
+  b: Float32Array,
+  { batch, m, n, k, transposeA, transposeB, sharedB, folded }: MatmulLayout,
+): void {
+  if (!transposeA) {
+    // dA = dC · op(B)ᵀ
+    backend.matmul({
+      a: gradOutput,
+      b,
+      c: gradA,
+      batch: folded ? 1 : batch,
+      m: folded ? batch * m : m,
+      n: k,
+      k: n,
+      transposeA: false,
+      transposeB: !transposeB,
+      strideA: m * n,
+      strideB: sharedB ? 0 : k * n,
+      beta: 1,
+    });
+  } else {
+    // A stored [K, M]: dA = op(B) · dCᵀ
+    backend.matmul({
+      a: b,
+      b: gradOutput,
+      c: gradA,
+      batch,
+      m: k,
+      n: m,
+      k: n,
+      transposeA: transposeB,
+      transposeB: true,
+      strideA: sharedB ? 0 : k * n,
+      strideB: m * n,
+      beta: 1,
+    });
+  }
+}
+
+/** gradB += ∂L/∂B of C = op(A)·op(B), given dC, for a batched or a shared B. */
+function accumulateGradientOfAnyB(
+  backend: Backend,
+  a: Float32Array,
+  gradOutput: Float32Array,
+  gradB: Float32Array,
+  { batch, m, n, k, transposeA, transposeB, sharedB }: MatmulLayout,
+): void {
+  const shape = { n, k, transposeA, transposeB };
+  if (!sharedB) {
+    accumulateGradientOfB(backend, a, gradOutput, gradB, { ...shape, batch, m });
+  } else if (!transposeA) {
+    // Shared B, A folded to [batch·M, K]: one product.
+    accumulateGradientOfB(backend, a, gradOutput, gradB, {
+      ...shape,
+      batch: 1,
+      m: batch * m,
+    });
+  } else {
+    for (let index = 0; index < batch; index++) {
+      accumulateGradientOfB(
+        backend,
+        a.subarray(index * m * k, (index + 1) * m * k),
+        gradOutput.subarray(index * m * n, (index + 1) * m * n),
+        gradB,
+        { ...shape, batch: 1, m },
+      );
     }
-    if (b.requiresGrad) {
-      const gradB = gradientOf(b);
-      const shape = { n, k, transposeA, transposeB };
-      if (!sharedB) {
-        accumulateGradientOfB(backend, a.data, gradOutput, gradB, { ...shape, batch, m });
-      } else if (!transposeA) {
-        // Shared B, A folded to [batch·M, K]: one product.
-        accumulateGradientOfB(backend, a.data, gradOutput, gradB, {
-          ...shape,
-          batch: 1,
-          m: batch * m,
-        });
-      } else {
-        for (let index = 0; index < batch; index++) {
-          accumulateGradientOfB(
-            backend,
-            a.data.subarray(index * m * k, (index + 1) * m * k),
-            gradOutput.subarray(index * m * n, (index + 1) * m * n),
-            gradB,
-            { ...shape, batch: 1, m },
-          );
-        }
-      }
-    }
-  });
+  }
 }
 
 type Backend = ReturnType<typeof getBackend>;
