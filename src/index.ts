@@ -17,6 +17,7 @@ export { evaluateTeam, wilsonInterval, type Evaluation } from './trainer/evaluat
 export { buildTeam, defaultAgents, type BuiltTeam } from './trainer/setup/build-team.js';
 export { schedules, type Schedule } from './trainer/schedules.js';
 export { RunDirectory, runFiles } from './trainer/run/run-directory.js';
+export { RunDirectoryError, type RunDirectoryRemedy } from './trainer/run/run-directory-error.js';
 export type {
   MetricsRecord,
   UpdateRecord,

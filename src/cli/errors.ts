@@ -1,4 +1,5 @@
 import { TeamtrError } from '../util/errors.js';
+import { cliMessage } from './run-directory-remedies.js';
 
 /**
  * Prints an error for a person: our own errors (bad input, with what to do) without a stack
@@ -6,7 +7,7 @@ import { TeamtrError } from '../util/errors.js';
  */
 export function reportError(error: unknown): number {
   if (error instanceof TeamtrError) {
-    process.stderr.write(`teamtr: ${error.name}: ${error.message}\n`);
+    process.stderr.write(`teamtr: ${error.name}: ${cliMessage(error)}\n`);
     return 2;
   }
   const system = systemErrorMessage(error);
@@ -36,6 +37,10 @@ function systemErrorMessage(error: unknown): string | null {
       return `permission denied${where}: choose a directory you can write to, or fix its permissions`;
     case 'EROFS':
       return `the file system is read-only${where}: choose a writable directory`;
+    case 'ENAMETOOLONG':
+      return `a file name is longer than the file system allows${where}: choose a shorter path`;
+    case 'ENOTDIR':
+      return `a part of the path is a file, not a directory${where}: choose another path`;
     case 'EMFILE':
     case 'ENFILE':
       return `too many open files${where}: raise the limit (ulimit -n) and run again`;

@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerCommands } from './commands/index.js';
 import { reportError } from './errors.js';
-import { teamtrVersion } from './package-path.js';
+import { teamtrVersion } from '../util/package-root.js';
 
 /** The `teamtr` program with every command: what `main` runs and docs/reference/cli.md shows. */
 export function createProgram(): Command {

@@ -29,7 +29,14 @@ export class RunStore {
 
   private constructor(private readonly live: LiveRun[]) {}
 
-  static async open(directories: readonly string[]): Promise<RunStore> {
+  /**
+   * The runs in `directories`; those `damaged` names (directory → why) are listed as damaged
+   * and never read.
+   */
+  static async open(
+    directories: readonly string[],
+    damaged: ReadonlyMap<string, string> = new Map(),
+  ): Promise<RunStore> {
     const labels = runLabels(directories);
     const live = await Promise.all(
       directories.map(async (directory, index) => ({
@@ -40,6 +47,7 @@ export class RunStore {
           config: null,
           summary: null,
           records: [],
+          ...(damaged.has(directory) ? { damage: damaged.get(directory)! } : {}),
         },
         root: await realpath(directory),
         metricsOffset: 0,
@@ -77,7 +85,17 @@ export class RunStore {
     return this.refreshing;
   }
 
+  /** Reads one run; a run that fails to read is shown as damaged, never the others' failure. */
   private async refreshRun(run: LiveRun): Promise<void> {
+    if (run.view.damage !== undefined) return;
+    try {
+      await this.readRun(run);
+    } catch (error) {
+      run.view.damage = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  private async readRun(run: LiveRun): Promise<void> {
     // A refused metrics file (a link out of the run) shows as no records here; the metrics
     // endpoint reports it as 403. One odd run must not take the others' view down.
     const chunk = await this.readMetrics(run.view.id, run.metricsOffset).catch((error: unknown) => {

@@ -32,8 +32,12 @@ export const defaultDashboardPort = 8765;
 /** Serves a read-only live view of the runs until `close()`. */
 export async function startDashboard(options: DashboardOptions): Promise<DashboardServer> {
   const host = options.host ?? '127.0.0.1';
-  const runDirectories = await resolveRunDirectories(options.runDirectories);
-  const store = await RunStore.open(runDirectories);
+  // One damaged run is listed as damaged; it never stops the dashboard for the others.
+  const damaged = new Map<string, string>();
+  const runDirectories = await resolveRunDirectories(options.runDirectories, {
+    onDamaged: (directory, error) => damaged.set(directory, error.message),
+  });
+  const store = await RunStore.open(runDirectories, damaged);
   const context = {
     store,
     pollIntervalMs: options.pollIntervalMs ?? 1000,

@@ -45,6 +45,8 @@ h2 { font-size: 16px; margin: 22px 0 10px; color: #111827; }
 .badge.finished { background: #d1fae5; color: #047857; }
 .badge.stopped { background: #fee2e2; color: #b91c1c; }
 .badge.interrupted { background: #fef3c7; color: #92400e; }
+.badge.damaged { background: #e5e7eb; color: #374151; }
+.card .damage { color: #b91c1c; font-size: 12px; margin-top: 6px; overflow-wrap: anywhere; }
 .progress { height: 6px; background: var(--line); border-radius: 3px; overflow: hidden; margin: 4px 0 10px; }
 .progress > div { height: 100%; background: #0072b2; }
 .stats { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 10px 14px; margin: 0; }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { TeamtrError } from '../util/errors.js';
+import { makeDirectory } from '../util/make-directory.js';
 
 /**
  * Writes that either happen completely or not at all, so a crash or a full disk never leaves
@@ -32,7 +33,7 @@ function tempSibling(target: string, kind: 'tmp' | 'old'): string {
  */
 export async function writeFileAtomic(filePath: string, contents: FileContents): Promise<void> {
   const target = path.resolve(filePath);
-  await mkdir(path.dirname(target), { recursive: true });
+  await makeDirectory(path.dirname(target));
   const temp = tempSibling(target, 'tmp');
   activeTempPaths.add(temp);
   try {
@@ -82,7 +83,7 @@ export async function replaceDirectoryAtomic(
   fill: (tempDir: string) => Promise<void>,
 ): Promise<void> {
   const target = path.resolve(targetDir);
-  await mkdir(path.dirname(target), { recursive: true });
+  await makeDirectory(path.dirname(target));
   await recoverInterruptedReplace(target);
   const existing = await lstat(target).catch(() => null);
   if (existing && !existing.isDirectory()) {

@@ -1,7 +1,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { resolveModelConfig, type ModelConfig, type ModelConfigInput } from '../nn/config.js';
-import { FileFormatError } from '../util/errors.js';
+import { FileFormatError, NonFiniteWeightsError } from '../util/errors.js';
+import { firstNonFiniteValue } from '../util/finite.js';
 import { recoverInterruptedReplace, replaceDirectoryAtomic, writeJsonAtomic } from './atomic.js';
 import {
   assertJsonRoundTrips,
@@ -67,11 +68,16 @@ export interface LoadCheckpointOptions {
   parameters?: boolean;
 }
 
-/** Saves a checkpoint to `directory` atomically: a crash leaves the previous one intact. */
+/**
+ * Saves a checkpoint to `directory` atomically: a crash leaves the previous one intact. Weights
+ * or optimizer moments holding NaN or ±Inf (a diverged run) are refused, naming the tensor,
+ * before anything is written: a checkpoint is never a diverged model.
+ */
 export async function saveCheckpoint(
   directory: string,
   checkpoint: CheckpointInput,
 ): Promise<void> {
+  refuseNonFinite(directory, checkpoint);
   const config = resolveModelConfig(checkpoint.config, 'checkpoint config');
   if (checkpoint.optimizer) assertJsonRoundTrips(checkpoint.optimizer.scalars, 'optimizer scalars');
   if (checkpoint.extra !== undefined) assertJsonRoundTrips(checkpoint.extra, 'checkpoint extra');
@@ -93,6 +99,21 @@ export async function saveCheckpoint(
       await writeJsonAtomic(path.join(temp, checkpointFiles.tokenizer), checkpoint.tokenizer);
     }
   });
+}
+
+function refuseNonFinite(directory: string, checkpoint: CheckpointInput): void {
+  for (const [what, arrays] of [
+    ['weight', checkpoint.parameters ?? []],
+    ['optimizer tensor', checkpoint.optimizer?.state ?? []],
+  ] as const) {
+    const found = firstNonFiniteValue(arrays);
+    if (found)
+      throw new NonFiniteWeightsError(
+        directory,
+        found,
+        `refusing to save a checkpoint to ${directory}: ${what} "${found.name}" is ${found.value} at element ${found.index}, so the model diverged; whatever was saved there before is intact`,
+      );
+  }
 }
 
 /**

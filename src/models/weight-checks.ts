@@ -2,6 +2,7 @@ import { loraLayers } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { noGrad, tidy } from '../tensor/index.js';
 import { FileFormatError } from '../util/errors.js';
+import { firstNonFinite, firstNonFiniteValue, type NonFiniteValue } from '../util/finite.js';
 
 /**
  * Weights that load without complaint and then sample garbage: NaN or ±Inf (a damaged file, a
@@ -13,22 +14,21 @@ import { FileFormatError } from '../util/errors.js';
 const damaged =
   'the file is damaged or came from a diverged run — use another checkpoint (an earlier one of the run, if it diverged)';
 
-/**
- * NaN or ±Inf in any parameter (LoRA factors included). x − x is 0 for every finite x and NaN
- * otherwise: one subtraction per element.
- */
+/** The first parameter (LoRA factors included) holding NaN or ±Inf, or null. */
+export function nonFiniteParameter(model: TransformerLM): NonFiniteValue | null {
+  return firstNonFiniteValue(
+    model.namedParameters().map(({ name, tensor }) => ({ name, data: tensor.data })),
+  );
+}
+
+/** NaN or ±Inf in any parameter (LoRA factors included), or a scaling beyond float32. */
 export function assertFiniteParameters(model: TransformerLM, source: string): void {
-  for (const { name, tensor } of model.namedParameters()) {
-    const data = tensor.data;
-    let check = 0;
-    for (let index = 0; index < data.length; index++) check += data[index]! - data[index]!;
-    if (check === 0) continue;
-    const index = data.findIndex((value) => !Number.isFinite(value));
+  const found = nonFiniteParameter(model);
+  if (found)
     throw new FileFormatError(
       source,
-      `weight "${name}" holds a non-finite value (${data[index]} at element ${index}); ${damaged}`,
+      `weight "${found.name}" holds a non-finite value (${found.value} at element ${found.index}); ${damaged}`,
     );
-  }
   for (const [path, adapter] of loraLayers(model))
     if (!Number.isFinite(Math.fround(adapter.scaling)))
       throw new FileFormatError(
@@ -46,10 +46,7 @@ export function assertForwardFinite(model: TransformerLM, source: string): void 
   const ids = Int32Array.from({ length }, (_, index) => index % model.config.vocabSize);
   const finite = noGrad(() =>
     tidy(() => {
-      const logits = model.forward({ ids, batch: 1, length }).data;
-      let check = 0;
-      for (let index = 0; index < logits.length; index++) check += logits[index]! - logits[index]!;
-      return check === 0;
+      return firstNonFinite(model.forward({ ids, batch: 1, length }).data) < 0;
     }),
   );
   if (finite) return;

@@ -12,9 +12,12 @@ export interface RunOverview {
   task: string;
   /**
    * finished / interrupted from summary.json; without one, running while a trainer process
-   * holds the run, stopped when it crashed or was killed (resume it with --resume).
+   * holds the run, stopped when it crashed or was killed (resume it with --resume); damaged
+   * when its files cannot be read (`damage` says why).
    */
-  status: 'running' | 'finished' | 'interrupted' | 'stopped';
+  status: 'running' | 'finished' | 'interrupted' | 'stopped' | 'damaged';
+  /** Why a damaged run cannot be read (null for every other run). */
+  damage: string | null;
   stages: number;
   updates: number;
   generatedTokens: number;

@@ -29,13 +29,16 @@ export function describeRun(run: RunView): RunOverview {
     schedule: runSchedule(run),
     seed: runSeed(run),
     task: taskName(run.config),
-    status: run.summary
-      ? run.summary.interrupted
-        ? 'interrupted'
-        : 'finished'
-      : run.trainerActive === false
-        ? 'stopped'
-        : 'running',
+    status: run.damage
+      ? 'damaged'
+      : run.summary
+        ? run.summary.interrupted
+          ? 'interrupted'
+          : 'finished'
+        : run.trainerActive === false
+          ? 'stopped'
+          : 'running',
+    damage: run.damage ?? null,
     stages: maximum(stages.map((record) => record.stage)) ?? 0,
     updates: updates.length,
     generatedTokens: maximum(tokens) ?? 0,

@@ -24,13 +24,34 @@ export interface RunView {
    * for a run without a summary means it crashed or was killed. Unknown when absent.
    */
   trainerActive?: boolean;
+  /** Why the run cannot be read, when it is damaged (the dashboard lists it, reading nothing). */
+  damage?: string;
+}
+
+export interface ResolveRunOptions {
+  /**
+   * Called with a run directory that is damaged (RunDirectory.open refuses it), which is then
+   * kept in the list instead of stopping the whole command. Without it, the error is thrown.
+   */
+  onDamaged?: (directory: string, error: TeamtrError) => void;
 }
 
 /**
  * The run directories named on a command line. A directory that is not a run itself but holds
  * runs (what `teamtr compare --out` makes) stands for those runs, in name order.
  */
-export async function resolveRunDirectories(paths: readonly string[]): Promise<string[]> {
+export async function resolveRunDirectories(
+  paths: readonly string[],
+  options: ResolveRunOptions = {},
+): Promise<string[]> {
+  const checked = async (directory: string): Promise<void> => {
+    try {
+      await RunDirectory.open(directory);
+    } catch (error) {
+      if (!(error instanceof TeamtrError) || !options.onDamaged) throw error;
+      options.onDamaged(path.resolve(directory), error);
+    }
+  };
   if (paths.length === 0)
     throw new TeamtrError(
       'no run directory given; pass one or more directories `teamtr train` or `teamtr compare` wrote',
@@ -44,7 +65,7 @@ export async function resolveRunDirectories(paths: readonly string[]): Promise<s
     if (!statSync(given).isDirectory())
       throw new TeamtrError(`${given} is not a directory; pass a run directory`);
     if (existsSync(path.join(given, runFiles.marker))) {
-      await RunDirectory.open(given);
+      await checked(given);
       resolved.push(path.resolve(given));
       continue;
     }
@@ -61,7 +82,7 @@ export async function resolveRunDirectories(paths: readonly string[]): Promise<s
       );
     }
     for (const child of children) {
-      await RunDirectory.open(path.join(given, child));
+      await checked(path.join(given, child));
       resolved.push(path.resolve(given, child));
     }
   }

@@ -3,6 +3,7 @@ import { ConfigError } from '../util/errors.js';
 import { parseWithSchema } from '../util/schema.js';
 import { buildTeam, type BuiltTeam } from './setup/build-team.js';
 import { trainConfigSchema, type TrainConfig } from './config/train-config.js';
+import { divergenceHook } from './run/divergence.js';
 import { moveRemoteEndpoints } from './run/move-endpoints.js';
 import { HeldRun } from './run/run-directory.js';
 import { runProvenance } from './outputs/provenance.js';
@@ -59,6 +60,7 @@ export async function prepareRun(options: TrainOptions): Promise<RunContext> {
     const target = { config, task, built, tokenizers };
     const hooks = [
       swapHook(target, (record) => emit({ kind: 'swap', record })),
+      divergenceHook(built, config),
       ...stepControlHooks(config, built.units),
     ];
     run ??= await HeldRun.create(options.runDirectory, {

@@ -16,6 +16,7 @@ import {
 } from './update-record.js';
 import { unitEngine } from './update/engines.js';
 import { trustRegionUpdate, type TrustRegionSettings } from './update/trust-region.js';
+import { refuseDivergedUpdate } from './run/divergence.js';
 import type { TrainableUnit } from './update/units.js';
 
 export type { AgentUpdate } from './update-record.js';
@@ -214,6 +215,10 @@ export class Stage {
     const heldOut = heldOutBefore ? await engine.holdOut(heldOutBefore) : null;
     const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
     const result = await trustRegionUpdate(inputs);
+    refuseDivergedUpdate(this.team, unit, {
+      stage: this.plan.stage,
+      update: this.plan.updatesBefore + this.updates + 1,
+    });
     const certificate = certifyUpdate({
       batch,
       result,

@@ -32,3 +32,24 @@ export class ConfigError extends TeamtrError {
     super(path ? `${path}: ${detail}` : detail);
   }
 }
+
+/**
+ * Weights holding NaN or ±Inf where finite ones are needed (a diverged run): `tensor` names the
+ * array, `where` the checkpoint or model.
+ */
+export class NonFiniteWeightsError extends TeamtrError {
+  readonly tensor: string;
+  readonly element: number;
+  readonly value: number;
+
+  constructor(
+    readonly where: string,
+    found: { name: string; index: number; value: number },
+    message: string,
+  ) {
+    super(message);
+    this.tensor = found.name;
+    this.element = found.index;
+    this.value = found.value;
+  }
+}

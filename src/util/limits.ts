@@ -56,6 +56,12 @@ export const inputLimits = {
     unit: 'bytes',
     bounds: 'one line of a JSONL dataset (one problem: prompt, answer and metadata)',
   },
+  metricsBytes: {
+    variable: 'TEAMTR_MAX_METRICS_BYTES',
+    defaultValue: 256 * mebibyte,
+    unit: 'bytes',
+    bounds: "a run's metrics.jsonl, read whole when a run ends (for its summary)",
+  },
   memoryShare: {
     variable: 'TEAMTR_MEMORY_SHARE',
     defaultValue: 0.6,

@@ -68,7 +68,9 @@ test('serving a run that has no checkpoint yet warns that its agents are the bas
   assert.equal(await withCheckpoint.stop(), 0);
   assert.doesNotMatch(withCheckpoint.stderr(), /no checkpoint/);
 
+  // A run before its first checkpoint: no checkpoint, and no summary either.
   rmSync(path.join(runDirectory, 'checkpoint'), { recursive: true });
+  rmSync(path.join(runDirectory, 'summary.json'));
   const untrained = await startServe(['serve', runDirectory, '--port', '0']);
   assert.match(untrained.models, /team/);
   assert.equal(await untrained.stop(), 0, untrained.stderr());

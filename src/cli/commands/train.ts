@@ -11,6 +11,7 @@ import { ProgressReporter, stageStatus } from '../progress.js';
 import { loadTaskModule } from '../task-module.js';
 import type { TaskInput } from '../../trainer/setup/task-source.js';
 import { formatSummary } from '../format.js';
+import { onStopSignals, stopSignalNames } from '../interrupted.js';
 import { nextSteps } from '../next-steps.js';
 import { addResultFlags, writeCommandResult } from '../result-flag.js';
 import { certificateTable, runNotes, runTable } from '../result-tables.js';
@@ -52,9 +53,9 @@ export function endpointMoves(
 }
 
 /**
- * Runs training with progress on stderr and Ctrl-C handling: the first Ctrl-C finishes the
- * current stage, saves a checkpoint and a summary, and exits; a second one exits at once
- * (the last checkpoint stays intact: every write is atomic).
+ * Runs training with progress on stderr and stop-signal handling: the first Ctrl-C, SIGTERM or
+ * SIGHUP finishes the current stage, saves a checkpoint and a summary, and exits; a second one
+ * exits at once (the last checkpoint stays intact: every write is atomic).
  */
 export async function runTraining(options: {
   config: unknown;
@@ -67,14 +68,12 @@ export async function runTraining(options: {
 }): Promise<TrainSummary> {
   const progress = new ProgressReporter(options.quiet);
   const controller = new AbortController();
-  const onInterrupt = (): void => {
-    if (controller.signal.aborted) process.exit(130);
+  const stopListening = onStopSignals((signal) => {
     progress.log(
-      'teamtr: interrupted — finishing the current stage and saving (Ctrl-C again to quit now)',
+      `teamtr: ${stopSignalNames[signal]} — finishing the current stage and saving (Ctrl-C again to quit now)`,
     );
     controller.abort();
-  };
-  process.on('SIGINT', onInterrupt);
+  });
   try {
     return await train({
       config: options.config as never,
@@ -103,7 +102,7 @@ export async function runTraining(options: {
     });
   } finally {
     progress.stop();
-    process.off('SIGINT', onInterrupt);
+    stopListening();
   }
 }
 
@@ -178,7 +177,10 @@ export async function writeRunResult(
   });
 }
 
-/** An interrupted run saved cleanly, but it did not finish: exit 130 as Ctrl-C does. */
+/**
+ * An interrupted run saved cleanly, but it did not finish: exit 130 as after Ctrl-C, whichever
+ * stop signal it was (130 says "stopped and saved: resume it").
+ */
 export function exitAfterInterruption(summary: TrainSummary): void {
   if (summary.interrupted) process.exitCode = 130;
 }

@@ -51,6 +51,7 @@ function card(run: RunSummary, color: string): HTMLElement {
   article.appendChild(progressBar(run));
   article.appendChild(statsOf(run));
   article.appendChild(el('div', 'directory', `${run.directory} · ${run.records} records`));
+  if (run.damage) article.appendChild(el('div', 'damage', run.damage));
   return article;
 }
 

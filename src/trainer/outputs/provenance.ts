@@ -2,21 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { teamtrVersion } from '../../util/package-root.js';
 import type { TrainConfig } from '../config/train-config.js';
 import type { Provenance } from '../config/tracking.js';
-
-/** This package's version (src/trainer/outputs/ and dist/trainer/outputs/ sit 3 levels down). */
-export function teamtrVersion(): string {
-  const manifest = path.resolve(
-    path.dirname(fileURLToPath(import.meta.url)),
-    '..',
-    '..',
-    '..',
-    'package.json',
-  );
-  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
-}
 
 /**
  * The provenance a new run records in config.json: teamtr's version, Node's, the machine

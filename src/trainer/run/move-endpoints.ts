@@ -1,16 +1,16 @@
 import { ConfigError } from '../../util/errors.js';
 import { parseWithSchema } from '../../util/schema.js';
 import { trainConfigSchema } from '../config/train-config.js';
-import type { RunDirectory } from './run-directory.js';
+import type { HeldRun } from './run-directory.js';
 
 /**
  * Points remote agents of an existing run at new server addresses (agent name → baseURL), e.g.
  * after the server restarted on another port. Only `endpoint.baseURL` changes; config.json is
- * rewritten atomically, so later `--resume`, eval, serve and export use the new address. The
+ * rewritten atomically and recorded in the checkpoint's integrity record, so later `--resume`, eval, serve and export use the new address. The
  * run's results do not depend on the address as long as the same model answers there.
  */
 export async function moveRemoteEndpoints(
-  run: RunDirectory,
+  run: HeldRun,
   moves: Readonly<Record<string, string>>,
 ): Promise<void> {
   const raw = (await run.readConfig()) as { agents?: Array<Record<string, unknown>> };

@@ -1,97 +1,61 @@
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  truncateSync,
-} from 'node:fs';
+import { appendFileSync, existsSync, statSync, truncateSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import {
   replaceDirectoryAtomic,
   recoverInterruptedReplace,
-  writeJsonAtomic,
+  writeFileAtomic,
 } from '../../io/atomic.js';
 import { readJsonFile } from '../../io/json-file.js';
-import { FileFormatError, TeamtrError } from '../../util/errors.js';
-import { parseWithSchema } from '../../util/schema.js';
-import { hashDirectory, hashFile, verifyCheckpoint } from './checkpoint-integrity.js';
-import { holdRun, runLockFile, type HeldLock } from './run-lock.js';
-import { runStateSchema, type RunState } from './run-state.js';
+import { readBoundedText, readBoundedTextSync } from '../../util/bounded-file.js';
+import { teamtrVersion } from '../../util/package-root.js';
+import { FileFormatError } from '../../util/errors.js';
+import {
+  hashDirectory,
+  hashFile,
+  hashText,
+  verifyCheckpointFiles,
+  verifyMetricsPrefix,
+  verifyRunFiles,
+} from './checkpoint-integrity.js';
+import { clearUnstartedRun, makeRunDirectory } from './new-run.js';
+import {
+  checkRunDirectory,
+  isAtomicWriteLeftover,
+  jsonText,
+  movedAsideCheckpoint,
+  runFiles,
+  type MetricsLine,
+} from './run-files.js';
+import { RunDirectoryError } from './run-directory-error.js';
+import { holdRun, type HeldLock } from './run-lock.js';
+import type { RunState } from './run-state.js';
+import { readSealedState, sealedStateText, type SealedRunState } from './sealed-state.js';
 import type { TrainableUnit } from '../update/units.js';
 import { unitEngine } from '../update/engines.js';
 
-/**
- * A run directory:
- *
- *     teamtr-run.json        marker: format and version (a foreign directory is refused)
- *     config.json            the resolved training config
- *     metrics.jsonl          one record per update, stage, evaluation and swap
- *     checkpoint/            the latest resumable state, replaced atomically as a whole
- *       state.json           counters and the metrics.jsonl length it matches
- *       units/<name>/        weights (a LoRA unit: adapter/ in PEFT layout and a reference
- *                            to its base model), optimizer state and tokenizer of each model
- *     summary.json           written at the end (and on interruption)
- *     transcripts.jsonl      a few episodes of every stage, as the agents wrote them
- *     events.out.tfevents.*  the metrics as a TensorBoard event file (tracking.tensorboard)
- *     running.json           while a trainer works on the run (run-lock.ts)
- */
-export const runFiles = {
-  marker: 'teamtr-run.json',
-  config: 'config.json',
-  metrics: 'metrics.jsonl',
-  checkpoint: 'checkpoint',
-  state: 'state.json',
-  summary: 'summary.json',
-  transcripts: 'transcripts.jsonl',
-  /** The start of a TensorBoard event file's name (TensorBoard finds them by it). */
-  tensorboardEvents: 'events.out.tfevents.',
-} as const;
+export { isAtomicWriteLeftover, isRunEntry, runFiles, type MetricsLine } from './run-files.js';
 
-const markerSchema = z.strictObject({
-  format: z.literal('teamtr-run'),
-  version: z.literal(1),
-  createdAt: z.string(),
-});
+/** The run's files beside the checkpoint that its integrity record covers. */
+const recordedRunFiles = [runFiles.marker, runFiles.config, runFiles.summary] as const;
 
-/** Leftovers of io/atomic.ts writes (`.<name>.tmp-<pid>-<hex>`, `.<name>.old-…`). */
-const atomicLeftover = /^\.(.+)\.(tmp|old)-\d+-[0-9a-f]+$/;
-
-export function isAtomicWriteLeftover(name: string): boolean {
-  return atomicLeftover.test(name);
-}
-
-/** A file a run writes before its first checkpoint, or a temp copy of one (or of a checkpoint). */
-export function isRunEntry(name: string): boolean {
-  const base = atomicLeftover.exec(name)?.[1] ?? name;
-  const ownFiles: string[] = [
-    runFiles.marker,
-    runFiles.config,
-    runFiles.metrics,
-    runFiles.summary,
-    runFiles.transcripts,
-    runLockFile,
-  ];
-  return (
-    ownFiles.includes(base) ||
-    base.startsWith(runFiles.tensorboardEvents) ||
-    (base === runFiles.checkpoint && name !== base)
-  );
-}
-
-/** One line of metrics.jsonl: a record, discriminated by `type` (trainer/records.ts). */
-export interface MetricsLine {
-  type: string;
+/** A checkpoint whose every file matched its record. */
+interface VerifiedCheckpoint {
+  /** The directory read (checkpoint/, or the copy an interrupted replacement moved aside). */
+  directory: string;
+  state: SealedRunState;
+  /** SHA-256 of each of `recordedRunFiles` as found (null: absent). */
+  runFileHashes: Map<string, string | null>;
 }
 
 /**
- * A run directory as anyone may read it (the report, the dashboard, `eval`, `serve`). Writing
- * into a run that a trainer may hold goes through HeldRun (held-run.ts), which holds its lock.
+ * A run directory as anyone may read it (the report, the dashboard, `eval`, `serve`). Reading
+ * changes nothing in it. Writing into a run that a trainer may hold goes through HeldRun, which
+ * holds its lock.
  */
 export class RunDirectory {
+  /** undefined until verified; null: the run has no checkpoint yet. */
+  protected verified: VerifiedCheckpoint | null | undefined;
+
   protected constructor(readonly directory: string) {}
 
   get metricsPath(): string {
@@ -102,7 +66,7 @@ export class RunDirectory {
    * A new run, created as HeldRun.create does and not held afterwards: for tools and fixtures
    * that write a run no trainer works on.
    */
-  static async create(directory: string, config: unknown): Promise<RunDirectory> {
+  static async create(directory: string, config: unknown): Promise<HeldRun> {
     const run = await HeldRun.create(directory, config);
     run.release();
     return run;
@@ -110,30 +74,13 @@ export class RunDirectory {
 
   /** An existing run; refuses directories that are not teamtr runs or are damaged. */
   static async open(directory: string): Promise<RunDirectory> {
-    const markerPath = path.join(directory, runFiles.marker);
-    if (!existsSync(directory)) throw new TeamtrError(`run directory ${directory} does not exist`);
-    const stoppedWhileCreated = `the run was stopped while its directory was being created, before its config was saved: nothing can be resumed; start it again without --resume (a plain run reuses ${directory})`;
-    if (!existsSync(markerPath)) {
-      if (readdirSync(directory).every(isAtomicWriteLeftover))
-        throw new FileFormatError(directory, stoppedWhileCreated);
-      throw new FileFormatError(
-        directory,
-        `not a teamtr run directory (no ${runFiles.marker}); point --run-dir at a directory \`teamtr train\` created`,
-      );
-    }
-    parseWithSchema(markerSchema, await readJsonFile(markerPath), markerPath);
-    if (!existsSync(path.join(directory, runFiles.config))) {
-      if (readdirSync(directory).every(isRunEntry))
-        throw new FileFormatError(directory, stoppedWhileCreated);
-      throw new FileFormatError(
-        directory,
-        `${runFiles.config} is missing: the run directory is damaged; restore config.json from a backup, or start a new run elsewhere`,
-      );
-    }
+    await checkRunDirectory(directory);
     return new RunDirectory(directory);
   }
 
+  /** The run's config.json, once the checkpoint (which vouches for it) is verified. */
   async readConfig(): Promise<unknown> {
+    await this.verifiedCheckpoint();
     return readJsonFile(path.join(this.directory, runFiles.config));
   }
 
@@ -152,7 +99,10 @@ export class RunDirectory {
   /** The complete records of metrics.jsonl (trainer/records.ts: MetricsRecord, for a trainer's run). */
   readMetrics<Line extends MetricsLine = MetricsLine>(): Line[] {
     if (!existsSync(this.metricsPath)) return [];
-    const lines = readFileSync(this.metricsPath, 'utf8').split('\n');
+    const lines = readBoundedTextSync(this.metricsPath, {
+      limit: 'metricsBytes',
+      what: "a run's metrics.jsonl",
+    }).split('\n');
     const complete = lines.slice(0, -1); // the text after the last newline is still being written
     return complete.flatMap((line, index) => {
       if (!line.trim()) return [];
@@ -167,77 +117,40 @@ export class RunDirectory {
     });
   }
 
+  /** Whether the run saved a checkpoint (complete or not: a damaged one is refused, not ignored). */
   hasCheckpoint(): boolean {
-    return existsSync(path.join(this.directory, runFiles.checkpoint, runFiles.state));
-  }
-
-  /**
-   * Saves every unit and the run state as one atomic directory replacement. A LoRA unit saves
-   * its adapters (PEFT layout) and a reference to its base model, not the base weights, unless
-   * `baseWeights` (update/local/unit-checkpoint.ts).
-   */
-  async saveCheckpoint(
-    state: RunState,
-    units: readonly TrainableUnit[],
-    tokenizers: ReadonlyMap<string, unknown>,
-    options: { baseWeights?: boolean } = {},
-  ): Promise<void> {
-    await replaceDirectoryAtomic(
-      path.join(this.directory, runFiles.checkpoint),
-      async (temporary) => {
-        for (const unit of units)
-          await unitEngine(unit).save(path.join(temporary, 'units', unit.name), {
-            tokenizer: tokenizers.get(unit.name),
-            baseWeights: options.baseWeights ?? false,
-          });
-        state.integrity = {
-          files: await hashDirectory(temporary, [runFiles.state]),
-          metricsSha256: await hashFile(this.metricsPath, state.metricsBytes),
-        };
-        await writeJsonAtomic(path.join(temporary, runFiles.state), state);
-      },
+    return (
+      existsSync(path.join(this.directory, runFiles.checkpoint)) ||
+      movedAsideCheckpoint(this.directory) !== null
     );
   }
 
-  /** Replaces config.json atomically (a swap scheduled on an existing run rewrites it). */
-  async writeConfig(config: unknown): Promise<void> {
-    await writeJsonAtomic(path.join(this.directory, runFiles.config), config);
-  }
-
-  /** The saved run state without loading any weights, or null before the first checkpoint. */
+  /** The saved run state, verified with the whole checkpoint, or null before the first checkpoint. */
   async readCheckpointState(): Promise<RunState | null> {
-    const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);
-    await recoverInterruptedReplace(checkpointDirectory);
-    const statePath = path.join(checkpointDirectory, runFiles.state);
-    if (!existsSync(statePath)) return null;
-    return parseWithSchema(runStateSchema, await readJsonFile(statePath), statePath);
+    const verified = await this.verifiedCheckpoint();
+    return verified ? structuredClone(verified.state) : null;
   }
 
-  /** Restores every unit's weights and optimizer; returns the saved state. */
+  /**
+   * Restores every unit's weights and optimizer from the verified checkpoint; returns the
+   * saved state.
+   */
   async restoreCheckpoint(
     units: readonly TrainableUnit[],
     options: { truncateMetrics?: boolean } = {},
   ): Promise<RunState> {
-    const checkpointDirectory = path.join(this.directory, runFiles.checkpoint);
-    await recoverInterruptedReplace(checkpointDirectory);
-    const statePath = path.join(checkpointDirectory, runFiles.state);
-    if (!existsSync(statePath))
-      throw new TeamtrError(
-        `${this.directory} has no checkpoint to resume from yet; start it again without --resume`,
+    const verified = await this.verifiedCheckpoint();
+    if (!verified)
+      throw new RunDirectoryError(
+        this.directory,
+        `${this.directory} has no checkpoint to resume from yet`,
+        'startWithoutResume',
       );
-    const state = parseWithSchema(runStateSchema, await readJsonFile(statePath), statePath);
-    if (state.integrity)
-      await verifyCheckpoint({
-        checkpointDirectory,
-        integrity: state.integrity,
-        metricsPath: this.metricsPath,
-        metricsBytes: state.metricsBytes,
-      });
     for (const unit of units)
-      await unitEngine(unit).load(path.join(checkpointDirectory, 'units', unit.name));
+      await unitEngine(unit).load(path.join(verified.directory, 'units', unit.name));
     // Records written after the checkpoint are produced again, identically, by the resumed run.
-    if (options.truncateMetrics ?? true) this.truncateMetrics(state.metricsBytes);
-    return state;
+    if (options.truncateMetrics ?? true) this.truncateMetrics(verified.state.metricsBytes);
+    return structuredClone(verified.state);
   }
 
   /** Drops metrics.jsonl past `bytes` (records a resumed run will write again). */
@@ -246,17 +159,70 @@ export class RunDirectory {
       truncateSync(this.metricsPath, bytes);
   }
 
-  async writeSummary(summary: unknown): Promise<void> {
-    await writeJsonAtomic(path.join(this.directory, runFiles.summary), summary);
+  /**
+   * The checkpoint directory to read, or null before the first checkpoint. A reader changes
+   * nothing (the run may be on a read-only disk, or a trainer's): the copy an interrupted
+   * replacement moved aside is read where it lies. HeldRun repairs instead.
+   */
+  protected async checkpointToRead(): Promise<string | null> {
+    const checkpoint = path.join(this.directory, runFiles.checkpoint);
+    return existsSync(checkpoint) ? checkpoint : movedAsideCheckpoint(this.directory);
+  }
+
+  /** The checkpoint, verified whole once: state and record, run files, checkpoint files, metrics. */
+  protected async verifiedCheckpoint(): Promise<VerifiedCheckpoint | null> {
+    if (this.verified === undefined) this.verified = await this.verify();
+    return this.verified;
+  }
+
+  private async verify(): Promise<VerifiedCheckpoint | null> {
+    const directory = await this.checkpointToRead();
+    if (!directory) {
+      if (existsSync(path.join(this.directory, runFiles.summary)))
+        throw new FileFormatError(
+          path.join(this.directory, runFiles.checkpoint),
+          `missing, though ${runFiles.summary} says the run ended after saving one: the run directory was damaged; restore checkpoint/ from a backup, or start a new run in another directory`,
+        );
+      return null;
+    }
+    const statePath = path.join(directory, runFiles.state);
+    if (!existsSync(statePath))
+      throw new FileFormatError(
+        statePath,
+        `missing, so the checkpoint beside it can be neither verified nor resumed (the run is not started over on top of it); restore ${runFiles.state} from a backup, or start a new run in another directory`,
+      );
+    const text = await readBoundedText(statePath, { limit: 'jsonBytes', what: 'a run state' });
+    const state = readSealedState(text, statePath);
+    const runFileHashes = await verifyRunFiles(
+      this.directory,
+      state.integrity.runFiles,
+      (name) => name === runFiles.summary,
+    );
+    await verifyCheckpointFiles({
+      checkpointDirectory: directory,
+      files: state.integrity.files,
+      skip: (relative) =>
+        relative === runFiles.state || isAtomicWriteLeftover(path.basename(relative)),
+    });
+    await verifyMetricsPrefix({
+      metricsPath: this.metricsPath,
+      metricsBytes: state.metricsBytes,
+      metricsSha256: state.integrity.metricsSha256,
+    });
+    return { directory, state, runFileHashes };
   }
 }
 
 /**
  * A run directory this process holds (running.json, run-lock.ts): how a trainer, or anything
  * that rewrites an existing run's files, gets one. The lock is taken before anything in the
- * directory is changed, and `release` gives it up.
+ * directory is changed, and `release` gives it up. Every file it writes that resume reads is
+ * recorded in the checkpoint's integrity record.
  */
 export class HeldRun extends RunDirectory {
+  /** SHA-256 of each of `recordedRunFiles` as this holder wrote or verified it (null: absent). */
+  private runFileHashes: Map<string, string | null> | null = null;
+
   private constructor(
     directory: string,
     private readonly lock: HeldLock,
@@ -270,24 +236,25 @@ export class HeldRun extends RunDirectory {
    * written first: a run killed at any moment leaves a directory this recognizes.
    */
   static override async create(directory: string, config: unknown): Promise<HeldRun> {
-    if (existsSync(directory)) {
-      if (!statSync(directory).isDirectory())
-        throw new TeamtrError(
-          `${directory} exists and is not a directory; choose another --run-dir`,
-        );
-      if (!readdirSync(directory).every((name) => isRunEntry(name) || name === runFiles.checkpoint))
-        throw notEmpty(directory);
-    }
-    mkdirSync(directory, { recursive: true });
+    makeRunDirectory(directory);
     return HeldRun.holding(directory, async (run) => {
       await clearUnstartedRun(directory);
-      await writeJsonAtomic(path.join(directory, runFiles.marker), {
+      const marker = jsonText({
         format: 'teamtr-run',
         version: 1,
         createdAt: new Date().toISOString(),
+        teamtrVersion: teamtrVersion(),
       });
-      await writeJsonAtomic(path.join(directory, runFiles.config), config);
+      const configText = jsonText(config);
+      await writeFileAtomic(path.join(directory, runFiles.marker), marker);
+      await writeFileAtomic(path.join(directory, runFiles.config), configText);
       appendFileSync(run.metricsPath, '');
+      run.verified = null;
+      run.runFileHashes = new Map([
+        [runFiles.marker, hashText(marker)],
+        [runFiles.config, hashText(configText)],
+        [runFiles.summary, null],
+      ]);
     });
   }
 
@@ -306,6 +273,110 @@ export class HeldRun extends RunDirectory {
     this.lock.release();
   }
 
+  /**
+   * Saves every unit and the run state as one atomic directory replacement, with the state's
+   * integrity record: the SHA-256 of every file saved, of the run's own files and of the
+   * metrics.jsonl prefix, sealed (sealed-state.ts). A LoRA unit saves its adapters (PEFT
+   * layout) and a reference to its base model, not the base weights, unless `baseWeights`
+   * (update/local/unit-checkpoint.ts).
+   */
+  async saveCheckpoint(
+    state: RunState,
+    units: readonly TrainableUnit[],
+    tokenizers: ReadonlyMap<string, unknown>,
+    options: { baseWeights?: boolean } = {},
+  ): Promise<void> {
+    const directory = path.join(this.directory, runFiles.checkpoint);
+    const runFileHashes = await this.currentRunFileHashes();
+    let sealed: SealedRunState | null = null;
+    await replaceDirectoryAtomic(directory, async (temporary) => {
+      for (const unit of units)
+        await unitEngine(unit).save(path.join(temporary, 'units', unit.name), {
+          tokenizer: tokenizers.get(unit.name),
+          baseWeights: options.baseWeights ?? false,
+        });
+      sealed = {
+        ...structuredClone(state),
+        integrity: {
+          files: await hashDirectory(temporary, (relative) => relative === runFiles.state),
+          runFiles: Object.fromEntries([...runFileHashes].map(([name, hash]) => [name, [hash]])),
+          metricsSha256: await hashFile(this.metricsPath, state.metricsBytes),
+          recordSha256: '',
+        },
+      };
+      await writeFileAtomic(path.join(temporary, runFiles.state), sealedStateText(sealed));
+    });
+    this.verified = { directory, state: sealed!, runFileHashes };
+  }
+
+  /** Replaces config.json (a swap scheduled on an existing run, moved endpoints), recorded. */
+  async writeConfig(config: unknown): Promise<void> {
+    await this.replaceRecordedFile(runFiles.config, jsonText(config));
+  }
+
+  /** Writes summary.json (at the end of a run, and on interruption), recorded. */
+  async writeSummary(summary: unknown): Promise<void> {
+    await this.replaceRecordedFile(runFiles.summary, jsonText(summary));
+  }
+
+  /** The hashes to record for the run's files: as written or verified, else as found. */
+  private async currentRunFileHashes(): Promise<Map<string, string | null>> {
+    this.runFileHashes ??= (await this.verifiedCheckpoint())?.runFileHashes ?? null;
+    if (!this.runFileHashes) {
+      // A resumed run that stopped before its first checkpoint: nothing vouched for these yet.
+      this.runFileHashes = new Map();
+      for (const name of recordedRunFiles) {
+        const filePath = path.join(this.directory, name);
+        this.runFileHashes.set(
+          name,
+          existsSync(filePath) ? await hashFile(filePath, Infinity) : null,
+        );
+      }
+    }
+    return this.runFileHashes;
+  }
+
+  /**
+   * Replaces one of the run's recorded files. With a checkpoint, the record first accepts both
+   * the old and the new file, then the file is replaced, then the record names the new one
+   * alone: a crash between any two steps leaves a run that verifies, as it was or as edited.
+   */
+  private async replaceRecordedFile(name: string, text: string): Promise<void> {
+    const hashes = await this.currentRunFileHashes();
+    const verified = await this.verifiedCheckpoint();
+    const after = hashText(text);
+    if (verified) await this.reseal(verified, name, [hashes.get(name) ?? null, after]);
+    await writeFileAtomic(path.join(this.directory, name), text);
+    hashes.set(name, after);
+    if (verified) await this.reseal(verified, name, [after]);
+  }
+
+  private async reseal(
+    verified: VerifiedCheckpoint,
+    name: string,
+    accepted: Array<string | null>,
+  ): Promise<void> {
+    const { integrity } = verified.state;
+    const state = {
+      ...verified.state,
+      integrity: { ...integrity, runFiles: { ...integrity.runFiles, [name]: accepted } },
+    };
+    await writeFileAtomic(path.join(verified.directory, runFiles.state), sealedStateText(state));
+    verified.state = state;
+  }
+
+  /**
+   * The checkpoint to read, after repairing what an interrupted replacement of it (or of its
+   * state.json) left behind.
+   */
+  protected override async checkpointToRead(): Promise<string | null> {
+    const checkpoint = path.join(this.directory, runFiles.checkpoint);
+    await recoverInterruptedReplace(checkpoint);
+    if (!existsSync(checkpoint)) return null;
+    await recoverInterruptedReplace(path.join(checkpoint, runFiles.state));
+    return checkpoint;
+  }
+
   /** Holds `directory`, then runs `prepare` on it; gives the lock back if that fails. */
   private static async holding(
     directory: string,
@@ -320,34 +391,4 @@ export class HeldRun extends RunDirectory {
       throw error;
     }
   }
-}
-
-function notEmpty(directory: string): TeamtrError {
-  return new TeamtrError(`run directory ${directory} is not empty; choose another --run-dir`);
-}
-
-/**
- * Empties a directory that holds a run which never reached its first checkpoint, but for the
- * lock this trainer holds; refuses any other non-empty directory (a run with a checkpoint is
- * continued with --resume).
- */
-async function clearUnstartedRun(directory: string): Promise<void> {
-  const entries = readdirSync(directory).filter((name) => !isLockEntry(name));
-  if (entries.length === 0) return;
-  await recoverInterruptedReplace(path.join(directory, runFiles.checkpoint));
-  if (existsSync(path.join(directory, runFiles.checkpoint, runFiles.state)))
-    throw new TeamtrError(
-      `run directory ${directory} holds a run with a checkpoint; continue it with --resume, or choose another --run-dir`,
-    );
-  const ours =
-    entries.every(isRunEntry) &&
-    (entries.includes(runFiles.marker) || entries.every(isAtomicWriteLeftover));
-  if (!ours) throw notEmpty(directory);
-  for (const entry of readdirSync(directory).filter((name) => !isLockEntry(name)))
-    rmSync(path.join(directory, entry), { recursive: true, force: true });
-}
-
-/** running.json, or a temporary file of it (run-lock.ts). */
-function isLockEntry(name: string): boolean {
-  return (atomicLeftover.exec(name)?.[1] ?? name) === runLockFile;
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import os from 'node:os';
@@ -143,6 +143,42 @@ describe('the run lock (running.json)', () => {
     } finally {
       other.kill();
     }
+  });
+
+  test('a running.json past 64 KiB is refused naming the file and the limit, never read whole or taken over', async () => {
+    const directory = path.join(scratch, 'huge-lock');
+    mkdirSync(directory);
+    const lockFile = path.join(directory, runLockFile);
+    writeFileSync(lockFile, 'x'.repeat(100 * 1024));
+    const refusal = new RegExp(
+      `${lockFile.replace(/[.]/g, '\\.')}: is 100 KiB; a run lock is at most 64 KiB; .*delete it and run again$`,
+    );
+    assert.throws(() => isRunActive(directory), refusal);
+    await assert.rejects(holdRun(directory), refusal);
+    assert.equal(readFileSync(lockFile, 'utf8').length, 100 * 1024, 'the file is left as it was');
+  });
+
+  test('a FIFO as running.json is refused at once, not waited on for a writer', () => {
+    const directory = path.join(scratch, 'fifo-lock');
+    mkdirSync(directory);
+    const lockFile = path.join(directory, runLockFile);
+    execFileSync('mkfifo', [lockFile]);
+    // In a child: opening a FIFO without O_NONBLOCK blocks the whole process, timers and all.
+    const lockModule = path.join(path.dirname(fileURLToPath(import.meta.url)), 'run-lock.ts');
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { holdRun } from ${JSON.stringify(lockModule)};
+         await holdRun(${JSON.stringify(directory)}).catch((error) => console.log(error.message));`,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(child.signal, null, 'the child finished without being killed for hanging');
+    assert.match(child.stdout, /running\.json: is a named pipe \(FIFO\), not a regular file/);
   });
 
   test('a holder whose lock another process took refuses to go on, and leaves that lock alone', async () => {

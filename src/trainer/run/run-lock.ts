@@ -3,7 +3,8 @@ import { existsSync, linkSync, readFileSync, renameSync, rmSync, writeFileSync }
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { writeJsonAtomic } from '../../io/atomic.js';
-import { TeamtrError } from '../../util/errors.js';
+import { readBoundedTextSync } from '../../util/bounded-file.js';
+import { FileFormatError, TeamtrError } from '../../util/errors.js';
 
 /**
  * `running.json` in a run directory while a trainer works on it: who (pid, the process's start
@@ -37,14 +38,36 @@ function lockPath(directory: string): string {
   return path.join(directory, runLockFile);
 }
 
+/** What teamtr writes is a few hundred bytes: anything past this is no lock of a trainer. */
+const lockFileLimit = { bytes: 64 * 1024, hint: 'teamtr writes a few hundred bytes there' };
+
 function readLockFile(file: string): RunLock | null {
-  if (!existsSync(file)) return null;
+  const text = readLockText(file);
+  if (text === null) return null;
   try {
-    const lock = JSON.parse(readFileSync(file, 'utf8')) as Partial<RunLock>;
+    const lock = JSON.parse(text) as Partial<RunLock>;
     if (typeof lock.pid !== 'number' || typeof lock.host !== 'string') return null;
     return lock as RunLock;
   } catch {
-    return null; // a lock we cannot read protects nothing
+    return null; // a lock we cannot parse protects nothing
+  }
+}
+
+/**
+ * running.json's text through the bounded reader (null: absent), so a FIFO, a device or a huge
+ * file in its place is a clear error at once, never a hang or gigabytes read.
+ */
+function readLockText(file: string): string | null {
+  if (!existsSync(file)) return null;
+  try {
+    return readBoundedTextSync(file, { limit: lockFileLimit, what: 'a run lock' });
+  } catch (error) {
+    if (!existsSync(file)) return null; // released between the check and the read
+    if (!(error instanceof FileFormatError) || error.file !== file) throw error;
+    throw new FileFormatError(
+      file,
+      `${error.message.slice(file.length + 2)}; it is no lock a trainer wrote: if no trainer works on this run, delete it and run again`,
+    );
   }
 }
 

@@ -57,7 +57,7 @@ describe('run directories left by interrupted or failed runs', () => {
     writeFileSync(path.join(onlyTemp, `.config.json.tmp-${await deadPid()}-0a1b2c3d4e5f`), '{');
     await assert.rejects(
       train({ config: {}, runDirectory: onlyTemp, resume: true }),
-      /stopped while its directory was being created.*start it again without --resume/,
+      /stopped while its directory was being created.*start it again without `resume`/,
     );
     assert.equal((await train({ config, runDirectory: onlyTemp })).stages, 2);
 
@@ -80,14 +80,14 @@ describe('run directories left by interrupted or failed runs', () => {
     await train({ config, runDirectory });
     await assert.rejects(
       train({ config, runDirectory }),
-      /holds a run with a checkpoint; continue it with --resume/,
+      /holds a run with a checkpoint; continue it with `resume: true`/,
     );
     const foreign = path.join(directory, 'foreign');
     mkdirSync(foreign);
     writeFileSync(path.join(foreign, 'notes.txt'), 'mine');
     await assert.rejects(
       train({ config, runDirectory: foreign }),
-      /is not empty; choose another --run-dir/,
+      /is not empty; choose another run directory/,
     );
     assert.equal(readFileSync(path.join(foreign, 'notes.txt'), 'utf8'), 'mine');
   });

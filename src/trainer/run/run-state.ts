@@ -54,7 +54,10 @@ export const runStateSchema = z.preprocess(
     swaps: swapProgressSchema.default({ applied: [], pendingRecovery: [] }),
     /** Each unit's current δ when trustRegion.adaptiveDelta moves it (empty otherwise). */
     deltas: z.record(z.string(), z.number().nonnegative()).optional(),
-    /** Checksums of the checkpoint's files and metrics prefix (absent in older checkpoints). */
+    /**
+     * The integrity record of a saved state (checkpoint-integrity.ts, sealed-state.ts): state.json
+     * without one is refused; only a state in memory, not yet saved, has none.
+     */
     integrity: checkpointIntegritySchema.optional(),
   }),
 );

@@ -73,7 +73,8 @@ describe('scheduling swaps', () => {
       );
       assert.deepEqual(directorySnapshot(runDirectory), untouched);
     }
-    // A swap at or before the checkpoint that was never applied (a hand-edited config) is refused on resume.
+    // A swap added by hand to config.json (here one at or before the checkpoint, never applied)
+    // is refused on resume: the checkpoint's integrity record no longer vouches for the config.
     const configPath = path.join(runDirectory, 'config.json');
     const edited = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
     writeFileSync(
@@ -83,7 +84,7 @@ describe('scheduling swaps', () => {
     const beforeResume = directorySnapshot(runDirectory);
     await assert.rejects(
       train({ config: {}, runDirectory, resume: true }),
-      /swaps\[0\]: stage 2 is at or before the checkpoint's stage 2 but this swap was never applied there; schedule it at stage 3 or later/,
+      /config\.json: the file does not match the checksum the run's checkpoint recorded/,
     );
     assert.deepEqual(directorySnapshot(runDirectory), beforeResume);
   });

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { checkpointFiles, loadCheckpoint, saveCheckpoint } from '../../../io/checkpoint.js';
 import { restorePeftAdapterValues } from '../../../models/peft-restore.js';
 import { savePeftAdapter } from '../../../models/peft.js';
+import { assertFiniteParameters, assertForwardFinite } from '../../../models/weight-checks.js';
 import { loraLayers } from '../../../nn/lora.js';
 import type { TransformerLM } from '../../../nn/transformer.js';
 import { FileFormatError, TeamtrError } from '../../../util/errors.js';
@@ -101,7 +102,8 @@ export async function saveUnitCheckpoint(
 /**
  * Restores a unit saved by saveUnitCheckpoint onto the unit as buildTeam made it (base model
  * loaded, adapters attached, fresh optimizer): full weights when the checkpoint has them, else
- * the adapters, after checking that the base model is the one they were trained on.
+ * the adapters, after checking that the base model is the one they were trained on. Weights
+ * that are not finite, or overflow a forward pass, are refused naming the tensor.
  */
 export async function restoreUnitCheckpoint(directory: string, unit: LocalUnit): Promise<void> {
   const hasWeights = existsSync(path.join(directory, checkpointFiles.model));
@@ -121,6 +123,9 @@ export async function restoreUnitCheckpoint(directory: string, unit: LocalUnit):
       step: Number(saved.optimizer.scalars.step ?? 0),
       moments: saved.optimizer.state,
     });
+  // The weights a run saved are read as any model's are: none NaN, none that overflow.
+  assertFiniteParameters(unit.model, directory);
+  assertForwardFinite(unit.model, directory);
 }
 
 function checkBaseModel(directory: string, unit: LocalUnit, extra: unknown): void {
