@@ -27,6 +27,22 @@ const stopSchema = z
   .union([z.string(), z.array(z.string().min(1)).max(8)])
   .nullable()
   .optional();
+/** Fields that change what a client expects back; accepting and ignoring them would mislead. */
+const unsupportedFields = [
+  'tools',
+  'tool_choice',
+  'functions',
+  'function_call',
+  'parallel_tool_calls',
+  'response_format',
+  'logit_bias',
+  'suffix',
+  'best_of',
+  'audio',
+  'modalities',
+  'prediction',
+] as const;
+
 const sharedFields = {
   model: z.string().min(1),
   temperature: z.number().min(0).max(2).nullable().optional(),
@@ -45,22 +61,7 @@ const sharedFields = {
   store: z.boolean().nullable().optional(),
   service_tier: z.string().nullable().optional(),
   // Refused by name when set (see unsupportedFields), so they are known here.
-  ...Object.fromEntries(
-    [
-      'tools',
-      'tool_choice',
-      'functions',
-      'function_call',
-      'parallel_tool_calls',
-      'response_format',
-      'logit_bias',
-      'suffix',
-      'best_of',
-      'audio',
-      'modalities',
-      'prediction',
-    ].map((field) => [field, z.unknown().optional()]),
-  ),
+  ...Object.fromEntries(unsupportedFields.map((field) => [field, z.unknown().optional()])),
 };
 
 /** Message roles a chat template renders; anything else (a typo, "wizard") is refused. */
@@ -132,22 +133,6 @@ export function describeIssues(error: z.ZodError): { message: string; param: str
 
 /** Samples one request may ask for (a group for RL: each is a full generation). */
 export const maxChoices = 16;
-
-/** Fields that change what a client expects back; accepting and ignoring them would mislead. */
-const unsupportedFields = [
-  'tools',
-  'tool_choice',
-  'functions',
-  'function_call',
-  'parallel_tool_calls',
-  'response_format',
-  'logit_bias',
-  'suffix',
-  'best_of',
-  'audio',
-  'modalities',
-  'prediction',
-] as const;
 
 function refuseUnsupported(
   body: z.output<typeof chatRequestSchema> | z.output<typeof completionRequestSchema>,
