@@ -31,7 +31,7 @@ before(async () => {
 });
 
 /**
- * `teamtr train` in a child process, sent `signal` once it has evaluated the untrained team;
+ * `teamtr train` in a child process, sent `signal` once it has reported its first stage;
  * with `closeOutput`, its stderr is closed first, as a closed terminal leaves it.
  */
 async function trainUntilSignal(
@@ -50,7 +50,7 @@ async function trainUntilSignal(
   let sent = false;
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
-    if (sent || !/eval after stage 0/.test(stderr)) return;
+    if (sent || !/stage 1\/~?\d+ reward/.test(stderr)) return;
     sent = true;
     if (options.closeOutput) {
       child.stderr.destroy();

@@ -25,6 +25,17 @@ export const checkpointIntegritySchema = z.strictObject({
   runFiles: z.record(z.string(), z.array(sha256Hex.nullable()).min(1).max(2)),
   /** SHA-256 of metrics.jsonl's first `metricsBytes` bytes. */
   metricsSha256: sha256Hex,
+  /**
+   * The run's outputs (transcripts.jsonl, the TensorBoard event file) as the checkpoint saw
+   * them: name → length and SHA-256 of that prefix. A resumed run cuts each back to its length
+   * and appends from there. Absent in checkpoints written before outputs were recorded.
+   */
+  outputs: z
+    .record(
+      z.string(),
+      z.strictObject({ bytes: z.number().int().nonnegative(), sha256: sha256Hex }),
+    )
+    .optional(),
   /** SHA-256 of state.json's text with this field empty (sealed-state.ts). */
   recordSha256: z.union([sha256Hex, z.literal('')]),
 });
@@ -172,6 +183,46 @@ export async function verifyMetricsPrefix(options: {
       metricsPath,
       `the first ${metricsBytes} bytes (the records up to the checkpoint) were edited or damaged since the checkpoint was saved; restore metrics.jsonl from a backup, or start a new run`,
     );
+}
+
+/** The length and prefix hash of each of `names` in `directory` (the record's `outputs`). */
+export async function recordOutputs(
+  directory: string,
+  names: readonly string[],
+): Promise<NonNullable<CheckpointIntegrity['outputs']>> {
+  const outputs: NonNullable<CheckpointIntegrity['outputs']> = {};
+  for (const name of names) {
+    const file = path.join(directory, name);
+    const bytes = statSync(file).size;
+    outputs[name] = { bytes, sha256: await hashFile(file, bytes) };
+  }
+  return outputs;
+}
+
+/**
+ * Each recorded output still begins with what the checkpoint saw. A deleted output is accepted
+ * (the resumed run starts it afresh); a shorter or edited one is refused, naming it.
+ */
+export async function verifyOutputPrefixes(
+  directory: string,
+  outputs: CheckpointIntegrity['outputs'],
+): Promise<void> {
+  for (const [name, { bytes, sha256 }] of Object.entries(outputs ?? {})) {
+    const file = path.join(directory, name);
+    if (!existsSync(file)) continue;
+    const remedy = `restore it from a backup, or delete it (the resumed run then starts it afresh, without the stages before the checkpoint)`;
+    const length = statSync(file).size;
+    if (length < bytes)
+      throw new FileFormatError(
+        file,
+        `the file holds ${length} bytes but the checkpoint was taken at ${bytes}: it was cut short; ${remedy}`,
+      );
+    if ((await hashFile(file, bytes)) !== sha256)
+      throw new FileFormatError(
+        file,
+        `its first ${bytes} bytes (what the run wrote up to the checkpoint) were edited or damaged since the checkpoint was saved; ${remedy}`,
+      );
+  }
 }
 
 /** Files under `directory` (relative paths with `/`, sorted) that `skip` does not accept. */

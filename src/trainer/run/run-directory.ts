@@ -13,9 +13,12 @@ import {
   hashDirectory,
   hashFile,
   hashText,
+  recordOutputs,
   verifyCheckpointFiles,
   verifyMetricsPrefix,
+  verifyOutputPrefixes,
   verifyRunFiles,
+  type CheckpointIntegrity,
 } from './checkpoint-integrity.js';
 import { clearUnstartedRun, makeRunDirectory } from './new-run.js';
 import {
@@ -24,6 +27,7 @@ import {
   jsonText,
   movedAsideCheckpoint,
   runFiles,
+  runOutputNames,
   type MetricsLine,
 } from './run-files.js';
 import { RunDirectoryError } from './run-directory-error.js';
@@ -149,8 +153,19 @@ export class RunDirectory {
     for (const unit of units)
       await unitEngine(unit).load(path.join(verified.directory, 'units', unit.name));
     // Records written after the checkpoint are produced again, identically, by the resumed run.
-    if (options.truncateMetrics ?? true) this.truncateMetrics(verified.state.metricsBytes);
+    if (options.truncateMetrics ?? true) {
+      this.truncateMetrics(verified.state.metricsBytes);
+      this.truncateOutputs(verified.state.integrity.outputs);
+    }
     return structuredClone(verified.state);
+  }
+
+  /** Cuts each recorded output back to what the checkpoint saw (the resumed run appends again). */
+  private truncateOutputs(outputs: CheckpointIntegrity['outputs']): void {
+    for (const [name, { bytes }] of Object.entries(outputs ?? {})) {
+      const file = path.join(this.directory, name);
+      if (existsSync(file) && statSync(file).size > bytes) truncateSync(file, bytes);
+    }
   }
 
   /** Drops metrics.jsonl past `bytes` (records a resumed run will write again). */
@@ -209,6 +224,7 @@ export class RunDirectory {
       metricsBytes: state.metricsBytes,
       metricsSha256: state.integrity.metricsSha256,
     });
+    await verifyOutputPrefixes(this.directory, state.integrity.outputs);
     return { directory, state, runFileHashes };
   }
 }
@@ -301,6 +317,7 @@ export class HeldRun extends RunDirectory {
           files: await hashDirectory(temporary, (relative) => relative === runFiles.state),
           runFiles: Object.fromEntries([...runFileHashes].map(([name, hash]) => [name, [hash]])),
           metricsSha256: await hashFile(this.metricsPath, state.metricsBytes),
+          outputs: await recordOutputs(this.directory, runOutputNames(this.directory)),
           recordSha256: '',
         },
       };

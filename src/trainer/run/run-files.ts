@@ -74,6 +74,17 @@ export function isRunEntry(name: string): boolean {
   );
 }
 
+/** The run's outputs in `directory`: transcripts and TensorBoard event files (trainer/outputs). */
+export function runOutputNames(directory: string): string[] {
+  return readdirSync(directory)
+    .filter(
+      (name) =>
+        !isAtomicWriteLeftover(name) &&
+        (name === runFiles.transcripts || name.startsWith(runFiles.tensorboardEvents)),
+    )
+    .sort();
+}
+
 /** One line of metrics.jsonl: a record, discriminated by `type` (trainer/records.ts). */
 export interface MetricsLine {
   type: string;
