@@ -45,6 +45,28 @@ export function benchmarkBfloat16Decode(
   const prompts = [
     Array.from({ length: promptTokens }, () => prompt.nextInt(single.config.vocabSize)),
   ];
+  const times = timeInterleavedDecodes(single, half, { prompts, newTokens, warmup, repeats });
+  single.destroy();
+  half.destroy();
+  return decodeFigures(options.name, times, newTokens);
+}
+
+/** Seconds of every timed run of one precision: whole calls, and whole minus the prompt pass. */
+interface DecodeTimes {
+  whole: number[];
+  decode: number[];
+}
+
+/**
+ * Times `warmup` + `repeats` rounds, each a call sampling 1 token then one sampling
+ * `newTokens` + 1 of `single`, then the same of `half`, keeping the rounds after the warm-up.
+ */
+function timeInterleavedDecodes(
+  single: TransformerLM,
+  half: TransformerLM,
+  run: { prompts: number[][]; newTokens: number; warmup: number; repeats: number },
+): { single: DecodeTimes; half: DecodeTimes } {
+  const { prompts, newTokens, warmup, repeats } = run;
   const secondsOf = (model: TransformerLM, maxNewTokens: number): number => {
     const start = process.hrtime.bigint();
     generate(model, {
@@ -59,27 +81,33 @@ export function benchmarkBfloat16Decode(
     single: { whole: [] as number[], decode: [] as number[] },
     half: { whole: [] as number[], decode: [] as number[] },
   };
-  for (let run = 0; run < warmup + repeats; run++) {
+  for (let round = 0; round < warmup + repeats; round++) {
     for (const [model, into] of [
       [single, times.single],
       [half, times.half],
     ] as const) {
       const prefill = secondsOf(model, 1);
       const whole = secondsOf(model, newTokens + 1);
-      if (run < warmup) continue;
+      if (round < warmup) continue;
       into.whole.push(whole);
       into.decode.push(whole - prefill);
     }
   }
-  single.destroy();
-  half.destroy();
-  const rates = (into: { whole: number[]; decode: number[] }) => ({
+  return times;
+}
+
+/** Both precisions' decode and generate rates (of the medians) and their bf16-over-f32 ratios. */
+function decodeFigures(
+  prefix: string,
+  times: { single: DecodeTimes; half: DecodeTimes },
+  newTokens: number,
+): BenchmarkResult[] {
+  const rates = (into: DecodeTimes) => ({
     generate: (newTokens + 1) / median(into.whole),
     decode: newTokens / median(into.decode),
   });
   const singleRates = rates(times.single);
   const halfRates = rates(times.half);
-  const prefix = options.name;
   return [
     { name: `${prefix}-decode-batch1-f32`, value: singleRates.decode, unit: 'tokens/s' },
     { name: `${prefix}-decode-batch1-bf16`, value: halfRates.decode, unit: 'tokens/s' },

@@ -4,16 +4,16 @@ import path from 'node:path';
 import type { Problem } from '../tasks/index.js';
 import type { TaskDefinition } from '../tasks/index.js';
 import type { TrainConfigInput } from '../trainer/config/train-config.js';
-import { prepareRun } from '../trainer/run-context.js';
+import { prepareRun, type RunContext } from '../trainer/run-context.js';
 import { schedules } from '../trainer/schedules.js';
-import { Stage, type AgentUpdate } from '../trainer/stage.js';
+import { Stage, type AgentUpdate, type StageOutcome } from '../trainer/stage.js';
 import type { TeamBatch } from '../team/types.js';
 import type { TrainableUnit } from '../trainer/update/units.js';
 import { smolLM2, type RealModelShape } from './real-model.js';
 import { writeShapeCheckpointInChild } from './team-stage-fixture.js';
 import { getBackend, setBackend } from '../backend/index.js';
 import { recordTimeSplit, type WorkloadFigure } from './context.js';
-import { measureTimeSplit } from './time-split.js';
+import { measureTimeSplit, type TimeSplit } from './time-split.js';
 import { layerMatrixWeights } from './flops.js';
 import { LayerRows, stageHeadFlops, stageLayerFlops } from './layer-rows.js';
 
@@ -137,14 +137,7 @@ function secondsSince(started: bigint): number {
 export async function benchmarkTeamStage(
   options: TeamStageOptions = {},
 ): Promise<WorkloadFigure[]> {
-  const settings = {
-    problemsPerBatch: options.problemsPerBatch ?? 4,
-    groupSize: options.groupSize ?? 4,
-    maxTurnTokens: options.maxTurnTokens ?? 64,
-    epochs: options.epochs ?? 2,
-    minibatches: options.minibatches ?? 2,
-    weightsDtype: options.weightsDtype ?? 'float32',
-  };
+  const settings = teamStageSettings(options);
   const shape = options.shape ?? smolLM2;
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'teamtr-team-stage-'));
   const modelDirectory = options.checkpointDirectory ?? path.join(scratch, shape.name);
@@ -158,76 +151,126 @@ export async function benchmarkTeamStage(
       runDirectory: path.join(scratch, 'run'),
     });
     const loadSeconds = secondsSince(loadStarted);
-    const seed = `${context.config.seed}/stage/1`;
-    const plan = {
-      stage: 1,
-      seed,
-      problems: context.task.split('train', { seed: 1, count: settings.problemsPerBatch }),
-      heldOutProblems: [],
-      tokensBefore: 0,
-      updatesBefore: 0,
-    };
-    const stage = new TimedStage(
-      plan,
-      context.built.team,
-      context.task,
-      context.built.units,
-      context.settings,
-    );
+    const stage = firstStage(context, settings.problemsPerBatch);
     const models = context.built.models.map((loaded) => loaded.model);
     const rows = new LayerRows(models);
-    const started = process.hrtime.bigint();
-    const cpuBefore = process.cpuUsage();
-    const backend = getBackend();
-    const { result: outcome, split } = await measureTimeSplit(backend, async (timed) => {
-      setBackend(timed);
-      try {
-        return await schedules.teamtr.runStage(stage);
-      } finally {
-        setBackend(backend);
-      }
-    });
-    const seconds = secondsSince(started);
-    const cpu = process.cpuUsage(cpuBefore);
+    const run = await runTimedStage(stage);
     rows.detach();
     const { config } = models[0]!;
     const layerFlops = stageLayerFlops(rows, layerMatrixWeights(config));
     const headFlops = stageHeadFlops(rows, config.vocabSize * config.hiddenSize);
-    const flops = layerFlops + headFlops;
     const precision = settings.weightsDtype === 'bfloat16' ? '-bf16' : '';
     const name = `${shape.name}-team-stage-${settings.problemsPerBatch}x${settings.groupSize}${precision}`;
-    recordTimeSplit(`${name}-seconds`, split);
+    recordTimeSplit(`${name}-seconds`, run.split);
     for (const loaded of context.built.models) loaded.model.destroy();
-    return [
-      // As a rate: the weight products of the layers and the LM head over the stage's seconds
-      // (a lower bound on the work done; layer-rows.ts), which run-workload states as a
-      // fraction of the bound: the stage's seconds at the bound are seconds × that fraction.
-      { name: `${name}-seconds`, value: seconds, unit: 's', achievedGflops: flops / seconds / 1e9 },
-      // CPU time of every thread: on a shared machine it moves less than wall time.
-      { name: `${name}-cpu-seconds`, value: (cpu.user + cpu.system) / 1e6, unit: 's' },
-      { name: `${name}-sampling-seconds`, value: stage.samplingSeconds, unit: 's' },
-      { name: `${name}-update-seconds`, value: stage.updateSeconds, unit: 's' },
-      { name: `${name}-load-seconds`, value: loadSeconds, unit: 's' },
-      { name: `${name}-generated-tokens`, value: stage.generatedTokens, unit: 'tokens' },
-      { name: `${name}-layer-rows-with-gradients`, value: rows.withGradients, unit: 'rows' },
-      { name: `${name}-layer-rows-without-gradients`, value: rows.withoutGradients, unit: 'rows' },
-      { name: `${name}-layer-gflop`, value: layerFlops / 1e9, unit: 'GFLOP' },
-      {
-        name: `${name}-head-rows`,
-        value: rows.headWithoutGradients + rows.headWithGradients,
-        unit: 'rows',
-      },
-      { name: `${name}-head-gflop`, value: headFlops / 1e9, unit: 'GFLOP' },
-      { name: `${name}-updates-in-region`, value: inRegion(outcome.records), unit: 'updates' },
-      {
-        name: `${name}-peak-rss`,
-        value: process.resourceUsage().maxRSS / 1024 ** 2,
-        unit: 'GiB',
-      },
-    ];
+    return teamStageFigures(name, { stage, rows, run, loadSeconds, layerFlops, headFlops });
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** The options with their defaults filled in. */
+function teamStageSettings(
+  options: TeamStageOptions,
+): Required<Omit<TeamStageOptions, 'checkpointDirectory' | 'shape'>> {
+  return {
+    problemsPerBatch: options.problemsPerBatch ?? 4,
+    groupSize: options.groupSize ?? 4,
+    maxTurnTokens: options.maxTurnTokens ?? 64,
+    epochs: options.epochs ?? 2,
+    minibatches: options.minibatches ?? 2,
+    weightsDtype: options.weightsDtype ?? 'float32',
+  };
+}
+
+/** The run's stage 1 on `problemsPerBatch` training prompts, timing its phases. */
+function firstStage(context: RunContext, problemsPerBatch: number): TimedStage {
+  const seed = `${context.config.seed}/stage/1`;
+  const plan = {
+    stage: 1,
+    seed,
+    problems: context.task.split('train', { seed: 1, count: problemsPerBatch }),
+    heldOutProblems: [],
+    tokensBefore: 0,
+    updatesBefore: 0,
+  };
+  return new TimedStage(
+    plan,
+    context.built.team,
+    context.task,
+    context.built.units,
+    context.settings,
+  );
+}
+
+/** What one timed stage left: its outcome, time split, wall seconds and CPU usage. */
+interface TimedStageRun {
+  outcome: StageOutcome;
+  split: TimeSplit;
+  seconds: number;
+  cpu: NodeJS.CpuUsage;
+}
+
+/** Runs the stage with the TeamTR schedule through the timing backend. */
+async function runTimedStage(stage: TimedStage): Promise<TimedStageRun> {
+  const started = process.hrtime.bigint();
+  const cpuBefore = process.cpuUsage();
+  const backend = getBackend();
+  const { result: outcome, split } = await measureTimeSplit(backend, async (timed) => {
+    setBackend(timed);
+    try {
+      return await schedules.teamtr.runStage(stage);
+    } finally {
+      setBackend(backend);
+    }
+  });
+  const seconds = secondsSince(started);
+  const cpu = process.cpuUsage(cpuBefore);
+  return { outcome, split, seconds, cpu };
+}
+
+/** The benchmark's figures, named `${name}-…`; peak memory is read as they are made. */
+function teamStageFigures(
+  name: string,
+  measured: {
+    stage: TimedStage;
+    rows: LayerRows;
+    run: TimedStageRun;
+    loadSeconds: number;
+    layerFlops: number;
+    headFlops: number;
+  },
+): WorkloadFigure[] {
+  const { stage, rows, run, loadSeconds, layerFlops, headFlops } = measured;
+  const { seconds, cpu, outcome } = run;
+  const flops = layerFlops + headFlops;
+  return [
+    // As a rate: the weight products of the layers and the LM head over the stage's seconds
+    // (a lower bound on the work done; layer-rows.ts), which run-workload states as a
+    // fraction of the bound: the stage's seconds at the bound are seconds × that fraction.
+    { name: `${name}-seconds`, value: seconds, unit: 's', achievedGflops: flops / seconds / 1e9 },
+    // CPU time of every thread: on a shared machine it moves less than wall time.
+    { name: `${name}-cpu-seconds`, value: (cpu.user + cpu.system) / 1e6, unit: 's' },
+    { name: `${name}-sampling-seconds`, value: stage.samplingSeconds, unit: 's' },
+    { name: `${name}-update-seconds`, value: stage.updateSeconds, unit: 's' },
+    { name: `${name}-load-seconds`, value: loadSeconds, unit: 's' },
+    { name: `${name}-generated-tokens`, value: stage.generatedTokens, unit: 'tokens' },
+    { name: `${name}-layer-rows-with-gradients`, value: rows.withGradients, unit: 'rows' },
+    { name: `${name}-layer-rows-without-gradients`, value: rows.withoutGradients, unit: 'rows' },
+    { name: `${name}-layer-gflop`, value: layerFlops / 1e9, unit: 'GFLOP' },
+    {
+      name: `${name}-head-rows`,
+      value: rows.headWithoutGradients + rows.headWithGradients,
+      unit: 'rows',
+    },
+    { name: `${name}-head-gflop`, value: headFlops / 1e9, unit: 'GFLOP' },
+    { name: `${name}-updates-in-region`, value: inRegion(outcome.records), unit: 'updates' },
+    {
+      name: `${name}-peak-rss`,
+      value: process.resourceUsage().maxRSS / 1024 ** 2,
+      unit: 'GiB',
+    },
+  ];
 }
 
 function inRegion(records: ReadonlyArray<{ inRegion: boolean }>): number {

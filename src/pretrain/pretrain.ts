@@ -138,12 +138,7 @@ async function pretrainRoleModels(
   outputDirectory: string,
   onProgress?: (progress: PretrainProgress) => void,
 ): Promise<PretrainResult> {
-  const specs = Array.isArray(config.task) ? config.task : [config.task ?? defaultTask];
-  const tasks = await Promise.all(
-    specs.map((spec, index) =>
-      getTask(spec, Array.isArray(config.task) ? `task[${index}]` : 'task'),
-    ),
-  );
+  const tasks = await pretrainTasks(config);
   const name = tasks[0]!.name;
   const tokenizer = new CharTokenizer({ alphabet: defaultCharAlphabet });
   const modelConfig =
@@ -164,12 +159,7 @@ async function pretrainRoleModels(
       batchSize: config.batchSize,
       learningRate: config.learningRate,
       padId: tokenizer.padId!,
-      sample: () => {
-        const role = plan.roles[random.nextInt(plan.roles.length)]!;
-        const holders = tasks.filter((task) => role < task.protocol.roles.length);
-        const task = holders.length > 1 ? holders[random.nextInt(holders.length)]! : holders[0]!;
-        return roleExample(task, role, tokenizer, random, config.mistakeRate, random.nextUint32());
-      },
+      sample: roleSampler(plan.roles, tasks, tokenizer, random, config.mistakeRate),
       onProgress: (step, loss) =>
         onProgress?.({
           model: plan.name,
@@ -181,24 +171,68 @@ async function pretrainRoleModels(
         }),
     });
     const directory = path.join(outputDirectory, plan.name);
-    await saveCheckpoint(directory, {
-      config: model.config,
-      parameters: model.stateDict(),
-      tokenizer: tokenizer.toJSON(),
-      extra: {
-        pretrain: {
-          ...config,
-          task: config.task,
-          model: plan.name,
-          roles: plan.roles,
-          finalLoss: smoothed,
-        },
-      },
-    });
+    await saveRoleModel(directory, { model, tokenizer, config, plan, finalLoss: smoothed });
     directories.push(directory);
     finalLosses.push(smoothed);
     previousRole = model.stateDict();
     model.destroy();
   }
   return { task: name, directories, finalLosses };
+}
+
+/** The config's task or tasks (the default task when it names none), resolved. */
+function pretrainTasks(config: PretrainConfig): Promise<Task[]> {
+  const specs = Array.isArray(config.task) ? config.task : [config.task ?? defaultTask];
+  return Promise.all(
+    specs.map((spec, index) =>
+      getTask(spec, Array.isArray(config.task) ? `task[${index}]` : 'task'),
+    ),
+  );
+}
+
+/**
+ * Draws one training example from `random`: a role among `roles`, then a task having that role
+ * (drawn only when several do), then a demonstration of it.
+ */
+function roleSampler(
+  roles: readonly number[],
+  tasks: readonly Task[],
+  tokenizer: CharTokenizer,
+  random: RandomGenerator,
+  mistakeRate: number,
+): () => Example {
+  return () => {
+    const role = roles[random.nextInt(roles.length)]!;
+    const holders = tasks.filter((task) => role < task.protocol.roles.length);
+    const task = holders.length > 1 ? holders[random.nextInt(holders.length)]! : holders[0]!;
+    return roleExample(task, role, tokenizer, random, mistakeRate, random.nextUint32());
+  };
+}
+
+/** Saves a trained model with its tokenizer and, as `extra.pretrain`, how it was trained. */
+async function saveRoleModel(
+  directory: string,
+  trained: {
+    model: TransformerLM;
+    tokenizer: CharTokenizer;
+    config: PretrainConfig;
+    plan: { name: string; roles: number[] };
+    finalLoss: number;
+  },
+): Promise<void> {
+  const { model, tokenizer, config, plan, finalLoss } = trained;
+  await saveCheckpoint(directory, {
+    config: model.config,
+    parameters: model.stateDict(),
+    tokenizer: tokenizer.toJSON(),
+    extra: {
+      pretrain: {
+        ...config,
+        task: config.task,
+        model: plan.name,
+        roles: plan.roles,
+        finalLoss,
+      },
+    },
+  });
 }

@@ -113,16 +113,7 @@ function charTokenizerFiles(tokenizer: CharTokenizer): {
       added_tokens: addedTokens,
       normalizer: null,
       pre_tokenizer: null,
-      post_processor: {
-        type: 'TemplateProcessing',
-        single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
-        pair: [
-          { SpecialToken: { id: bos, type_id: 0 } },
-          { Sequence: { id: 'A', type_id: 0 } },
-          { Sequence: { id: 'B', type_id: 1 } },
-        ],
-        special_tokens: { [bos]: { id: bos, ids: [tokenizer.bosId], tokens: [bos] } },
-      },
+      post_processor: bosTemplateProcessor(bos, tokenizer.bosId),
       decoder: { type: 'Fuse' },
       model: {
         type: 'BPE',
@@ -147,5 +138,19 @@ function charTokenizerFiles(tokenizer: CharTokenizer): {
       tokenizer_class: 'PreTrainedTokenizerFast',
       model_max_length: 1_000_000,
     },
+  };
+}
+
+/** A TemplateProcessing post-processor prepending the BOS token `bos` (id `bosId`) to inputs. */
+function bosTemplateProcessor(bos: string, bosId: number): Record<string, unknown> {
+  return {
+    type: 'TemplateProcessing',
+    single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+    pair: [
+      { SpecialToken: { id: bos, type_id: 0 } },
+      { Sequence: { id: 'A', type_id: 0 } },
+      { Sequence: { id: 'B', type_id: 1 } },
+    ],
+    special_tokens: { [bos]: { id: bos, ids: [bosId], tokens: [bos] } },
   };
 }
