@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { readJsonFile } from '../../io/json-file.js';
 import { pairedBootstrap, type Estimate } from '../../rl/index.js';
 import { scheduleNames, trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
@@ -249,69 +250,92 @@ export function register(program: Command): void {
     docs: schemaDocs.train,
     inReference: true,
   });
-  command.action(async (flags: Record<string, unknown>) => {
-    const started = Date.now();
-    const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
-    const base = configFromFlags(trainConfigSchema, flags);
-    const requested = parseList(String(flags.schedules), '--schedules');
-    for (const schedule of requested) {
-      if (!(scheduleNames as readonly string[]).includes(schedule))
-        throw new ConfigError(
-          '--schedules',
-          `unknown schedule "${schedule}" (valid: ${scheduleNames.join(', ')})`,
-        );
-    }
-    const seeds = parseList(String(flags.seeds), '--seeds').map((seed) => {
-      const value = Number(seed);
-      if (!Number.isInteger(value) || value < 0)
-        throw new ConfigError('--seeds', `"${seed}" is not a non-negative integer`);
-      return value;
-    });
-    const baseline =
-      flags.baseline === undefined
-        ? requested.includes('sequential-stale')
-          ? 'sequential-stale'
-          : requested[0]!
-        : String(flags.baseline);
-    if (!requested.includes(baseline))
+  command.action((flags: Record<string, unknown>) => compareSchedules(command, flags));
+}
+
+/** What `teamtr compare` was asked for: schedules, seeds, the baseline and the base config. */
+interface ComparisonPlan {
+  base: Record<string, unknown>;
+  schedules: string[];
+  seeds: number[];
+  baseline: string;
+  out: string;
+  task: Awaited<ReturnType<typeof loadTaskModule>> | undefined;
+}
+
+async function comparisonPlan(flags: Record<string, unknown>): Promise<ComparisonPlan> {
+  const task = flags.taskModule ? await loadTaskModule(String(flags.taskModule)) : undefined;
+  const base = configFromFlags(trainConfigSchema, flags);
+  const schedules = parseList(String(flags.schedules), '--schedules');
+  for (const schedule of schedules) {
+    if (!(scheduleNames as readonly string[]).includes(schedule))
       throw new ConfigError(
-        '--baseline',
-        `"${baseline}" is not among --schedules (${requested.join(', ')})`,
+        '--schedules',
+        `unknown schedule "${schedule}" (valid: ${scheduleNames.join(', ')})`,
       );
-    const rows: ScheduleComparison[] = [];
-    const bySchedule = new Map<string, TrainSummary[]>();
-    for (const schedule of requested) {
-      const summaries: TrainSummary[] = [];
-      for (const seed of seeds) {
-        const runDirectory = path.join(String(flags.out), `${schedule}-seed${seed}`);
-        const summaryPath = path.join(runDirectory, 'summary.json');
-        const finished = existsSync(summaryPath)
-          ? (JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary)
-          : null;
-        if (finished && !finished.interrupted) {
-          process.stderr.write(
-            `compare: ${schedule} seed ${seed} already finished in ${runDirectory}\n`,
-          );
-          summaries.push(finished);
-          continue;
-        }
-        process.stderr.write(`compare: ${schedule} seed ${seed} → ${runDirectory}\n`);
-        summaries.push(
-          await runTraining({
-            config: { ...base, schedule, seed },
-            runDirectory,
-            resume: existsSync(path.join(runDirectory, 'checkpoint')),
-            quiet: true,
-            task,
-          }),
-        );
-      }
-      bySchedule.set(schedule, summaries);
-      rows.push(summarizeSchedule(schedule, summaries));
-    }
-    const paired = pairWithBaseline(rows, bySchedule, baseline);
-    if (flags.json) for (const row of paired) process.stdout.write(`${JSON.stringify(row)}\n`);
-    else process.stdout.write(formatComparison(paired, baseline));
-    await writeComparisonResult(command, paired, baseline, (Date.now() - started) / 1000);
+  }
+  const seeds = parseList(String(flags.seeds), '--seeds').map((seed) => {
+    const value = Number(seed);
+    if (!Number.isInteger(value) || value < 0)
+      throw new ConfigError('--seeds', `"${seed}" is not a non-negative integer`);
+    return value;
   });
+  const baseline =
+    flags.baseline === undefined
+      ? schedules.includes('sequential-stale')
+        ? 'sequential-stale'
+        : schedules[0]!
+      : String(flags.baseline);
+  if (!schedules.includes(baseline))
+    throw new ConfigError(
+      '--baseline',
+      `"${baseline}" is not among --schedules (${schedules.join(', ')})`,
+    );
+  return { base, schedules, seeds, baseline, out: String(flags.out), task };
+}
+
+/** Trains one schedule on every seed (a finished run is read, an interrupted one resumed). */
+async function trainSchedule(plan: ComparisonPlan, schedule: string): Promise<TrainSummary[]> {
+  const summaries: TrainSummary[] = [];
+  for (const seed of plan.seeds) {
+    const runDirectory = path.join(plan.out, `${schedule}-seed${seed}`);
+    const summaryPath = path.join(runDirectory, 'summary.json');
+    const finished = existsSync(summaryPath)
+      ? ((await readJsonFile(summaryPath)) as TrainSummary)
+      : null;
+    if (finished && !finished.interrupted) {
+      process.stderr.write(
+        `compare: ${schedule} seed ${seed} already finished in ${runDirectory}\n`,
+      );
+      summaries.push(finished);
+      continue;
+    }
+    process.stderr.write(`compare: ${schedule} seed ${seed} → ${runDirectory}\n`);
+    summaries.push(
+      await runTraining({
+        config: { ...plan.base, schedule, seed },
+        runDirectory,
+        resume: existsSync(path.join(runDirectory, 'checkpoint')),
+        quiet: true,
+        task: plan.task,
+      }),
+    );
+  }
+  return summaries;
+}
+
+async function compareSchedules(command: Command, flags: Record<string, unknown>): Promise<void> {
+  const started = Date.now();
+  const plan = await comparisonPlan(flags);
+  const rows: ScheduleComparison[] = [];
+  const bySchedule = new Map<string, TrainSummary[]>();
+  for (const schedule of plan.schedules) {
+    const summaries = await trainSchedule(plan, schedule);
+    bySchedule.set(schedule, summaries);
+    rows.push(summarizeSchedule(schedule, summaries));
+  }
+  const paired = pairWithBaseline(rows, bySchedule, plan.baseline);
+  if (flags.json) for (const row of paired) process.stdout.write(`${JSON.stringify(row)}\n`);
+  else process.stdout.write(formatComparison(paired, plan.baseline));
+  await writeComparisonResult(command, paired, plan.baseline, (Date.now() - started) / 1000);
 }

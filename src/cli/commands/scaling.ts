@@ -124,7 +124,23 @@ export function register(program: Command): void {
       'schedules compared at exactly matched tokens: team sizes × schedules × seeds on a task ' +
         '(configs/scaling-<task>.yaml), then paired differences to a baseline schedule, surrogate ' +
         'errors, occupancy gaps, the probabilistic certificate and lazy resampling decisions',
-    )
+    );
+  declareGridOptions(command);
+  declareBudgetOptions(command);
+  addResultFlags(command);
+  addConfigFlags(command, trainConfigSchema, {
+    skip: ['schedule', 'seed', 'agents', 'task'],
+    docs: schemaDocs.train,
+    inReference: true,
+  });
+  command.action(async (flags: Record<string, unknown>) => {
+    await runGrid(flags, command);
+  });
+}
+
+/** The grid: task, base config, team sizes, schedules, seeds and the baseline. */
+function declareGridOptions(command: Command): void {
+  command
     .option(
       '--task <name>',
       'the task of the grid: worked-chain or convention (default: the config’s)',
@@ -139,7 +155,12 @@ export function register(program: Command): void {
     .option(
       '--baseline <schedule>',
       'the schedule every other is paired with (default sequential-stale)',
-    )
+    );
+}
+
+/** Each run's budget, when it is evaluated, and where the grid writes. */
+function declareBudgetOptions(command: Command): void {
+  command
     .option(
       '--tokens-per-agent <n>',
       'generated-token budget per agent: a team of N gets N times it (default: budget.generatedTokens for every N)',
@@ -155,13 +176,4 @@ export function register(program: Command): void {
       'directory for the runs, scaling.json / scaling.md and the training curves (default runs/scaling-<task>)',
     )
     .option('--json', 'print the report as JSON on stdout');
-  addResultFlags(command);
-  addConfigFlags(command, trainConfigSchema, {
-    skip: ['schedule', 'seed', 'agents', 'task'],
-    docs: schemaDocs.train,
-    inReference: true,
-  });
-  command.action(async (flags: Record<string, unknown>) => {
-    await runGrid(flags, command);
-  });
 }
