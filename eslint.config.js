@@ -6,7 +6,21 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
-      'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use string unions.' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'TSEnumDeclaration', message: 'Use string unions.' },
+      ],
+    },
+  },
+  {
+    // Production functions stay readable in one screen; tests and their shared suites may run long.
+    files: ['src/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/test-support/**', '**/testing/**'],
+    rules: {
+      'max-lines-per-function': [
+        'error',
+        { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true },
+      ],
     },
   },
 );
