@@ -216,7 +216,7 @@ class TaskWorkerHost {
   private throwIfStopped(what: string): void {
     if (this.stopped !== null)
       throw new TaskModuleError(
-        `${this.flag}: cannot go on ${what}: ${this.stopped}; fix the module and run again (--resume continues a training run)`,
+        `${this.flag}: cannot go on ${what}: ${this.stopped}; fix the module and run again (a training run resumes from its last checkpoint)`,
       );
   }
 
