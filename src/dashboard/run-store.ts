@@ -1,4 +1,5 @@
-import { readFile, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
+import { readJsonFile } from '../io/json-file.js';
 import { readMetricsSince, type MetricsChunk } from '../report/metrics-file.js';
 import { asObject, runLabels, type RunView } from '../report/runs.js';
 import type { TrainSummary } from '../trainer/summary.js';
@@ -133,9 +134,11 @@ export class RunStore {
     const file = await resolveFileInside(run.root, [name]);
     if (file.kind !== 'file') return null;
     try {
-      return JSON.parse(await readFile(file.path, 'utf8'));
+      return await readJsonFile(file.path);
     } catch {
-      return null; // written atomically by the trainer, so only a foreign edit gets here
+      // Written atomically by the trainer, so only a foreign edit (or a file past
+      // TEAMTR_MAX_JSON_BYTES, a FIFO, a device) gets here.
+      return null;
     }
   }
 }

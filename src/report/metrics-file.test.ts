@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -71,4 +72,27 @@ test('a missing file has no records yet', async () => {
     reset: false,
     skippedLines: 0,
   });
+});
+
+test('a FIFO is refused at once, and more new bytes than TEAMTR_MAX_METRICS_BYTES are refused by name', async () => {
+  const fifo = path.join(scratch, 'fifo-metrics.jsonl');
+  execFileSync('mkfifo', [fifo]);
+  await assert.rejects(readMetricsSince(fifo, 0), /not a regular file|FIFO|pipe/i);
+
+  const file = path.join(scratch, 'large-metrics.jsonl');
+  writeFileSync(file, `${first}\n${second}\n${third}\n`);
+  const previous = process.env.TEAMTR_MAX_METRICS_BYTES;
+  process.env.TEAMTR_MAX_METRICS_BYTES = String(Buffer.byteLength(`${third}\n`));
+  try {
+    await assert.rejects(
+      readMetricsSince(file, 0),
+      /large-metrics\.jsonl.*TEAMTR_MAX_METRICS_BYTES/s,
+    );
+    // Reading on from an offset counts only the new bytes.
+    const tail = Buffer.byteLength(`${first}\n${second}\n`);
+    assert.equal((await readMetricsSince(file, tail)).records.length, 1);
+  } finally {
+    if (previous === undefined) delete process.env.TEAMTR_MAX_METRICS_BYTES;
+    else process.env.TEAMTR_MAX_METRICS_BYTES = previous;
+  }
 });

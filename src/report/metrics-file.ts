@@ -1,4 +1,7 @@
-import { open } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { openRegularFile } from '../util/bounded-file.js';
+import { FileFormatError } from '../util/errors.js';
+import { formatBytes, limitOf } from '../util/limits.js';
 import type { MetricsRecord } from '../trainer/records.js';
 
 /**
@@ -57,20 +60,23 @@ function parseRecord(line: string): MetricsRecord | null {
   }
 }
 
-/** Reads the records appended to `filePath` since byte `offset`. A missing file has none yet. */
+/**
+ * Reads the records appended to `filePath` since byte `offset`. A missing file has none yet; a
+ * FIFO or device is refused at once, and no more than TEAMTR_MAX_METRICS_BYTES is read in one go.
+ */
 export async function readMetricsSince(filePath: string, offset: number): Promise<MetricsChunk> {
-  let handle;
+  if (!existsSync(filePath))
+    return { records: [], nextOffset: 0, reset: offset > 0, skippedLines: 0 };
+  const { handle, size } = await openRegularFile(filePath, "a run's metrics.jsonl");
   try {
-    handle = await open(filePath, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-      return { records: [], nextOffset: 0, reset: offset > 0, skippedLines: 0 };
-    throw error;
-  }
-  try {
-    const size = (await handle.stat()).size;
     const reset = offset > size;
     const start = reset ? 0 : offset;
+    const maxBytes = limitOf('metricsBytes');
+    if (size - start > maxBytes)
+      throw new FileFormatError(
+        filePath,
+        `${formatBytes(size - start)} of records to read, more than TEAMTR_MAX_METRICS_BYTES (${formatBytes(maxBytes)}); raise it to read this run`,
+      );
     const bytes = Buffer.alloc(size - start);
     let filled = 0;
     while (filled < bytes.length) {
