@@ -6,6 +6,8 @@ import { CharTokenizer } from '../tokenizer/char.js';
 import { runBounded } from '../util/test-support/bounded-child.js';
 import { RandomGenerator } from '../util/random.js';
 import { generate } from './generate.js';
+import { resolveModelConfig } from './config.js';
+import { KeyValueCache } from './kv-cache.js';
 import { planSharedPrefix } from './shared-prefix.js';
 import { TransformerLM } from './transformer.js';
 
@@ -59,6 +61,33 @@ describe('code sized by a batch survives the schema maxima', () => {
     } finally {
       model.destroy();
     }
+  });
+
+  test('a key/value cache too large for memory is refused before it is allocated, naming the settings', () => {
+    const config = resolveModelConfig({
+      architecture: 'llama',
+      vocabSize: 4,
+      hiddenSize: 8,
+      layers: 1,
+      heads: 2,
+      intermediateSize: 8,
+      maxPositions: 64,
+    });
+    const refused =
+      /key\/value cache of .* sequences .*rollout\.problemsPerBatch × rollout\.groupSize/s;
+    // One array past what a typed array holds (100,000,000 rows × 64 positions × 8).
+    assert.throws(() => new KeyValueCache(config, 100_000_000, 64), refused);
+    const previous = process.env.TEAMTR_MEMORY_SHARE;
+    process.env.TEAMTR_MEMORY_SHARE = '0.000001';
+    try {
+      // 80,000 rows (the schema's 20,000 prompts × 4) past a memory share set small.
+      assert.throws(() => new KeyValueCache(config, 80_000, 64), /TEAMTR_MEMORY_SHARE/);
+    } finally {
+      if (previous === undefined) delete process.env.TEAMTR_MEMORY_SHARE;
+      else process.env.TEAMTR_MEMORY_SHARE = previous;
+    }
+    const fits = new KeyValueCache(config, 4, 64);
+    fits.destroy();
   });
 
   test('the held-out improvement estimate takes 400,000 rows', () => {

@@ -1,4 +1,5 @@
 import { ShapeError } from '../util/errors.js';
+import { checkAllocation } from '../util/memory-bound.js';
 import { formatShape, Tensor } from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
 
@@ -23,9 +24,17 @@ export class KeyValueCache {
       );
     }
     this.width = config.kvHeads * config.headDim;
+    const size = batch * capacity * this.width;
+    // Sized by how many sequences are sampled at once: refused before anything is allocated.
+    checkAllocation({
+      what: `the key/value cache of ${batch.toLocaleString('en-US')} sequences × ${capacity} positions`,
+      bytes: 2 * config.layers * size * Float32Array.BYTES_PER_ELEMENT,
+      largestArrayElements: size,
+      remedy:
+        'sample fewer sequences at once (in training: rollout.problemsPerBatch × rollout.groupSize, evaluation.problems, certificate.heldOutProblems) or shorter turns',
+    });
     this.layers = [];
     for (let index = 0; index < config.layers; index++) {
-      const size = batch * capacity * this.width;
       this.layers.push({
         key: new Tensor(new Float32Array(size), [batch, capacity, this.width]).keep(),
         value: new Tensor(new Float32Array(size), [batch, capacity, this.width]).keep(),
