@@ -34,7 +34,7 @@ function headerValues(rawHeaders: readonly string[], name: string): string[] {
  */
 export function hostGuard(
   allowedHosts: () => ReadonlySet<string> | null,
-  whatToDo: string,
+  remedy: string,
 ): MiddlewareHandler<NodeEnvironment> {
   return async (context, next) => {
     const hosts = headerValues(context.env.incoming.rawHeaders, 'host');
@@ -45,7 +45,7 @@ export function hostGuard(
     if (allowed && !allowed.has(host))
       throw new HttpError(
         421,
-        `Host ${JSON.stringify(hosts[0] ?? '')} was refused (this server answers ${[...allowed][0]} and its other loopback names only, to block DNS rebinding); ${whatToDo}`,
+        `Host ${JSON.stringify(hosts[0] ?? '')} was refused (this server answers ${[...allowed][0]} and its other loopback names only, to block DNS rebinding); ${remedy}`,
       );
     await next();
   };
