@@ -17,6 +17,24 @@ describe('largest and smallest', () => {
         );
       }),
     );
+    // Signed zeros, which a random search found: +0 is larger than −0, as for Math.max.
+    for (const values of [
+      [0, -0],
+      [-0, 0],
+    ]) {
+      assert.ok(
+        Object.is(
+          largest(values, (value) => value),
+          Math.max(...values),
+        ),
+      );
+      assert.ok(
+        Object.is(
+          smallest(values, (value) => value),
+          Math.min(...values),
+        ),
+      );
+    }
     assert.equal(
       largest([], (value: number) => value, 0),
       0,
