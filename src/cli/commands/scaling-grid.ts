@@ -120,6 +120,15 @@ export async function runCell(cell: GridCell): Promise<number> {
 }
 
 /**
+ * A section's default, for a run stored before the section existed (it ran with what the default
+ * now states, e.g. a run from before `tracking` was added).
+ */
+function defaultOf(key: string): unknown {
+  const field = trainConfigSchema.shape[key as keyof typeof trainConfigSchema.shape];
+  return field?.safeParse(undefined).data;
+}
+
+/**
  * A run already in the cell's directory must have been made with the cell's settings. The
  * trainer adds what it resolved (the task's fingerprint, default agents) to the config it
  * stores, so only the settings the request names are compared.
@@ -132,7 +141,8 @@ function checkSameSettings(cell: GridCell): void {
   const changed = Object.keys(requested).filter(
     (key) =>
       requested[key] !== undefined &&
-      JSON.stringify(stored[key]) !== JSON.stringify(requested[key]),
+      JSON.stringify(key in stored ? stored[key] : defaultOf(key)) !==
+        JSON.stringify(requested[key]),
   );
   if (changed.length > 0)
     throw new ConfigError(

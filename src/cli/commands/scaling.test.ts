@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -81,6 +81,19 @@ test('teamtr scaling runs the grid on a task, writes paired tables and a result 
   assert.equal(again.code, 0, again.stderr);
   assert.equal((again.stderr.match(/already finished/g) ?? []).length, 6);
   assert.equal(again.stdout, first.stdout);
+
+  // A run stored before a config section existed (here: tracking) ran with that section's
+  // default, so it is reused.
+  const stored = path.join(directory, 'N2-teamtr-seed0', 'config.json');
+  const { tracking: _tracking, ...older } = JSON.parse(readFileSync(stored, 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  assert.ok(_tracking);
+  writeFileSync(stored, JSON.stringify(older));
+  const reused = await runCli(argv);
+  assert.equal(reused.code, 0, reused.stderr);
+  assert.equal((reused.stderr.match(/already finished/g) ?? []).length, 6);
 
   // A changed budget does not silently reuse runs made with another one.
   const changed = await runCli([...argv, '--tokens-per-agent', '500']);
