@@ -7,6 +7,9 @@ import { planSharedPrefix } from './shared-prefix.js';
 import { sampleTokens, type SampledToken, type SamplingSettings } from './sampling.js';
 import type { TransformerLM } from './transformer.js';
 import { largest } from '../util/extremes.js';
+import { checkAllocation } from '../util/memory-bound.js';
+import { samplingRemedy } from './kv-cache.js';
+import { planSampling } from './sampling-plan.js';
 
 export interface GenerateOptions extends Partial<SamplingSettings> {
   /** One prompt (token ids, non-empty) per sequence. */
@@ -50,6 +53,13 @@ export interface GenerateOptions extends Partial<SamplingSettings> {
    * a server streams a turn with it.
    */
   onToken?: (row: number, token: number, logProb: number) => void;
+  /**
+   * Rows sampled at once: a larger batch is sampled in chunks of this many rows, one after
+   * another, with the same results (every row draws from its own generator, so this needs one
+   * generator per row). Memory then follows the chunk, not the batch. @default as many rows as
+   * the sampling budget holds (TEAMTR_SAMPLING_MEMORY_MIB; see sampling-plan.ts)
+   */
+  rowsPerChunk?: number;
 }
 
 export interface GeneratedSequence {
@@ -65,12 +75,74 @@ export interface GeneratedSequence {
  * Batched sampling with a KV cache. Prompts of different lengths are left-padded to a common
  * length; padding slots are masked out of attention and positions count real tokens only,
  * so each row computes exactly what it would alone. Deterministic given the generator.
+ *
+ * A batch larger than the sampling budget holds is sampled in chunks of rows (rowsPerChunk),
+ * bit for bit as one pass would: a row's keys, values and logits do not depend on the other
+ * rows, nor on how much left padding its chunk needs, and its draws come from its own
+ * generator. One generator shared by the whole batch is drawn from in row order at every
+ * step, an order chunks would change, so such a batch is sampled in one pass (and refused, as
+ * before, if its cache does not fit the memory bound).
  */
 export function generate(model: TransformerLM, options: GenerateOptions): GeneratedSequence[] {
-  const { prompts, maxNewTokens } = options;
+  const { prompts } = options;
   const batch = prompts.length;
   if (batch === 0) return [];
   const run = resolveRun(model, options);
+  const rowsPerChunk = chunkRows(model, options, run);
+  if (rowsPerChunk >= batch) return generateTogether(model, options, run);
+  const random = options.random as readonly RandomGenerator[];
+  const results: GeneratedSequence[] = [];
+  for (let start = 0; start < batch; start += rowsPerChunk) {
+    const end = Math.min(batch, start + rowsPerChunk);
+    const { onToken } = options;
+    const chunk: GenerateOptions = {
+      ...options,
+      prompts: prompts.slice(start, end),
+      random: random.slice(start, end),
+      onToken: onToken && ((row, token, logProb) => onToken(start + row, token, logProb)),
+    };
+    for (const result of generateTogether(model, chunk, resolveRun(model, chunk)))
+      results.push(result);
+  }
+  return results;
+}
+
+/**
+ * The rows `generate` samples at once, after checking that the whole batch's results fit the
+ * memory bound (they outlive the chunks).
+ */
+function chunkRows(model: TransformerLM, options: GenerateOptions, run: ResolvedRun): number {
+  const plan = planSampling(model.config, {
+    rows: run.batch,
+    promptLength: run.promptLength,
+    maxNewTokens: options.maxNewTokens,
+    prefillChunkPositions: run.chunkPositions,
+    keepHiddenStates: options.keepHiddenStates === true,
+  });
+  checkAllocation({
+    what: `the results of sampling ${run.batch.toLocaleString('en-US')} sequences × ${options.maxNewTokens} tokens`,
+    bytes: plan.resultBytes,
+    remedy: samplingRemedy,
+  });
+  const requested = options.rowsPerChunk;
+  if (requested === undefined) return Array.isArray(options.random) ? plan.rowsPerChunk : run.batch;
+  if (!Number.isInteger(requested) || requested < 1)
+    throw new ShapeError(`generate: rowsPerChunk must be a positive integer, got ${requested}`);
+  if (requested < run.batch && !Array.isArray(options.random))
+    throw new ShapeError(
+      'generate: rowsPerChunk needs one random generator per prompt (a shared one is drawn from in row order across the whole batch)',
+    );
+  return requested;
+}
+
+/** Samples every row of `options.prompts` in one pass through one KV cache. */
+function generateTogether(
+  model: TransformerLM,
+  options: GenerateOptions,
+  run: ResolvedRun,
+): GeneratedSequence[] {
+  const { prompts, maxNewTokens } = options;
+  const batch = prompts.length;
   const { padId, chunkPositions, promptLength, capacity } = run;
   const results: GeneratedSequence[] = prompts.map(() => ({
     tokens: [],

@@ -3,6 +3,10 @@ import { checkAllocation } from '../util/memory-bound.js';
 import { formatShape, Tensor } from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
 
+/** What to do when sampling a batch needs more memory than there is. */
+export const samplingRemedy =
+  'sample fewer sequences at once (in training: rollout.problemsPerBatch × rollout.groupSize, evaluation.problems, certificate.heldOutProblems) or shorter turns';
+
 /**
  * Keys and values of every layer for a batch of sequences being decoded, laid out
  * [batch, capacity, kvHeads·headDim] so the attention kernel reads them in place. All rows
@@ -30,8 +34,7 @@ export class KeyValueCache {
       what: `the key/value cache of ${batch.toLocaleString('en-US')} sequences × ${capacity} positions`,
       bytes: 2 * config.layers * size * Float32Array.BYTES_PER_ELEMENT,
       largestArrayElements: size,
-      remedy:
-        'sample fewer sequences at once (in training: rollout.problemsPerBatch × rollout.groupSize, evaluation.problems, certificate.heldOutProblems) or shorter turns',
+      remedy: samplingRemedy,
     });
     this.layers = [];
     for (let index = 0; index < config.layers; index++) {

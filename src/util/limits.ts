@@ -69,6 +69,13 @@ export const inputLimits = {
     bounds:
       "the share of this machine's memory one allocation sized by input may take (a model's float32 weights, a tensor, a planner's table)",
   },
+  samplingMemoryMiB: {
+    variable: 'TEAMTR_SAMPLING_MEMORY_MIB',
+    defaultValue: 1_024,
+    unit: 'MiB',
+    bounds:
+      'the working memory of sampling (key/value caches and activations): a larger batch is sampled in chunks of rows that fit, with the same results',
+  },
   templateSteps: {
     variable: 'TEAMTR_MAX_TEMPLATE_STEPS',
     defaultValue: 100_000,
