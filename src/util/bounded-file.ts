@@ -78,20 +78,37 @@ export async function readBoundedText(
   return (await readBoundedFile(filePath, options)).toString('utf8');
 }
 
-/** The synchronous twin of readBoundedFile, for code that cannot await (format detection). */
-export function readBoundedFileSync(filePath: string, options: BoundedReadOptions): Buffer {
-  const maxBytes = limitBytes(options.limit);
+/**
+ * The synchronous twin of openRegularFile: the descriptor of a regular file and its size, for
+ * code that reads parts of a file (a header first). The caller closes the descriptor.
+ */
+export function openRegularFileSync(
+  filePath: string,
+  what: string,
+): { descriptor: number; size: number } {
   let descriptor: number;
   try {
     descriptor = openSync(filePath, openFlags);
   } catch (error) {
-    throw openError(filePath, options.what, error);
+    throw openError(filePath, what, error);
   }
   try {
     const stats = fstatSync(descriptor);
-    refuseIrregular(filePath, options.what, stats);
-    refuseSize(filePath, options, stats.size, maxBytes);
-    const capped = new CappedRead(stats.size, maxBytes, () =>
+    refuseIrregular(filePath, what, stats);
+    return { descriptor, size: stats.size };
+  } catch (error) {
+    closeSync(descriptor);
+    throw error;
+  }
+}
+
+/** The synchronous twin of readBoundedFile, for code that cannot await (format detection). */
+export function readBoundedFileSync(filePath: string, options: BoundedReadOptions): Buffer {
+  const maxBytes = limitBytes(options.limit);
+  const { descriptor, size } = openRegularFileSync(filePath, options.what);
+  try {
+    refuseSize(filePath, options, size, maxBytes);
+    const capped = new CappedRead(size, maxBytes, () =>
       refuseSize(filePath, options, null, maxBytes),
     );
     for (;;) {

@@ -1,14 +1,9 @@
-import {
-  closeSync,
-  fstatSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, fsyncSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { z } from 'zod';
+import { openRegularFileSync, readBoundedFileSync } from '../../util/bounded-file.js';
+import { FileFormatError, TeamtrError } from '../../util/errors.js';
+import { describeLimit, formatBytes, limitOf } from '../../util/limits.js';
+import { checkAllocation } from '../../util/memory-bound.js';
 import type { AdamWState } from '../../optim/adamw.js';
 import type { LoraSettings } from '../../tinker/types.js';
 import { EngineUserError } from './local-losses.js';
@@ -129,35 +124,92 @@ function parseHeader(bytes: Buffer, file: string, weightsPath: string | null): W
   }
 }
 
-/** The header alone (path, model id, about): read at start to index a state directory. */
-export function readWeightsHeader(file: string): WeightsHeader & { bytes: number } {
-  const descriptor = openSync(file, 'r');
+const what = 'a saved weights file';
+
+/**
+ * Runs `read`, turning the bounded reader's and the memory bound's refusals (a FIFO, a device, a
+ * file past its size, a header listing more than memory holds) into the damaged-state error a
+ * client of the server gets.
+ */
+function refusedAsDamaged<T>(file: string, weightsPath: string | null, read: () => T): T {
   try {
-    const { size } = fstatSync(descriptor);
+    return read();
+  } catch (error) {
+    if (!(error instanceof TeamtrError)) throw error;
+    const prefix = error instanceof FileFormatError ? `${error.file}: ` : '';
+    const why = error.message.startsWith(prefix)
+      ? error.message.slice(prefix.length)
+      : error.message;
+    throw damagedError(file, weightsPath, why);
+  }
+}
+
+/**
+ * The header alone (path, model id, about): read at start to index a state directory. The file
+ * is opened as a regular file (a FIFO or device is refused, never waited on) and its header
+ * may not pass the JSON limit (TEAMTR_MAX_JSON_BYTES) nor the file.
+ */
+export function readWeightsHeader(
+  file: string,
+  weightsPath: string | null = null,
+): WeightsHeader & { bytes: number; headerLength: number } {
+  const { descriptor, size } = refusedAsDamaged(file, weightsPath, () =>
+    openRegularFileSync(file, what),
+  );
+  try {
     const length = Buffer.alloc(4);
-    if (readSync(descriptor, length, 0, 4, 0) < 4) throw damagedError(file, null, 'too short');
+    if (readSync(descriptor, length, 0, 4, 0) < 4)
+      throw damagedError(file, weightsPath, 'too short');
     const headerLength = length.readUInt32LE(0);
-    if (4 + headerLength > size) throw damagedError(file, null, 'cut short');
+    if (4 + headerLength > size) throw damagedError(file, weightsPath, 'cut short');
+    if (headerLength > limitOf('jsonBytes'))
+      throw damagedError(
+        file,
+        weightsPath,
+        `a header of ${formatBytes(headerLength)}, past ${describeLimit('jsonBytes')}`,
+      );
     const bytes = Buffer.alloc(4 + headerLength);
-    readSync(descriptor, bytes, 0, bytes.length, 0);
-    return { ...parseHeader(bytes, file, null), bytes: size };
+    if (readSync(descriptor, bytes, 0, bytes.length, 0) < bytes.length)
+      throw damagedError(file, weightsPath, 'cut short');
+    return { ...parseHeader(bytes, file, weightsPath), bytes: size, headerLength };
   } finally {
     closeSync(descriptor);
   }
 }
 
+/**
+ * The adapters and Adam state saved at `weightsPath`. The header is read first; the numbers it
+ * lists set the file's exact size, which is checked against the memory bound and then caps the
+ * bounded read: a file cut short, grown past its header, or swapped for a pipe is refused,
+ * naming it, before its data is allocated.
+ */
 export function readWeightsFile(file: string, weightsPath: string): WeightsSnapshot {
-  const bytes = readFileSync(file);
   const damaged = (why: string) => damagedError(file, weightsPath, why);
+  const listed = readWeightsHeader(file, weightsPath);
+  const listedFloats = sum(arrayLengths(listed));
+  const expectedBytes = 4 + listed.headerLength + 4 * listedFloats;
+  const bytes = refusedAsDamaged(file, weightsPath, () => {
+    checkAllocation({
+      what: `the saved weights of "${weightsPath}" (${listedFloats.toLocaleString('en-US')} floats)`,
+      bytes: expectedBytes + 4 * listedFloats,
+      largestArrayElements: listedFloats,
+      remedy: 'a header listing more numbers than this machine can hold',
+    });
+    return readBoundedFileSync(file, {
+      what,
+      limit: {
+        bytes: expectedBytes,
+        hint: `its header lists ${listedFloats.toLocaleString('en-US')} floats`,
+      },
+    });
+  });
+  // The file as read (it may have changed since its header was): its own header must account
+  // for every byte.
   const header = parseHeader(bytes, file, weightsPath);
-  const headerLength = bytes.readUInt32LE(0);
   if (header.path !== weightsPath) throw damaged(`it holds "${header.path}"`);
-  const momentLengths = header.optimizer.moments.map(({ shape }) =>
-    shape.reduce((product, size) => product * size, 1),
-  );
-  const lengths = [...header.parameters, ...momentLengths];
-  const total = lengths.reduce((sum, value) => sum + value, 0);
-  const start = 4 + headerLength;
+  const lengths = arrayLengths(header);
+  const total = sum(lengths);
+  const start = 4 + bytes.readUInt32LE(0);
   if (bytes.length !== start + 4 * total)
     throw damaged(`${bytes.length - start} data bytes where ${4 * total} were expected`);
   // Copy into an aligned buffer (the header length need not be a multiple of 4).
@@ -181,4 +233,16 @@ export function readWeightsFile(file: string, weightsPath: string): WeightsSnaps
       })),
     },
   };
+}
+
+/** Floats of each array a header lists: the adapters', then each moment's. */
+function arrayLengths(header: WeightsHeader): number[] {
+  const momentLengths = header.optimizer.moments.map(({ shape }) =>
+    shape.reduce((product, size) => product * size, 1),
+  );
+  return [...header.parameters, ...momentLengths];
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, value) => total + value, 0);
 }
