@@ -1,6 +1,7 @@
-import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { readBoundedFile } from '../util/bounded-file.js';
 import { TeamtrError } from '../util/errors.js';
 import { dashboardStyles } from './styles.js';
 
@@ -17,35 +18,97 @@ export interface Asset {
 
 const require = createRequire(import.meta.url);
 
-/** A file of the installed uplot package, wherever npm put it (also when teamtr is a dependency). */
-function uplotFile(name: string): () => Promise<Buffer> {
-  return () => readFile(require.resolve(`uplot/dist/${name}`));
+/** Where the asset files are: uplot's dist/ folder and the bundled browser script. */
+export interface AssetFiles {
+  /** The installed uplot package's dist/ folder. */
+  uplotDirectory: string;
+  /** The browser script the build writes, or null to bundle it from the source (tsx). */
+  builtScript: string | null;
 }
 
-/** dist/dashboard/client/dashboard.js, next to this module once built. */
-const builtScript = fileURLToPath(new URL('./client/dashboard.js', import.meta.url));
-/** Running from the TypeScript source (tsx): there is no build output to read. */
-const fromSource = import.meta.url.endsWith('.ts');
-let script: Promise<string> | null = null;
+/**
+ * The most an asset file may be: the dashboard's own files are well under 1 MiB (uPlot's
+ * script 51 KB, the bundled client under 100 KB), so a file past this is not one of them.
+ */
+const assetLimit = {
+  bytes: 4 * 2 ** 20,
+  hint: "the dashboard's own files are well under it",
+};
 
-async function loadScript(): Promise<string> {
-  if (fromSource) return (await import('./client-bundle.js')).bundleDashboardClient();
+/**
+ * Reads an asset through the bounded reader (a regular file, under assetLimit): a file swapped
+ * for a device, a pipe or something huge is refused with what to do, never streamed.
+ */
+async function readAsset(file: string, what: string, remedy: string): Promise<Buffer> {
   try {
-    return await readFile(builtScript, 'utf8');
-  } catch {
-    throw new TeamtrError(
-      `the dashboard's browser script ${builtScript} is missing; run \`npm run build\``,
-    );
+    return await readBoundedFile(file, { limit: assetLimit, what });
+  } catch (error) {
+    if (!(error instanceof TeamtrError)) throw error;
+    throw new TeamtrError(`${what} cannot be served: ${error.message}; ${remedy}`);
   }
 }
 
-/** The browser script served as /assets/dashboard.js (read or bundled once). */
+/** A file of the installed uplot package. */
+function uplotFile(files: AssetFiles, name: string): () => Promise<Buffer> {
+  return () =>
+    readAsset(
+      path.join(files.uplotDirectory, name),
+      `uPlot's ${name}`,
+      "reinstall teamtr's dependencies (npm ci)",
+    );
+}
+
+/** The browser script served as /assets/dashboard.js (read or bundled once per table). */
+function scriptOf(files: AssetFiles): () => Promise<string> {
+  let script: Promise<string> | null = null;
+  const load = async (): Promise<string> => {
+    if (files.builtScript === null)
+      return (await import('./client-bundle.js')).bundleDashboardClient();
+    const bytes = await readAsset(
+      files.builtScript,
+      "the dashboard's browser script",
+      'run `npm run build`',
+    );
+    return bytes.toString('utf8');
+  };
+  return () => {
+    script ??= load().catch((error: unknown) => {
+      script = null;
+      throw error;
+    });
+    return script;
+  };
+}
+
+/** The assets the page loads, read from `files`. The client names one; it never gives a path. */
+export function assetsFrom(files: AssetFiles): Readonly<Record<string, Asset>> {
+  return {
+    'uPlot.iife.min.js': {
+      contentType: 'text/javascript; charset=utf-8',
+      body: uplotFile(files, 'uPlot.iife.min.js'),
+    },
+    'uPlot.min.css': {
+      contentType: 'text/css; charset=utf-8',
+      body: uplotFile(files, 'uPlot.min.css'),
+    },
+    'dashboard.js': { contentType: 'text/javascript; charset=utf-8', body: scriptOf(files) },
+    'dashboard.css': { contentType: 'text/css; charset=utf-8', body: async () => dashboardStyles },
+  };
+}
+
+export const assets = assetsFrom({
+  // wherever npm put it (also when teamtr is a dependency)
+  uplotDirectory: path.dirname(require.resolve('uplot/dist/uPlot.min.css')),
+  // dist/dashboard/client/dashboard.js, next to this module once built; from the TypeScript
+  // source (tsx) there is no build output to read.
+  builtScript: import.meta.url.endsWith('.ts')
+    ? null
+    : fileURLToPath(new URL('./client/dashboard.js', import.meta.url)),
+});
+
+/** The browser script served as /assets/dashboard.js. */
 export function dashboardScript(): Promise<string> {
-  script ??= loadScript().catch((error: unknown) => {
-    script = null;
-    throw error;
-  });
-  return script;
+  return assets['dashboard.js']!.body() as Promise<string>;
 }
 
 export const dashboardPage = `<!doctype html>
@@ -80,19 +143,6 @@ export const dashboardPage = `<!doctype html>
 </body>
 </html>
 `;
-
-export const assets: Readonly<Record<string, Asset>> = {
-  'uPlot.iife.min.js': {
-    contentType: 'text/javascript; charset=utf-8',
-    body: uplotFile('uPlot.iife.min.js'),
-  },
-  'uPlot.min.css': { contentType: 'text/css; charset=utf-8', body: uplotFile('uPlot.min.css') },
-  'dashboard.js': {
-    contentType: 'text/javascript; charset=utf-8',
-    body: dashboardScript,
-  },
-  'dashboard.css': { contentType: 'text/css; charset=utf-8', body: async () => dashboardStyles },
-};
 
 /** Content types of run files a client may download (anything else is sent as octet-stream). */
 export function contentTypeOf(fileName: string): string {
