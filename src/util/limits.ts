@@ -74,7 +74,7 @@ export const inputLimits = {
     defaultValue: 1_024,
     unit: 'MiB',
     bounds:
-      'the working memory of sampling (key/value caches and activations): a larger batch is sampled in chunks of rows that fit, with the same results',
+      'the working memory of sampling (key/value caches and activations): a larger batch is sampled in chunks of rows that fit, with the same tokens',
   },
   templateSteps: {
     variable: 'TEAMTR_MAX_TEMPLATE_STEPS',
