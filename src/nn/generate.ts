@@ -77,11 +77,14 @@ export interface GeneratedSequence {
  * so each row computes exactly what it would alone. Deterministic given the generator.
  *
  * A batch larger than the sampling budget holds is sampled in chunks of rows (rowsPerChunk),
- * bit for bit as one pass would: a row's keys, values and logits do not depend on the other
- * rows, nor on how much left padding its chunk needs, and its draws come from its own
- * generator. One generator shared by the whole batch is drawn from in row order at every
- * step, an order chunks would change, so such a batch is sampled in one pass (and refused, as
- * before, if its cache does not fit the memory bound).
+ * with the tokens one pass would draw: a row's draws come from its own generator, and its
+ * keys, values and logits do not depend on the other rows nor on how much left padding its
+ * chunk needs — to the bit for frozen weights (fixed-order products); weights trained in full
+ * take the ordinary float32 product, whose summation order follows the row count (as between
+ * any two batch sizes), so their log-probs may differ in the last bits. One generator shared
+ * by the whole batch is drawn from in row order at every step, an order chunks would change,
+ * so such a batch is sampled in one pass (and refused, as before, if its cache does not fit
+ * the memory bound).
  */
 export function generate(model: TransformerLM, options: GenerateOptions): GeneratedSequence[] {
   const { prompts } = options;
