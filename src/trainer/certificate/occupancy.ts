@@ -3,7 +3,6 @@ import type { ScoringItem } from '../../nn/score.js';
 import type { TeamBatch } from '../../team/types.js';
 import { collectUnitTokens } from '../update/token-grid.js';
 import type { UnitEngine } from '../update/engine.js';
-import type { TrainableUnit } from '../update/units.js';
 
 /**
  * How far the team has moved from the team that sampled one batch (the stage's first, or the
@@ -65,35 +64,35 @@ export class OccupancyTracker {
   }
 
   /**
-   * After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch, scored by
-   * its engine. `known`: log π_new of the update's own tokens in scoring order (the update
+   * After the update of the unit playing `agentIndices`: adds log(π_new/π_start) of its tokens
+   * in the first batch, scored by its engine. `known`: log π_new of the update's own tokens in scoring order (the update
    * measured them); when those are the first batch's tokens of the unit — the first update of a
    * stage, or a later one whose turns suffix resampling kept — they are used instead of scoring
    * the batch again.
    */
   async advance(
-    unit: TrainableUnit,
+    agentIndices: readonly number[],
     engine: Pick<UnitEngine, 'completionLogProbs'>,
     known: { items: ScoringItem[]; logProbs: Float32Array } | null = null,
   ): Promise<void> {
-    const scored = this.pending(unit);
+    const scored = this.pending(agentIndices);
     if (!scored) return;
     const logProbs =
       known && sameItems(known.items, scored.items)
         ? splitByItem(known.items, known.logProbs)
         : await engine.completionLogProbs(scored.items);
-    this.add(unit, scored, logProbs);
+    this.add(agentIndices, scored, logProbs);
   }
 
-  private pending(unit: TrainableUnit) {
+  private pending(agentIndices: readonly number[]) {
     this.updates++;
     if (!this.start || !this.logRatio) return null;
-    const tokens = collectUnitTokens(this.start, unit.agentIndices);
+    const tokens = collectUnitTokens(this.start, agentIndices);
     return tokens.totalTokens === 0 ? null : tokens;
   }
 
   private add(
-    unit: TrainableUnit,
+    agentIndices: readonly number[],
     tokens: ReturnType<typeof collectUnitTokens>,
     logProbs: ArrayLike<number>[],
   ): void {
@@ -102,7 +101,7 @@ export class OccupancyTracker {
     let itemIndex = 0;
     for (const trajectoryIndex of tokens.rowTrajectories) {
       const turns = start.trajectories[trajectoryIndex]!.turns.filter((turn) =>
-        unit.agentIndices.includes(turn.agentIndex),
+        agentIndices.includes(turn.agentIndex),
       );
       for (const turn of turns) {
         const fresh = logProbs[itemIndex++]!;
