@@ -1,4 +1,8 @@
-import { occupancyGapEstimate, type OccupancyGapEstimate } from '../../rl/index.js';
+import {
+  effectiveSampleSize,
+  occupancyGapEstimate,
+  type OccupancyGapEstimate,
+} from '../../rl/index.js';
 import type { ScoringItem } from '../../nn/score.js';
 import type { TeamBatch } from '../../team/types.js';
 import { collectUnitTokens } from '../update/token-grid.js';
@@ -45,16 +49,7 @@ export class OccupancyTracker {
   relativeEffectiveSampleSize(): number {
     const logRatio = this.logRatio ?? new Float64Array(0);
     if (logRatio.length === 0) return 1;
-    // exp(log W − max) keeps the sums finite however large a single weight is.
-    const largest = Math.max(...logRatio);
-    let sum = 0;
-    let squares = 0;
-    for (const value of logRatio) {
-      const weight = Math.exp(value - largest);
-      sum += weight;
-      squares += weight * weight;
-    }
-    return (sum * sum) / squares / logRatio.length;
+    return effectiveSampleSize(logRatio) / logRatio.length;
   }
 
   /** W_{<i} per trajectory of the first batch, clipped to [low, high] (for its variance). */
