@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { readBoundedText, type FileSizeLimit } from '../util/bounded-file.js';
+import { readBoundedText, readBoundedTextSync, type FileSizeLimit } from '../util/bounded-file.js';
 import { FileFormatError, TeamtrError } from '../util/errors.js';
 
 /** A JSON object, as stored in `*.json` files next to tensors. */
@@ -13,7 +13,15 @@ export async function readJsonFile(
   filePath: string,
   limit: FileSizeLimit = 'jsonBytes',
 ): Promise<unknown> {
-  const text = await readBoundedText(filePath, { limit, what: 'a JSON file' });
+  return parseJsonText(filePath, await readBoundedText(filePath, { limit, what: 'a JSON file' }));
+}
+
+/** The synchronous twin of readJsonFile. */
+export function readJsonFileSync(filePath: string, limit: FileSizeLimit = 'jsonBytes'): unknown {
+  return parseJsonText(filePath, readBoundedTextSync(filePath, { limit, what: 'a JSON file' }));
+}
+
+function parseJsonText(filePath: string, text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

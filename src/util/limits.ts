@@ -48,7 +48,7 @@ export const inputLimits = {
     variable: 'TEAMTR_MAX_DATASET_BYTES',
     defaultValue: 4096 * mebibyte,
     unit: 'bytes',
-    bounds: 'a JSONL or Parquet dataset (task.path)',
+    bounds: 'a JSONL or Parquet dataset (task.path), or a task module (--task-module)',
   },
   datasetLineBytes: {
     variable: 'TEAMTR_MAX_DATASET_LINE_BYTES',
@@ -60,7 +60,8 @@ export const inputLimits = {
     variable: 'TEAMTR_MAX_METRICS_BYTES',
     defaultValue: 256 * mebibyte,
     unit: 'bytes',
-    bounds: "a run's metrics.jsonl, read whole when a run ends (for its summary)",
+    bounds:
+      "a run's metrics.jsonl, transcripts.jsonl or TensorBoard event file, each read whole (a run's summary, resume)",
   },
   memoryShare: {
     variable: 'TEAMTR_MEMORY_SHARE',

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { readJsonFileSync } from '../../io/json-file.js';
 import { trainConfigSchema } from '../../trainer/config/train-config.js';
 import type { TrainSummary } from '../../trainer/summary.js';
 import { ConfigError } from '../../util/errors.js';
@@ -106,7 +107,7 @@ export async function runCell(cell: GridCell): Promise<number> {
   if (started) checkSameSettings(cell);
   const summaryPath = path.join(directory, 'summary.json');
   if (existsSync(summaryPath)) {
-    const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary;
+    const summary = readJsonFileSync(summaryPath) as TrainSummary;
     if (!summary.interrupted) {
       process.stderr.write(`scaling: ${directory} already finished\n`);
       return 0;
@@ -134,9 +135,10 @@ function defaultOf(key: string): unknown {
  * stores, so only the settings the request names are compared.
  */
 function checkSameSettings(cell: GridCell): void {
-  const stored = JSON.parse(
-    readFileSync(path.join(cell.directory, 'config.json'), 'utf8'),
-  ) as Record<string, unknown>;
+  const stored = readJsonFileSync(path.join(cell.directory, 'config.json')) as Record<
+    string,
+    unknown
+  >;
   const requested = trainConfigSchema.parse(cell.config) as Record<string, unknown>;
   const changed = Object.keys(requested).filter(
     (key) =>
@@ -165,7 +167,7 @@ export function gridWallSeconds(
   return cells.reduce((total, cell, index) => {
     const summaryPath = path.join(cell.directory, 'summary.json');
     if (!existsSync(summaryPath)) return total;
-    const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as TrainSummary;
+    const summary = readJsonFileSync(summaryPath) as TrainSummary;
     return total + Math.max(0, summary.wallSeconds - (spentNow[index] ?? 0));
   }, secondsThisCommand);
 }

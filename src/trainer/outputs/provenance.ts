@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { readBoundedFileSync } from '../../util/bounded-file.js';
 import { teamtrVersion } from '../../util/package-root.js';
 import type { TrainConfig } from '../config/train-config.js';
 import type { Provenance } from '../config/tracking.js';
@@ -33,6 +33,8 @@ function taskSource(config: TrainConfig, taskModule: string | undefined): Proven
   const name = spec.task ?? spec.name;
   if (taskModule === undefined) return { source: 'code', name };
   const file = path.resolve(taskModule);
-  const sha256 = createHash('sha256').update(readFileSync(file)).digest('hex');
+  const sha256 = createHash('sha256')
+    .update(readBoundedFileSync(file, { limit: 'datasetBytes', what: 'a task module' }))
+    .digest('hex');
   return { source: 'module', name, path: file, sha256 };
 }

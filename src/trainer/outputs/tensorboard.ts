@@ -1,7 +1,8 @@
-import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeFileAtomic } from '../../io/atomic.js';
+import { readBoundedFileSync } from '../../util/bounded-file.js';
 import { isAtomicWriteLeftover, runFiles } from '../run/run-directory.js';
 import {
   decodeEvent,
@@ -58,7 +59,9 @@ function eventFileName(): string {
 function keptEvents(file: string, keepThrough: number): Uint8Array[] {
   if (!existsSync(file)) return [];
   try {
-    return decodeRecords(readFileSync(file)).filter((record) => {
+    return decodeRecords(
+      readBoundedFileSync(file, { limit: 'metricsBytes', what: 'a TensorBoard event file' }),
+    ).filter((record) => {
       const event = decodeEvent(record);
       return event.fileVersion !== undefined || event.step <= keepThrough;
     });

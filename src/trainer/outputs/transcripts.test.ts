@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -137,4 +138,12 @@ test('a damaged transcripts file is named, with what to do', () => {
     () => readTranscripts(run),
     /transcripts\.jsonl: line 2 is not a JSON transcript.*delete it/,
   );
+});
+
+test('a transcripts file that is not a regular file is refused at once, naming it', () => {
+  const run = path.join(directory, 'fifo-run');
+  mkdirSync(run, { recursive: true });
+  execFileSync('mkfifo', [path.join(run, 'transcripts.jsonl')]);
+  // Read whole, a FIFO with no writer would wait forever.
+  assert.throws(() => readTranscripts(run), /transcripts\.jsonl.*not a regular file|FIFO/);
 });

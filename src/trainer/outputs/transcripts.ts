@@ -1,9 +1,10 @@
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../../io/atomic.js';
 import { turnTokenLimit, type Team } from '../../team/team.js';
 import type { TeamBatch, Trajectory } from '../../team/types.js';
 import { generatedTokenCount } from '../../team/episodes.js';
+import { readBoundedTextSync } from '../../util/bounded-file.js';
 import { FileFormatError } from '../../util/errors.js';
 import { runFiles } from '../run/run-directory.js';
 import type { Transcript, TurnEnding } from './transcript-type.js';
@@ -93,11 +94,18 @@ export function appendTranscripts(runDirectory: string, transcripts: readonly Tr
   );
 }
 
+/** The file's complete lines (a line cut short by a crash has no newline yet). */
+function readTranscriptLines(file: string): string[] {
+  return readBoundedTextSync(file, { limit: 'metricsBytes', what: 'transcripts.jsonl' })
+    .split('\n')
+    .slice(0, -1);
+}
+
 /** Every complete transcript of a run, oldest first (none before its first stage). */
 export function readTranscripts(runDirectory: string): Transcript[] {
   const file = transcriptsPath(runDirectory);
   if (!existsSync(file)) return [];
-  const lines = readFileSync(file, 'utf8').split('\n').slice(0, -1);
+  const lines = readTranscriptLines(file);
   return lines.flatMap((line, index) => {
     if (!line.trim()) return [];
     try {
@@ -119,7 +127,7 @@ export async function keepTranscriptsThrough(runDirectory: string, stage: number
   const file = transcriptsPath(runDirectory);
   if (!existsSync(file)) return;
   const kept: string[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n').slice(0, -1)) {
+  for (const line of readTranscriptLines(file)) {
     let transcript: Transcript;
     try {
       transcript = JSON.parse(line) as Transcript;
