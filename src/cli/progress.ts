@@ -1,4 +1,5 @@
 import cliProgress from 'cli-progress';
+import type { StageProgress } from '../trainer/trainer.js';
 
 /**
  * Progress on stderr: a live bar with an ETA on a terminal, a labelled line every few seconds
@@ -73,18 +74,6 @@ export class ProgressReporter {
     this.bar?.stop();
     this.bar = null;
   }
-}
-
-/** A stage's progress event, as the trainer reports it. */
-export interface StageProgress {
-  stage: number;
-  generatedTokens: number;
-  budget: number;
-  reward: number;
-  meanKl: number;
-  updates: number;
-  outOfRegion: number;
-  regression: boolean;
 }
 
 /** The stages the run will take at its pace so far (the budget is in tokens, not stages). */

@@ -37,6 +37,22 @@ describe('grid diagnostics', () => {
     assert.equal(row!.held.successes, 2);
     assert.equal(row!.heldWithinNoise.successes, 3);
     assert.equal(row!.firstOrderHeld.successes, 4);
+    assert.ok(Math.abs(row!.floorIfValid - 0.95 * 0.975) < 1e-15);
+    // 3 of 4 within noise: Wilson's upper end (0.95…) reaches 0.926.
+    assert.equal(row!.consistentWithStated, true);
+    const failing = Array.from({ length: 40 }, () =>
+      update({
+        heldOutSecondOrderCertificateLowerBound: 0.1,
+        heldOutImprovement: 0,
+        heldOutImprovementStandardError: 0.01,
+        heldOutBoundConfidence: 0.95,
+      }),
+    );
+    const [refuted] = certificateCoverage([
+      { agents: 2, schedule: 'teamtr', seed: 0, records: [...records, ...failing] },
+    ]);
+    assert.equal(refuted!.heldWithinNoise.successes, 3);
+    assert.equal(refuted!.consistentWithStated, false);
     assert.ok(row!.held.interval![0] < 0.5 && row!.held.interval![1] > 0.5);
     assert.ok(Math.abs(row!.meanExcess - 0.02) < 1e-12);
     assert.ok(Math.abs(row!.noiseFloor - 0.015 * Math.sqrt(2 / Math.PI)) < 1e-15);

@@ -44,11 +44,28 @@ export interface CertificateCoverageRow extends ScalingCell {
   heldWithinNoise: Rate;
   /** First-order bound ≤ the measured held-out improvement. */
   firstOrderHeld: Rate;
+  /**
+   * The least "held within noise" rate a bound valid at its stated rate gives: such a bound lies
+   * below the true improvement with probability ≥ stated, and the measurement then falls more
+   * than 1.96 standard errors below the truth with probability 0.025 (normal approximation), so
+   * P(bound ≤ measured + 1.96·SE) ≥ stated × 0.975.
+   */
+  floorIfValid: number;
+  /**
+   * The cell's data are consistent with a bound valid at its stated rate: the upper end of the
+   * "held within noise" interval reaches floorIfValid. The strongest check a noisy measurement
+   * allows; the exact check (the truth known) is the tabular lab's (theory/certificate-coverage.ts).
+   */
+  consistentWithStated: boolean;
   /** Mean of bound − measured (second order): below 0 for a bound that holds on average. */
   meanExcess: number;
   /** √(2/π) × mean standard error of the measured improvement: E|noise| of the yardstick. */
   noiseFloor: number;
 }
+
+/** "Within noise": up to 1.96 standard errors, whose lower normal tail holds 0.025. */
+const WITHIN_NOISE = 1.96;
+const NOISE_TAIL = 0.025;
 
 export function certificateCoverage(runs: readonly ScalingRun[]): CertificateCoverageRow[] {
   return cellsOf(runs).flatMap((cell) => {
@@ -63,15 +80,20 @@ export function certificateCoverage(runs: readonly ScalingRun[]): CertificateCov
     const error = (update: UpdateRecord) => update.heldOutImprovementStandardError ?? 0;
     const count = (test: (update: UpdateRecord) => boolean) =>
       rateOf(measured.filter(test).length, measured.length);
+    const stated = measured[0]!.heldOutBoundConfidence ?? Number.NaN;
+    const heldWithinNoise = count(
+      (update) => bound(update) <= improvement(update) + WITHIN_NOISE * error(update),
+    );
+    const floorIfValid = stated * (1 - NOISE_TAIL);
     return [
       {
         ...cell,
         updates: measured.length,
-        stated: measured[0]!.heldOutBoundConfidence ?? Number.NaN,
+        stated,
         held: count((update) => bound(update) <= improvement(update)),
-        heldWithinNoise: count(
-          (update) => bound(update) <= improvement(update) + 1.96 * error(update),
-        ),
+        heldWithinNoise,
+        floorIfValid,
+        consistentWithStated: (heldWithinNoise.interval?.[1] ?? 0) >= floorIfValid,
         firstOrderHeld: count(
           (update) => (update.heldOutCertificateLowerBound ?? Infinity) <= improvement(update),
         ),

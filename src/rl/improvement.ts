@@ -5,7 +5,7 @@
  */
 import { ShapeError, TeamtrError } from '../util/errors.js';
 import { expectLength, resolveTokenGrid, type NumberArray } from './layout.js';
-import { meanWithStandardError, normalQuantile } from './statistics/index.js';
+import { effectiveSampleSize, meanWithStandardError, normalQuantile } from './statistics/index.js';
 
 export interface OffPolicyImprovementResult {
   /** Mean of (W − 1)·(R − b): an unbiased estimate of J(π') − J(π). */
@@ -99,21 +99,6 @@ export function offPolicyImprovementEstimate({
       effectiveSampleSize: effectiveSampleSize(logWeights),
     },
   };
-}
-
-/** (Σ W)² / Σ W² evaluated with the largest log-weight factored out, so nothing overflows. */
-function effectiveSampleSize(logWeights: Float64Array): number {
-  if (logWeights.length === 0) return 0;
-  let largest = -Infinity;
-  for (const logWeight of logWeights) largest = Math.max(largest, logWeight);
-  let sum = 0;
-  let squares = 0;
-  for (const logWeight of logWeights) {
-    const scaled = Math.exp(logWeight - largest);
-    sum += scaled;
-    squares += scaled * scaled;
-  }
-  return (sum * sum) / squares;
 }
 
 export interface MeasuredImprovementResult {

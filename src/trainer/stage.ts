@@ -150,7 +150,11 @@ export class Stage {
     const remaining = this.remainingTokens();
     if (remaining <= 0)
       throw new Error(`stage ${this.plan.stage}: sample() with the token budget spent`);
-    const drawn = await this.rollout(this.plan.problems, this.plan.seed, reuseAfter, {
+    const reuse = reuseAfter && {
+      previous: reuseAfter.previous,
+      changed: reuseAfter.changed.agentIndices,
+    };
+    const drawn = await this.rollout(this.plan.problems, this.plan.seed, reuse, {
       // An update of a unit reads π_old from them (update/local/kl-meter.ts checks they are its own), where
       // its engine can; elsewhere decoding's sums differ from scoring's.
       keepHiddenStatesOf: this.units.flatMap((unit) =>
@@ -184,7 +188,7 @@ export class Stage {
     const batch = await this.rollout(
       previous.problems,
       this.plan.seed,
-      changed && hasWholeGroups(previous) ? { previous, changed } : undefined,
+      changed && hasWholeGroups(previous) ? { previous, changed: changed.agentIndices } : undefined,
     );
     this.measurementTokens += batch.generatedTokens;
     return batch;
@@ -238,10 +242,10 @@ export class Stage {
       logProbs: result.scoredLogProbs,
     };
     for (const tracker of new Set([this.occupancy, this.latest]))
-      await tracker.advance(unit, engine, known ?? null);
+      await tracker.advance(unit.agentIndices, engine, known ?? null);
     const index = this.updates++;
     const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
-    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit) : null;
+    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit.agentIndices) : null;
     await this.plan.watch?.updated({
       updates: this.plan.updatesBefore + this.updates,
       tokens: generatedTokens,
@@ -306,11 +310,11 @@ export class Stage {
   }
 
   /**
-   * The team on the held-out prompts: the stored batch, or (after `changed` was updated) a new
-   * one paired with it (same prompts and random streams, prefix reused as in `sample`). Null
-   * when the stage measures nothing out of sample.
+   * The team on the held-out prompts: the stored batch, or (after the agents `changed` play
+   * were updated) a new one paired with it (same prompts and random streams, prefix reused as
+   * in `sample`). Null when the stage measures nothing out of sample.
    */
-  private async heldOutTeamBatch(changed?: TrainableUnit): Promise<TeamBatch | null> {
+  private async heldOutTeamBatch(changed?: readonly number[]): Promise<TeamBatch | null> {
     if (this.plan.heldOutProblems.length === 0) return null;
     if (this.heldOutBatch && !changed) return this.heldOutBatch;
     const previous = this.heldOutBatch;
@@ -324,11 +328,14 @@ export class Stage {
     return batch;
   }
 
-  /** A batch of `problems` from the team; after `reuseAfter.changed` alone changed, its suffix. */
+  /**
+   * A batch of `problems` from the team; after the agents `reuseAfter.changed` (indices) alone
+   * changed, its suffix.
+   */
   private rollout(
     problems: Problem[],
     seed: string,
-    reuseAfter: { previous: TeamBatch; changed: TrainableUnit } | undefined,
+    reuseAfter: { previous: TeamBatch; changed: readonly number[] } | undefined,
     extra: { keepHiddenStatesOf?: number[] } = {},
   ): Promise<TeamBatch> {
     const fromTurn = reuseAfter ? this.suffixStart(reuseAfter.changed) : null;
@@ -345,8 +352,11 @@ export class Stage {
     });
   }
 
-  /** First turn to resample after `changed` was updated, or null when a full resample is needed. */
-  private suffixStart(changed: TrainableUnit): number | null {
+  /**
+   * First turn to resample after the agents `changed` were updated, or null when a full
+   * resample is needed.
+   */
+  private suffixStart(changed: readonly number[]): number | null {
     const { protocol } = this.team;
     if (
       !this.settings.rollout.suffixResampling ||
@@ -354,9 +364,7 @@ export class Stage {
       protocol.permutePerEpisode
     )
       return null;
-    const turns = changed.agentIndices
-      .map((index) => firstTurnOf(protocol, index))
-      .filter((turn) => turn >= 0);
+    const turns = changed.map((index) => firstTurnOf(protocol, index)).filter((turn) => turn >= 0);
     return turns.length > 0 ? Math.min(...turns) : null;
   }
 }

@@ -2,23 +2,25 @@ import type { TrainConfig, TrainConfigInput } from './config/train-config.js';
 import type { SwapRecord } from './swap/swap.js';
 import type { TaskInput } from './setup/task-source.js';
 
+/** A stage's progress, as the trainer reports it when the stage ends. */
+export interface StageProgress {
+  stage: number;
+  generatedTokens: number;
+  budget: number;
+  /** Team reward of the stage's last batch. */
+  reward: number;
+  /** Mean token-level KL of the stage's updates. */
+  meanKl: number;
+  updates: number;
+  outOfRegion: number;
+  /** The team reward dropped beyond noise during the stage. */
+  regression: boolean;
+}
+
 /** What the trainer reports while it runs (the CLI draws progress bars from it). */
 export type TrainProgress =
   | { kind: 'start'; budget: number; stage: number; generatedTokens: number }
-  | {
-      kind: 'stage';
-      stage: number;
-      generatedTokens: number;
-      budget: number;
-      /** Team reward of the stage's last batch. */
-      reward: number;
-      /** Mean token-level KL of the stage's updates. */
-      meanKl: number;
-      updates: number;
-      outOfRegion: number;
-      /** The team reward dropped beyond noise during the stage. */
-      regression: boolean;
-    }
+  | ({ kind: 'stage' } & StageProgress)
   | { kind: 'eval'; stage: number; accuracy: number }
   | { kind: 'checkpoint'; stage: number }
   | { kind: 'swap'; record: SwapRecord }

@@ -9,7 +9,7 @@ import { noEffectCause, stageHadNoEffect } from './warnings.js';
 import { initialRunState, type EvaluationSummary, type RunState } from './run/run-state.js';
 import { buildSummary, lastEvaluation, type TrainSummary } from './summary.js';
 import type { TrainOptions } from './train-options.js';
-export type { TrainOptions, TrainProgress } from './train-options.js';
+export type { StageProgress, TrainOptions, TrainProgress } from './train-options.js';
 
 /**
  * Trains a team under its config's schedule until the generated-token budget is spent (or

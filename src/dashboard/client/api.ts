@@ -1,15 +1,17 @@
 /**
  * What the page reads from the dashboard's JSON API (src/dashboard/routes.ts). The figures, the
- * run rows and the config rows are the server's own types; the rest is stated here as the
- * client uses it.
+ * run rows, the config rows and the transcripts are the server's own types; the rest is stated
+ * here as the client uses it.
  */
 import type { Figure } from '../../figures/figure.js';
 import type { ConfigRow } from '../../report/config-table.js';
 import type { RunOverview } from '../../report/run-overview-type.js';
+import type { Transcript } from '../../trainer/outputs/transcript-type.js';
 import type { ResamplingDecisionView } from './describe.js';
 
 export type { Figure, FigureSeries } from '../../figures/figure.js';
 export type { ConfigRow } from '../../report/config-table.js';
+export type { Transcript } from '../../trainer/outputs/transcript-type.js';
 export type { RunOverview as RunSummary } from '../../report/run-overview-type.js';
 
 /** One metrics.jsonl record, as far as the feed reads it. */
@@ -55,16 +57,6 @@ export interface MetricsChunk {
   records: MetricsRecord[];
   nextOffset: number;
   reset: boolean;
-}
-
-/** One episode of transcripts.jsonl (src/trainer/outputs/transcripts.ts). */
-export interface Transcript {
-  stage: number;
-  problem: { id: string; prompt: string; answer: string };
-  sample: number;
-  reward: number;
-  correct: boolean;
-  turns: Array<{ agent: string; text: string; tokens: number; ended: string; truncated?: true }>;
 }
 
 /** GET /api/runs/:id/transcripts?stage=s. */

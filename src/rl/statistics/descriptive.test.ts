@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { mean, quantile, quantileOfSorted, sampleVariance, standardError } from './descriptive.js';
+import {
+  effectiveSampleSize,
+  mean,
+  quantile,
+  quantileOfSorted,
+  sampleVariance,
+  standardError,
+} from './descriptive.js';
 
 describe('descriptive statistics', () => {
   it('quantiles interpolate between order statistics (type 7)', () => {
@@ -49,6 +56,32 @@ describe('descriptive statistics', () => {
           assert.ok(quantileOfSorted(sorted, low) <= quantileOfSorted(sorted, high));
           assert.ok(quantileOfSorted(sorted, low) >= sorted[0]!);
           assert.ok(quantileOfSorted(sorted, high) <= sorted.at(-1)!);
+        },
+      ),
+    );
+  });
+
+  it("the effective sample size is Kish's (Σ W)² / Σ W², from 1 to n, with no overflow", () => {
+    // Weights 50, ½, ½, ½: 51.5² / 2500.75.
+    const logWeights = [50, 0.5, 0.5, 0.5].map(Math.log);
+    assert.ok(Math.abs(effectiveSampleSize(logWeights) - (51.5 * 51.5) / 2500.75) < 1e-12);
+    assert.equal(effectiveSampleSize(new Float64Array(5)), 5);
+    assert.equal(effectiveSampleSize([]), 0);
+    // exp(1000) is Infinity; factoring out the largest log-weight keeps the sums finite.
+    assert.equal(effectiveSampleSize([1000, 1000]), 2);
+    assert.ok(Math.abs(effectiveSampleSize([1000, 0]) - 1) < 1e-12);
+  });
+
+  it('the effective sample size ignores a common factor of the weights and lies in [1, n]', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.double({ min: -50, max: 50, noNaN: true }), { minLength: 1, maxLength: 30 }),
+        fc.double({ min: -100, max: 100, noNaN: true }),
+        (logWeights, shift) => {
+          const size = effectiveSampleSize(logWeights);
+          const shifted = effectiveSampleSize(logWeights.map((value) => value + shift));
+          assert.ok(size >= 1 - 1e-12 && size <= logWeights.length + 1e-9, `${size}`);
+          assert.ok(Math.abs(size - shifted) <= 1e-9 * logWeights.length, `${size} vs ${shifted}`);
         },
       ),
     );

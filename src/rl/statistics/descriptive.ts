@@ -1,5 +1,6 @@
 /**
- * Descriptive statistics: mean, variance, standard error and quantiles, each written once.
+ * Descriptive statistics: mean, variance, standard error, quantiles and the effective sample size
+ * of importance weights, each written once.
  * Sums run left to right in float64 (a plain loop, never pairwise or compensated), so every
  * caller that used to keep its own copy gets the same numbers to the bit.
  */
@@ -77,4 +78,25 @@ export function quantile(values: NumberArray, q: number): number {
     throw new RangeError('quantile: a value is NaN; drop undefined values first');
   }
   return quantileOfSorted(sorted.sort(), q);
+}
+
+/**
+ * Kish's effective sample size of importance weights W given as log W: (Σ W)² / Σ W², from 1
+ * (one weight carries the sample) to n (all weights equal); 0 for no weights. Evaluated with the
+ * largest log-weight factored out, exp(log W − max), so no single weight overflows the sums.
+ */
+export function effectiveSampleSize(logWeights: NumberArray): number {
+  if (logWeights.length === 0) return 0;
+  let largest = -Infinity;
+  for (let index = 0; index < logWeights.length; index++) {
+    largest = Math.max(largest, logWeights[index]);
+  }
+  let sum = 0;
+  let squares = 0;
+  for (let index = 0; index < logWeights.length; index++) {
+    const scaled = Math.exp(logWeights[index] - largest);
+    sum += scaled;
+    squares += scaled * scaled;
+  }
+  return (sum * sum) / squares;
 }

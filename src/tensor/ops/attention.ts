@@ -1,5 +1,5 @@
 import { getBackend } from '../../backend/index.js';
-import type { AttentionShape } from '../../backend/types.js';
+import type { AttentionForwardArguments } from '../../backend/types.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate, release } from '../memory.js';
 import { createResult, formatShape, gradientOf, isGradientEnabled, Tensor } from '../tensor.js';
@@ -64,33 +64,15 @@ export function attention(
   value: Tensor,
   options: AttentionOptions,
 ): Tensor {
-  const shape = attentionShape(query, key, value, options);
-  const { batch, queryLength, keyLength, keyCapacity, heads, kvHeads, headDim } = shape;
-  const { queryStart, scale, keyMask } = shape;
-  const backend = getBackend();
   const needsGradient =
     isGradientEnabled() && (query.requiresGrad || key.requiresGrad || value.requiresGrad);
-  const output = allocate(query.size);
-  const probabilities = needsGradient ? allocate(batch * heads * queryLength * keyLength) : null;
-  // Written out, not spread from a shape object: this runs for every layer of every decode
-  // step, and a spread of fifteen properties cost more than the rest of the op's JavaScript.
-  backend.attention({
-    query: query.data,
-    key: key.data,
-    value: value.data,
-    output,
-    probabilities,
-    keyMask,
-    batch,
-    queryLength,
-    keyLength,
-    keyCapacity,
-    heads,
-    kvHeads,
-    headDim,
-    queryStart,
-    scale,
-  });
+  // The kernel's arguments, written out in one place and passed as they are: this runs for
+  // every layer of every decode step, where a spread of fifteen properties cost more than the
+  // rest of the op's JavaScript (the backward pass, once per step, spreads them).
+  const forward = attentionArguments(query, key, value, options, needsGradient);
+  const { output, probabilities } = forward;
+  const backend = getBackend();
+  backend.attention(forward);
   return createResult(
     output,
     query.shape,
@@ -98,10 +80,7 @@ export function attention(
     [query, key, value],
     (gradOutput) => {
       backend.attentionBackward({
-        ...shape,
-        query: query.data,
-        key: key.data,
-        value: value.data,
+        ...forward,
         probabilities: probabilities!,
         gradOutput,
         gradQuery: gradientOf(query),
@@ -115,13 +94,18 @@ export function attention(
   );
 }
 
-/** Checks that query, key, value and the options fit together and returns their shape. */
-function attentionShape(
+/**
+ * Checks that query, key, value and the options fit together and returns the forward kernel's
+ * arguments: their shape, a new output buffer and (when a backward pass will need them) a new
+ * buffer for the probabilities.
+ */
+function attentionArguments(
   query: Tensor,
   key: Tensor,
   value: Tensor,
   options: AttentionOptions,
-): AttentionShape {
+  needsGradient: boolean,
+): AttentionForwardArguments {
   const { heads, kvHeads } = options;
   if (query.rank !== 3 || key.rank !== 3 || value.rank !== 3) {
     throw new ShapeError(
@@ -154,8 +138,13 @@ function attentionShape(
       `attention: keyMask has ${keyMask.length} entries, expected ${batch}×${keyCapacity}`,
     );
   }
-  const scale = 1 / Math.sqrt(headDim);
   return {
+    query: query.data,
+    key: key.data,
+    value: value.data,
+    output: allocate(query.size),
+    probabilities: needsGradient ? allocate(batch * heads * queryLength * keyLength) : null,
+    keyMask,
     batch,
     queryLength,
     keyLength,
@@ -164,7 +153,6 @@ function attentionShape(
     kvHeads,
     headDim,
     queryStart,
-    scale,
-    keyMask,
+    scale: 1 / Math.sqrt(headDim),
   };
 }

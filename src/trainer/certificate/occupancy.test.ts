@@ -50,7 +50,7 @@ describe('OccupancyTracker', () => {
     const batch = batchOf(4);
     tracker.begin(batch);
     assert.equal(tracker.gap(), null, 'nothing has moved before the first update');
-    await tracker.advance(agentZero, engineGiving(probabilities));
+    await tracker.advance(agentZero.agentIndices, engineGiving(probabilities));
     const estimate = tracker.gap()!;
     assert.ok(Math.abs(estimate.gap - 0.375) < 1e-12, `${estimate.gap}`);
     assert.ok(estimate.interval[0] >= 0 && estimate.interval[1] <= 1);
@@ -65,7 +65,7 @@ describe('OccupancyTracker', () => {
     const tracker = new OccupancyTracker();
     tracker.begin(batchOf(4));
     assert.equal(tracker.relativeEffectiveSampleSize(), 1);
-    await tracker.advance(agentZero, engineGiving([25, 0.25, 0.25, 0.25]));
+    await tracker.advance(agentZero.agentIndices, engineGiving([25, 0.25, 0.25, 0.25]));
     // Weights 50, ½, ½, ½: (51.5)² / (2500.75) / 4.
     const expected = (51.5 * 51.5) / 2500.75 / 4;
     assert.ok(Math.abs(tracker.relativeEffectiveSampleSize() - expected) < 1e-12);

@@ -1,9 +1,12 @@
-import { occupancyGapEstimate, type OccupancyGapEstimate } from '../../rl/index.js';
+import {
+  effectiveSampleSize,
+  occupancyGapEstimate,
+  type OccupancyGapEstimate,
+} from '../../rl/index.js';
 import type { ScoringItem } from '../../nn/score.js';
 import type { TeamBatch } from '../../team/types.js';
 import { collectUnitTokens } from '../update/token-grid.js';
 import type { UnitEngine } from '../update/engine.js';
-import type { TrainableUnit } from '../update/units.js';
 
 /**
  * How far the team has moved from the team that sampled one batch (the stage's first, or the
@@ -46,16 +49,7 @@ export class OccupancyTracker {
   relativeEffectiveSampleSize(): number {
     const logRatio = this.logRatio ?? new Float64Array(0);
     if (logRatio.length === 0) return 1;
-    // exp(log W − max) keeps the sums finite however large a single weight is.
-    const largest = Math.max(...logRatio);
-    let sum = 0;
-    let squares = 0;
-    for (const value of logRatio) {
-      const weight = Math.exp(value - largest);
-      sum += weight;
-      squares += weight * weight;
-    }
-    return (sum * sum) / squares / logRatio.length;
+    return effectiveSampleSize(logRatio) / logRatio.length;
   }
 
   /** W_{<i} per trajectory of the first batch, clipped to [low, high] (for its variance). */
@@ -65,35 +59,35 @@ export class OccupancyTracker {
   }
 
   /**
-   * After `unit`'s update: adds log(π_new/π_start) of its tokens in the first batch, scored by
-   * its engine. `known`: log π_new of the update's own tokens in scoring order (the update
+   * After the update of the unit playing `agentIndices`: adds log(π_new/π_start) of its tokens
+   * in the first batch, scored by its engine. `known`: log π_new of the update's own tokens in scoring order (the update
    * measured them); when those are the first batch's tokens of the unit — the first update of a
    * stage, or a later one whose turns suffix resampling kept — they are used instead of scoring
    * the batch again.
    */
   async advance(
-    unit: TrainableUnit,
+    agentIndices: readonly number[],
     engine: Pick<UnitEngine, 'completionLogProbs'>,
     known: { items: ScoringItem[]; logProbs: Float32Array } | null = null,
   ): Promise<void> {
-    const scored = this.pending(unit);
+    const scored = this.pending(agentIndices);
     if (!scored) return;
     const logProbs =
       known && sameItems(known.items, scored.items)
         ? splitByItem(known.items, known.logProbs)
         : await engine.completionLogProbs(scored.items);
-    this.add(unit, scored, logProbs);
+    this.add(agentIndices, scored, logProbs);
   }
 
-  private pending(unit: TrainableUnit) {
+  private pending(agentIndices: readonly number[]) {
     this.updates++;
     if (!this.start || !this.logRatio) return null;
-    const tokens = collectUnitTokens(this.start, unit.agentIndices);
+    const tokens = collectUnitTokens(this.start, agentIndices);
     return tokens.totalTokens === 0 ? null : tokens;
   }
 
   private add(
-    unit: TrainableUnit,
+    agentIndices: readonly number[],
     tokens: ReturnType<typeof collectUnitTokens>,
     logProbs: ArrayLike<number>[],
   ): void {
@@ -102,7 +96,7 @@ export class OccupancyTracker {
     let itemIndex = 0;
     for (const trajectoryIndex of tokens.rowTrajectories) {
       const turns = start.trajectories[trajectoryIndex]!.turns.filter((turn) =>
-        unit.agentIndices.includes(turn.agentIndex),
+        agentIndices.includes(turn.agentIndex),
       );
       for (const turn of turns) {
         const fresh = logProbs[itemIndex++]!;

@@ -6,6 +6,9 @@ import type { TeamBatch, Trajectory } from '../../team/types.js';
 import { generatedTokenCount } from '../../team/episodes.js';
 import { FileFormatError } from '../../util/errors.js';
 import { runFiles } from '../run/run-directory.js';
+import type { Transcript, TurnEnding } from './transcript-type.js';
+
+export type { Transcript, TranscriptTurn, TurnEnding } from './transcript-type.js';
 
 /**
  * Transcripts: what the agents wrote, kept in the run directory (transcripts.jsonl, one
@@ -13,30 +16,6 @@ import { runFiles } from '../run/run-directory.js';
  * episodes of its last batch (the team after the stage); `teamtr eval --samples N` prints
  * episodes of an evaluation in the same form.
  */
-
-/** Why a turn ended: its agent's stop token or stop string, its own limit, or the episode's. */
-export type TurnEnding = 'stop' | 'turn limit' | 'total limit';
-
-export interface TranscriptTurn {
-  agent: string;
-  text: string;
-  /** Tokens the agent generated in this turn. */
-  tokens: number;
-  ended: TurnEnding;
-  /** The text was cut to `maxTurnCharacters` here (the turn itself was longer). */
-  truncated?: true;
-}
-
-/** One episode as transcripts.jsonl records it. */
-export interface Transcript {
-  stage: number;
-  problem: { id: string; prompt: string; answer: string };
-  /** Which of the G episodes of its prompt this is. */
-  sample: number;
-  reward: number;
-  correct: boolean;
-  turns: TranscriptTurn[];
-}
 
 /** Characters of a turn's text a transcript keeps (so that a stage's lines stay small). */
 export const maxTurnCharacters = 2000;

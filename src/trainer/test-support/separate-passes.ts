@@ -1,7 +1,7 @@
-import { inRegionTolerance, meanTokenKl } from '../../rl/index.js';
+import { inRegionTolerance } from '../../rl/index.js';
 import { clipGradientNorm } from '../../optim/clip.js';
-import { EvidenceCollector } from '../update/local/certificate-evidence.js';
 import { gradientStep } from '../update/local/gradient-step.js';
+import { measureKl } from '../update/local/kl-meter.js';
 import { minibatches } from '../update/minibatches.js';
 import {
   captureSnapshot,
@@ -9,7 +9,7 @@ import {
   restoreSnapshot,
 } from '../update/parameter-state.js';
 import { ReferenceDistributions } from '../update/local/reference-distributions.js';
-import { collectUnitTokens, rowValues, type UnitTokens } from '../update/token-grid.js';
+import { collectUnitTokens, rowValues } from '../update/token-grid.js';
 import type { TrustRegionResult, TrustRegionUpdateOptions } from '../update/trust-region.js';
 import { isOnService } from '../update/engines.js';
 import type { LocalUnit } from '../update/units.js';
@@ -35,7 +35,7 @@ export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRe
     undefined,
     { sharePrefixes: false },
   );
-  const measure = () => measurement(unit.model.config.vocabSize, tokens, reference);
+  const measure = () => measureKl(tokens, unit.model.config.vocabSize, reference.pairs());
   const parameters = unit.model.trainableParameters();
   let snapshot = captureSnapshot(parameters);
   let kept: ReturnType<typeof measure> | null = null;
@@ -91,21 +91,6 @@ export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRe
     clipFraction: mean(clipFractions),
     probabilityShiftByRank: final.evidence.probabilityShiftByRank(),
     scoredLogProbs: final.evidence.scoredLogProbs(),
-  };
-}
-
-function measurement(vocab: number, tokens: UnitTokens, reference: ReferenceDistributions) {
-  const evidence = new EvidenceCollector(tokens, vocab, { rankShift: true });
-  for (const pair of reference.pairs()) evidence.add(pair);
-  const summary = meanTokenKl({
-    perTokenKl: evidence.evidence().perTokenKl,
-    mask: tokens.mask,
-    rows: tokens.rows,
-  });
-  return {
-    kl: tokens.totalTokens > 0 ? summary.mean : 0,
-    max: tokens.totalTokens > 0 ? summary.max : 0,
-    evidence,
   };
 }
 

@@ -2,7 +2,11 @@ import { meanTokenKl } from '../../../rl/index.js';
 import type { TransformerLM } from '../../../nn/transformer.js';
 import { EvidenceCollector } from './certificate-evidence.js';
 import { sumsInOneOrder } from '../../../nn/shared-prefix-scoring.js';
-import { ReferenceDistributions, type KnownHidden } from './reference-distributions.js';
+import {
+  ReferenceDistributions,
+  type DistributionPair,
+  type KnownHidden,
+} from './reference-distributions.js';
 import { withSampledHidden } from './sampled-hidden.js';
 import { flatPositionsIn, type UnitTokens } from '../token-grid.js';
 
@@ -11,6 +15,29 @@ export interface KlMeasurement {
   kl: number;
   max: number;
   evidence: EvidenceCollector;
+}
+
+/**
+ * The mean and maximum token KL of `tokens` (0 when there are none) from the π_old/π_current
+ * distributions of every chunk of them, and the certificate's evidence gathered from them.
+ */
+export function measureKl(
+  tokens: UnitTokens,
+  vocabSize: number,
+  pairs: Iterable<DistributionPair>,
+): KlMeasurement {
+  const evidence = new EvidenceCollector(tokens, vocabSize, { rankShift: true });
+  for (const pair of pairs) evidence.add(pair);
+  const summary = meanTokenKl({
+    perTokenKl: evidence.evidence().perTokenKl,
+    mask: tokens.mask,
+    rows: tokens.rows,
+  });
+  return {
+    kl: tokens.totalTokens > 0 ? summary.mean : 0,
+    max: tokens.totalTokens > 0 ? summary.max : 0,
+    evidence,
+  };
 }
 
 /**
@@ -60,22 +87,8 @@ export class KlMeter {
 
   /** The mean and maximum token KL, and the certificate's evidence, of the current parameters. */
   measure(forward: SharedForward | null = null): KlMeasurement {
-    const { tokens } = this;
-    const reference = this.started();
-    const evidence = new EvidenceCollector(tokens, this.model.config.vocabSize, {
-      rankShift: true,
-    });
-    for (const pair of reference.pairs(this.known(forward))) evidence.add(pair);
-    const summary = meanTokenKl({
-      perTokenKl: evidence.evidence().perTokenKl,
-      mask: tokens.mask,
-      rows: tokens.rows,
-    });
-    return {
-      kl: tokens.totalTokens > 0 ? summary.mean : 0,
-      max: tokens.totalTokens > 0 ? summary.max : 0,
-      evidence,
-    };
+    const pairs = this.started().pairs(this.known(forward));
+    return measureKl(this.tokens, this.model.config.vocabSize, pairs);
   }
 
   private started(): ReferenceDistributions {
