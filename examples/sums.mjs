@@ -4,6 +4,9 @@
 //
 //   teamtr train -c configs/sums-general.yaml --task-module examples/sums.mjs --run-dir runs/sums
 //
+// The untrained team is right on about a quarter of held-out problems at temperature 1, a
+// third after 100,000 generated tokens (docs/guides/own-task.md).
+//
 // 2,500 sums a+b with a, b in 0..49: every fifth is held out for evaluation.
 const sums = [];
 for (let a = 0; a < 50; a++) for (let b = 0; b < 50; b++) sums.push({ prompt: `${a}+${b}`, answer: String(a + b) });

@@ -58,4 +58,19 @@ describe('the general model’s pretraining exchanges', () => {
     }
     assert.ok(differing > 150, `${differing}`);
   });
+
+  test('sums of two two-digit numbers, what a task in code asks most, are a sixth of the mixture', () => {
+    const random = new RandomGenerator('sums');
+    const draws = 3000;
+    let sums = 0;
+    let skills = 0;
+    for (let index = 0; index < draws; index++) {
+      const { messages } = sampleChatExchange(random, 0);
+      const question = messages.filter((message) => message.role === 'user')[0]!.content;
+      if (/(?:^|\s)[1-9]\d\+[1-9]\d$/.test(question)) sums++;
+      if (!/[\d+*-]$/.test(question)) skills++;
+    }
+    assert.ok(sums / draws > 1 / 6, `${sums} of ${draws} exchanges add two two-digit numbers`);
+    assert.ok(skills / draws > 0.15, `${skills} of ${draws} exchanges ask for a text skill`);
+  });
 });

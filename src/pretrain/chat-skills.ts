@@ -57,20 +57,28 @@ const textProblem = (
   mistake: (random) => stringMistake(answer, letters, random),
 });
 
-/** Operands of one digit or two, half each. */
-const operand = (random: RandomGenerator) => random.nextInt(random.nextInt(2) === 0 ? 10 : 100);
+/**
+ * Operands below 100, one digit a quarter of the time: a user's task asks about two-digit
+ * numbers more often than one-digit ones (two numbers below 50 are 80% two-digit).
+ */
+const operand = (random: RandomGenerator) => random.nextInt(random.nextInt(4) === 0 ? 10 : 100);
 
-/** Sums (45%), differences (25%), products of one-digit numbers (15%), sums of three (15%). */
+/**
+ * Sums (60%), differences (20%), products of one-digit numbers (10%), sums of three (10%):
+ * adding two numbers is the skill a task in code most often leans on, and two-digit sums
+ * written first digit first (a carry decides the first digit) take the tiny model the most
+ * examples to learn.
+ */
 const arithmetic = (random: RandomGenerator): Problem => {
-  const kind = random.nextInt(20);
+  const kind = random.nextInt(10);
   const [a, b] = [operand(random), operand(random)];
-  if (kind < 9)
+  if (kind < 6)
     return numberProblem(
       ['Add.', 'Add the numbers.', 'Sum.', 'Compute.', 'Calculate.', 'Solve.', 'What is the sum?'],
       `${a}+${b}`,
       a + b,
     );
-  if (kind < 14) {
+  if (kind < 8) {
     const [large, small] = a >= b ? [a, b] : [b, a];
     return numberProblem(
       ['Subtract.', 'Compute.', 'Calculate.', 'Solve.', 'What is the difference?'],
@@ -78,7 +86,7 @@ const arithmetic = (random: RandomGenerator): Problem => {
       large - small,
     );
   }
-  if (kind < 17) {
+  if (kind < 9) {
     const [x, y] = [random.nextInt(10), random.nextInt(10)];
     return numberProblem(['Multiply.', 'Compute.', 'Calculate.', 'Solve.'], `${x}*${y}`, x * y);
   }
@@ -206,11 +214,11 @@ function afterAnotherAgent(
 }
 
 /**
- * One pretraining exchange: a problem (two thirds arithmetic, a third another text skill),
- * asked alone three times in four, else after another agent's reply.
+ * One pretraining exchange: a problem (three quarters arithmetic, a quarter another text
+ * skill), asked alone three times in four, else after another agent's reply.
  */
 export function sampleChatExchange(random: RandomGenerator, mistakeRate: number): ChatExchange {
-  const problem = random.nextInt(3) < 2 ? arithmetic(random) : pick(random, textSkills)(random);
+  const problem = random.nextInt(4) < 3 ? arithmetic(random) : pick(random, textSkills)(random);
   return random.nextInt(4) === 0
     ? afterAnotherAgent(random, problem, mistakeRate)
     : askedAlone(random, problem, mistakeRate);
