@@ -40,7 +40,7 @@ export function wilsonInterval(
 }
 
 /**
- * Team accuracy on held-out problems (one episode each, greedy by default), with a Wilson
+ * Team accuracy on held-out problems (one episode each, sampled at evaluation.temperature: 1 by default, 0 is greedy), with a Wilson
  * interval, and each agent's turn accuracy where the task can judge a single turn: the turn
  * equals what an ideal agent in that role would write given the turns actually before it.
  */
