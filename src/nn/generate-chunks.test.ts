@@ -9,17 +9,9 @@ import { applyLora } from './lora.js';
 import { resolveModelConfig } from './config.js';
 import { planSampling } from './sampling-plan.js';
 import { TransformerLM } from './transformer.js';
+import { tinyLlamaConfig } from './test-support/tiny-llama.js';
 
-const config = {
-  architecture: 'llama' as const,
-  vocabSize: 29,
-  hiddenSize: 32,
-  layers: 2,
-  heads: 4,
-  kvHeads: 2,
-  intermediateSize: 48,
-  maxPositions: 64,
-};
+const config = tinyLlamaConfig;
 
 /**
  * Eleven rows: prompts of different lengths (so a chunk needs another left padding than the

@@ -6,17 +6,9 @@ import { forEachBackend } from '../tensor/test-support/gradient-check.js';
 import { generate } from './generate.js';
 import { scoreToArrays } from './score.js';
 import { TransformerLM } from './transformer.js';
+import { tinyLlamaConfig } from './test-support/tiny-llama.js';
 
-const config = {
-  architecture: 'llama' as const,
-  vocabSize: 29,
-  hiddenSize: 32,
-  layers: 2,
-  heads: 4,
-  kvHeads: 2,
-  intermediateSize: 48,
-  maxPositions: 64,
-};
+const config = tinyLlamaConfig;
 
 /** Prompts of different lengths (left padding inside every chunk boundary case). */
 function prompts(random: RandomGenerator): number[][] {
