@@ -135,11 +135,14 @@ function realModelBench(
   bound: SgemmBound,
 ): BenchmarkResult[] {
   const ours = Math.max(bound.own, bound.openblas ?? 0);
-  // At 1.5B a generation call takes minutes: one timed run after the warm-up.
-  const repeats = flags.size === '1.5b' ? 1 : realModelRepeats;
+  // At 1.5B a generation call takes minutes and a stage most of an hour on two cores: one
+  // timed run, no warm-up (first-touch costs are small against minutes), and PyTorch once, at
+  // two threads.
+  const large = flags.size === '1.5b';
+  const repeats = large ? 1 : realModelRepeats;
   const options = {
     repeats,
-    warmup: realModelWarmup,
+    warmup: large ? 0 : realModelWarmup,
     backend: flags.backend,
     torchSgemmRatio: bound.torch !== null ? bound.torch / ours : undefined,
   };
@@ -147,8 +150,8 @@ function realModelBench(
     ? new TorchRealModelReference({
         python: pythonWithTorch,
         script: torchScript('torch_real_model.py'),
-        repeats: realModelRepeats,
-        threads: [1, 2],
+        repeats,
+        threads: large ? [2] : [1, 2],
       })
     : null;
   const reference: BenchmarkResult[] = [];
