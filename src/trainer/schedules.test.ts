@@ -1,22 +1,16 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadCheckpoint } from '../io/checkpoint.js';
 import type { TrainConfigInput } from './config/train-config.js';
-import type { EvaluationRecord, MetricsRecord, StageRecord, UpdateRecord } from './records.js';
-import { createTrainingFixture } from './test-support/fixture.js';
+import type { EvaluationRecord, StageRecord, UpdateRecord } from './records.js';
+import { createTrainingFixture, records } from './test-support/fixture.js';
 import { train } from './trainer.js';
 
 const cleanup: string[] = [];
 after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
 
-function records(runDirectory: string): MetricsRecord[] {
-  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as MetricsRecord);
-}
 const updatesOf = (run: string) =>
   records(run).filter((record): record is UpdateRecord => record.type === 'update');
 

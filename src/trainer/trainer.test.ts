@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadCheckpoint } from '../io/checkpoint.js';
 import { memoryStatistics } from '../tensor/index.js';
 import { train } from './trainer.js';
-import { createTrainingFixture } from './test-support/fixture.js';
+import { createTrainingFixture, records } from './test-support/fixture.js';
 import type { MetricsRecord } from './records.js';
 
 const cleanup: string[] = [];
 after(() => cleanup.forEach((directory) => rmSync(directory, { recursive: true, force: true })));
-
-function records(runDirectory: string): MetricsRecord[] {
-  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as MetricsRecord);
-}
 
 /** Metrics without wall-clock fields, which legitimately differ between runs. */
 function comparable(runDirectory: string): unknown[] {

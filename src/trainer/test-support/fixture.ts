@@ -1,10 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { saveCheckpoint } from '../../io/checkpoint.js';
 import { rollout } from '../../team/rollout.js';
 import { tinyTask, tinyTeam } from '../../team/test-support/tiny-team.js';
 import type { TrainConfigInput } from '../config/train-config.js';
+import type { MetricsRecord } from '../records.js';
 
 /**
  * A temp directory holding three tiny random agents (teamtr checkpoints) and a JSONL task
@@ -76,4 +77,12 @@ async function commonAnswer(team: ReturnType<typeof tinyTeam>): Promise<string> 
     .filter(([text]) => text.trim() !== '')
     .sort((a, b) => Math.abs(a[1] / 300 - 1 / 3) - Math.abs(b[1] / 300 - 1 / 3));
   return ranked[0]![0];
+}
+
+/** Every record of a run's metrics.jsonl, in order. */
+export function records(runDirectory: string): MetricsRecord[] {
+  return readFileSync(path.join(runDirectory, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as MetricsRecord);
 }
