@@ -196,27 +196,13 @@ static void dots_columns(const bfloat16_problem *g, const weight_rows *block, in
 }
 
 static void dots_task(void *context, size_t index, int thread) {
+  (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
   task_span span = start_task(tasks, index);
-  int64_t r0 = span.r0, r1 = span.r1, j0 = span.j0, j1 = span.j1;
-  if (g->b_single) {
-    weight_rows single = {NULL, g->b_single + j0 * g->k, g->k};
-    dots_columns(g, &single, r0, r1, j0, j1, false);
-    return;
-  }
-  weight_rows block = {g->b + j0 * g->k, NULL, g->k};
-  if (g->m <= IN_PLACE_ROWS) {
-    dots_columns(g, &block, r0, r1, j0, j1, true);
-    return;
-  }
-  /* Many rows: widen this block of B once; every 4-row block then reads float32. */
-  int64_t count = (j1 - j0) * g->k;
-  float *scratch = pool_scratch(thread, 0, (size_t)count * sizeof(float));
-  if (!scratch) abort();
-  for (int64_t i = 0; i < count; i++) scratch[i] = widen(block.half[i]);
-  weight_rows widened = {NULL, scratch, g->k};
-  dots_columns(g, &widened, r0, r1, j0, j1, false);
+  weight_rows block = g->b ? (weight_rows){g->b + span.j0 * g->k, NULL, g->k}
+                           : (weight_rows){NULL, g->b_single + span.j0 * g->k, g->k};
+  dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, g->b != NULL);
 }
 
 static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
@@ -233,8 +219,7 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   } else if (!transpose_b || g->k < VECTOR_WIDTH) {
     path_taken(PATH_BFLOAT16_ROWS, work);
   } else {
-    path_taken(g->m <= IN_PLACE_ROWS ? PATH_BFLOAT16_IN_REGISTERS : PATH_BFLOAT16_WIDENED_BLOCKS,
-               work);
+    path_taken(g->m < LANE_ROWS ? PATH_BFLOAT16_IN_REGISTERS : PATH_BFLOAT16_LANE_PANELS, work);
   }
   if (transpose_b && g->k < VECTOR_WIDTH) {
     matmul_shallow_transposed(g);
@@ -242,6 +227,10 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   }
   if (!transpose_b) {
     matmul_bfloat16_rows(g);
+    return;
+  }
+  if (g->m >= LANE_ROWS) {
+    matmul_bfloat16_lanes(g);
     return;
   }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;

@@ -1,0 +1,165 @@
+/*
+ * The register tile both many-row paths of the bfloat16-weight product run on (B [n×k]:
+ * matmul_bfloat16_lanes.c, B [k×n]: matmul_bfloat16_rows.c): the sgemm's scheme (gemm_packed.c)
+ * of a PANEL_ROWS × PANEL_COLUMNS block of C in registers, fed by a packed A micro-panel
+ * [depth][PANEL_ROWS] (one broadcast per row and step) and a packed, widened B micro-panel
+ * [depth][PANEL_COLUMNS] (two vector loads per step). Each accumulator lane is one entry's
+ * running sum, one multiply-add per step in depth order, so packing decides which products
+ * a sum takes and in what order; the paths arrange them to keep their documented orders.
+ *
+ * Why packing: the 4×4 dot-product tile the B [n×k] path had read four vectors of A (from L2)
+ * per 16 multiply-adds, and its horizontal sums cost a shuffle tree per 16 entries; here a
+ * step reads 12 floats of A and 32 of B for 24 multiply-adds. The B [k×n] path's 6-row tile
+ * read A through six row pointers and branched per row on how many were valid (the compiler
+ * kept the strides in vector registers for want of general ones); the packed tile has one
+ * pointer and no branches.
+ */
+#ifndef TEAMTR_BFLOAT16_PANELS_H
+#define TEAMTR_BFLOAT16_PANELS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "bfloat16_product.h"
+#include "simd.h"
+
+#if VECTOR_WIDTH == 16
+#define PANEL_ROWS 12
+#else
+#define PANEL_ROWS 6
+#endif
+#define PANEL_COLUMNS (2 * VECTOR_WIDTH)
+
+typedef struct {
+  vfloat v[PANEL_ROWS][2];
+} panel_tile;
+
+static inline void tile_zero(panel_tile *tile) {
+#pragma GCC unroll 16
+  for (int r = 0; r < PANEL_ROWS; r++) tile->v[r][0] = tile->v[r][1] = (vfloat){0};
+}
+
+/*
+ * tile += a[depth][PANEL_ROWS] · b[depth][PANEL_COLUMNS], one step of depth at a time: each
+ * entry's running sum takes `+= a·b` (a fused multiply-add wherever the build has one, as in
+ * the paths' few-row kernels, which write the same expression).
+ */
+static inline void tile_product(panel_tile *tile, int64_t depth, const float *restrict a,
+                                const float *restrict b) {
+  for (int64_t p = 0; p < depth; p++) {
+    vfloat b0 = vload(b + p * PANEL_COLUMNS), b1 = vload(b + p * PANEL_COLUMNS + VECTOR_WIDTH);
+#pragma GCC unroll 16
+    for (int r = 0; r < PANEL_ROWS; r++) {
+      vfloat a_value = vbroadcast(a[p * PANEL_ROWS + r]);
+      tile->v[r][0] += a_value * b0;
+      tile->v[r][1] += a_value * b1;
+    }
+  }
+}
+
+static inline void tile_load(panel_tile *tile, const float *source) {
+#pragma GCC unroll 16
+  for (int r = 0; r < PANEL_ROWS; r++) {
+    tile->v[r][0] = vload(source + r * PANEL_COLUMNS);
+    tile->v[r][1] = vload(source + r * PANEL_COLUMNS + VECTOR_WIDTH);
+  }
+}
+
+/* tile += source, entry by entry. */
+static inline void tile_add(panel_tile *tile, const float *source) {
+#pragma GCC unroll 16
+  for (int r = 0; r < PANEL_ROWS; r++) {
+    tile->v[r][0] += vload(source + r * PANEL_COLUMNS);
+    tile->v[r][1] += vload(source + r * PANEL_COLUMNS + VECTOR_WIDTH);
+  }
+}
+
+static inline void tile_store(const panel_tile *tile, float *target) {
+#pragma GCC unroll 16
+  for (int r = 0; r < PANEL_ROWS; r++) {
+    vstore(target + r * PANEL_COLUMNS, tile->v[r][0]);
+    vstore(target + r * PANEL_COLUMNS + VECTOR_WIDTH, tile->v[r][1]);
+  }
+}
+
+/*
+ * The tile's sums into C's rows [r0, r0 + rows) × columns [j0, j0 + columns) as store()
+ * writes each entry: alpha·total, plus C's entry (already scaled by beta) unless beta is 0.
+ * Whole tiles in vectors (a scalar store per entry would cost as much as a tenth of a k = 576
+ * tile's multiply-adds).
+ */
+static inline void tile_to_c(const panel_tile *tile, const bfloat16_problem *g, int64_t r0,
+                             int rows, int64_t j0, int columns) {
+  if (rows == PANEL_ROWS && columns == PANEL_COLUMNS) {
+    for (int r = 0; r < PANEL_ROWS; r++) {
+      for (int half = 0; half < 2; half++)
+        store_vector(g, g->c + (r0 + r) * g->n + j0 + half * VECTOR_WIDTH, tile->v[r][half]);
+    }
+    return;
+  }
+  float totals[PANEL_ROWS * PANEL_COLUMNS];
+  tile_store(tile, totals);
+  for (int r = 0; r < rows; r++) {
+    for (int j = 0; j < columns; j++) store(g, r0 + r, j0 + j, totals[r * PANEL_COLUMNS + j]);
+  }
+}
+
+/*
+ * A VECTOR_WIDTH-square tile transposed in registers (simd.h's vtranspose). With AVX-512 in
+ * immediate-operand shuffles (unpacks, then 128-bit block shuffles): GCC compiles the generic
+ * butterfly's later stages to vpermt2ps, whose index vectors and copies did not fit the
+ * registers beside the tile, and the spills made packing A a sixth of a product's time at
+ * n = 192. Same moves, so the same values land in the same places.
+ */
+static inline void panel_transpose(vfloat rows[VECTOR_WIDTH]) {
+#if VECTOR_WIDTH == 16
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = (__m512)rows[i];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = (__m512)_mm512_unpacklo_pd((__m512d)t[i], (__m512d)t[i + 2]);
+    r[i + 1] = (__m512)_mm512_unpackhi_pd((__m512d)t[i], (__m512d)t[i + 2]);
+    r[i + 2] = (__m512)_mm512_unpacklo_pd((__m512d)t[i + 1], (__m512d)t[i + 3]);
+    r[i + 3] = (__m512)_mm512_unpackhi_pd((__m512d)t[i + 1], (__m512d)t[i + 3]);
+  }
+  for (int half = 0; half < 16; half += 8) {
+    for (int i = 0; i < 4; i++) {
+      t[half + i] = _mm512_shuffle_f32x4(r[half + i], r[half + i + 4], 0x88);
+      t[half + i + 4] = _mm512_shuffle_f32x4(r[half + i], r[half + i + 4], 0xDD);
+    }
+  }
+  for (int i = 0; i < 8; i++) {
+    rows[i] = (vfloat)_mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    rows[i + 8] = (vfloat)_mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+#else
+  vtranspose(rows);
+#endif
+}
+
+/*
+ * Rows [r0, r0 + PANEL_ROWS) of A (row-major, `stride` floats apart; rows at or past `rows`
+ * read as 0) at depths p0 + [0, VECTOR_WIDTH), transposed in registers:
+ * column[q][r] = A(r0 + r, p0 + q), for groups of VECTOR_WIDTH rows at a time.
+ */
+static inline void transpose_rows(const float *a, int64_t stride, int rows, int group_first,
+                                  vfloat column[VECTOR_WIDTH]) {
+  if (rows == PANEL_ROWS) {
+    /* Whole panels (all but the last): no test per row. */
+    for (int r = 0; r < VECTOR_WIDTH; r++) {
+      int row = group_first + r;
+      column[r] = row < PANEL_ROWS ? vload(a + row * stride) : (vfloat){0};
+    }
+  } else {
+    for (int r = 0; r < VECTOR_WIDTH; r++) {
+      int row = group_first + r;
+      column[r] = row < PANEL_ROWS && row < rows ? vload(a + row * stride) : (vfloat){0};
+    }
+  }
+  panel_transpose(column);
+}
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * The B [n×k] (y = x·Wᵀ) bfloat16-weight product with many rows, in the order matmul_bfloat16.c
+ * documents, on the packed register tile of bfloat16_panels.h.
+ *
+ * An entry's VECTOR_WIDTH lane sums are independent chains: lane l sums A(r, p)·B(j, p) over
+ * p = l, l + W, … (W = VECTOR_WIDTH), one multiply-add each in that order. So lane l of every
+ * entry is the product of two matrices, A's columns l, l + W, … with B's, and it runs on the
+ * sgemm's register tile: A and B are packed lane by lane (a micro-panel holds lane 0's depths,
+ * then lane 1's, …, then the k % W tail), the tile computes lane l's sums of 12 × 32 entries
+ * from zero, and the lanes are added as simd.h's tree adds them: the tree pairs lane j with
+ * j + W/2, then those sums with the ones W/4 apart, …, so running the lanes in bit-reversed
+ * order (0, 8, 4, 12, … for 16) completes each pair right after its second half, and a stack
+ * of log2(W) tiles holds the unfinished ones. Then the tail, one fused multiply-add per depth
+ * in index order, and C. The same additions of the same values as the few-row kernel
+ * (matmul_bfloat16.c), so a row gives the same bits however many rows are multiplied.
+ *
+ * A is packed once per block of rows for every task; each task widens and packs one 32-column
+ * panel of B at a time and runs it over every row of the block.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "bfloat16_panels.h"
+#include "host.h"
+
+
+/* log2(VECTOR_WIDTH): the levels of the lanes' addition tree. */
+#if VECTOR_WIDTH == 16
+#define TREE_LEVELS 4
+#elif VECTOR_WIDTH == 8
+#define TREE_LEVELS 3
+#else
+#define TREE_LEVELS 2
+#endif
+
+static inline int reverse_bits(int value) {
+  int reversed = 0;
+  for (int level = 0; level < TREE_LEVELS; level++) reversed |= ((value >> level) & 1) << (TREE_LEVELS - 1 - level);
+  return reversed;
+}
+
+/* Where depth p of a packed micro-panel `width` wide starts: lane by lane, then the tail. */
+static inline int64_t lane_offset(int64_t k, int64_t p, int width) {
+  int64_t depth = k / VECTOR_WIDTH, main = depth * VECTOR_WIDTH;
+  if (p >= main) return p * width;
+  return ((p % VECTOR_WIDTH) * depth + p / VECTOR_WIDTH) * width;
+}
+
+/*
+ * Rows [r0, r0 + rows) of A as one micro-panel, PANEL_ROWS × k (rows past `rows` are 0): for
+ * each step of VECTOR_WIDTH depths, the rows' vectors transposed in registers, and each lane's
+ * column of PANEL_ROWS values stored at that lane's place.
+ */
+static void pack_a(const bfloat16_problem *g, int64_t r0, int rows, float *target) {
+  int64_t k = g->k, depth = k / VECTOR_WIDTH, main = depth * VECTOR_WIDTH;
+  const float *a = g->a + r0 * k;
+  int64_t lane_stride = depth * PANEL_ROWS;
+  for (int64_t p = 0, step = 0; p < main; p += VECTOR_WIDTH, step++) {
+    for (int first = 0; first < PANEL_ROWS; first += VECTOR_WIDTH) {
+      vfloat column[VECTOR_WIDTH];
+      transpose_rows(a + p, k, rows, first, column);
+      float *base = target + step * PANEL_ROWS + first;
+#if VECTOR_WIDTH == 16 && PANEL_ROWS == 12
+      /* A masked store of the 12 rows: a memcpy of 48 bytes went through the stack and was a
+         tenth of the product's time at n = 192. */
+      for (int lane = 0; lane < VECTOR_WIDTH; lane++)
+        _mm512_mask_storeu_ps(base + lane * lane_stride, 0x0FFF, (__m512)column[lane]);
+#else
+      int group = PANEL_ROWS - first < VECTOR_WIDTH ? PANEL_ROWS - first : VECTOR_WIDTH;
+      for (int lane = 0; lane < VECTOR_WIDTH; lane++)
+        memcpy(base + lane * lane_stride, &column[lane], (size_t)group * sizeof(float));
+#endif
+    }
+  }
+  for (int64_t p = main; p < k; p++) {
+    for (int r = 0; r < PANEL_ROWS; r++)
+      target[p * PANEL_ROWS + r] = r < rows ? a[r * k + p] : 0.0f;
+  }
+}
+
+/* B's rows (C's columns) [j0, j0 + PANEL_COLUMNS) as one widened micro-panel, k × PANEL_COLUMNS. */
+static void pack_b(const bfloat16_problem *g, int64_t j0, float *target) {
+  int64_t k = g->k, main = k / VECTOR_WIDTH * VECTOR_WIDTH;
+  int columns = g->n - j0 < PANEL_COLUMNS ? (int)(g->n - j0) : PANEL_COLUMNS;
+  for (int64_t p = 0; p < main; p += VECTOR_WIDTH) {
+    for (int half = 0; half < 2; half++) {
+      vfloat column[VECTOR_WIDTH];
+      for (int j = 0; j < VECTOR_WIDTH; j++) {
+        int c = half * VECTOR_WIDTH + j;
+        int64_t index = (j0 + c) * k + p;
+        column[j] = c >= columns ? (vfloat){0}
+                    : g->b   ? vload_bfloat16_compute(g->b + index)
+                             : vload(g->b_single + index);
+      }
+      panel_transpose(column);
+      for (int lane = 0; lane < VECTOR_WIDTH; lane++)
+        vstore(target + lane_offset(k, p + lane, PANEL_COLUMNS) + half * VECTOR_WIDTH, column[lane]);
+    }
+  }
+  for (int64_t p = main; p < k; p++) {
+    for (int c = 0; c < PANEL_COLUMNS; c++)
+      target[p * PANEL_COLUMNS + c] = c < columns ? b_entry(g, (j0 + c) * k + p) : 0.0f;
+  }
+}
+
+/* C's rows [r0, r0 + rows) × columns [j0, j0 + columns) from a packed A and B micro-panel. */
+static void lanes_tile(const bfloat16_problem *g, const float *a, const float *b, int64_t r0,
+                       int rows, int64_t j0, int columns) {
+  int64_t depth = g->k / VECTOR_WIDTH, main = depth * VECTOR_WIDTH;
+  /* Unfinished sums of the tree: level L holds the sum of 2^L lanes. */
+  float stack[TREE_LEVELS][PANEL_ROWS * PANEL_COLUMNS] __attribute__((aligned(64)));
+  panel_tile tile;
+  for (int t = 0; t < VECTOR_WIDTH; t++) {
+    int lane = reverse_bits(t);
+    tile_zero(&tile);
+    tile_product(&tile, depth, a + lane * depth * PANEL_ROWS, b + lane * depth * PANEL_COLUMNS);
+    int level = 0;
+    for (int bits = t; bits & 1; bits >>= 1, level++) tile_add(&tile, stack[level]);
+    if (t < VECTOR_WIDTH - 1) tile_store(&tile, stack[level]);
+  }
+  for (int64_t p = main; p < g->k; p++) {
+    vfloat b0 = vload(b + p * PANEL_COLUMNS), b1 = vload(b + p * PANEL_COLUMNS + VECTOR_WIDTH);
+    for (int r = 0; r < PANEL_ROWS; r++) {
+      vfloat a_value = vbroadcast(a[p * PANEL_ROWS + r]);
+      tile.v[r][0] = fused_multiply_add(a_value, b0, tile.v[r][0]);
+      tile.v[r][1] = fused_multiply_add(a_value, b1, tile.v[r][1]);
+    }
+  }
+  tile_to_c(&tile, g, r0, rows, j0, columns);
+}
+
+/*
+ * One block of rows: A packed (by the first pool job) for every task, cut into column panels
+ * and, when there are too few panels for the threads, parts of its rows.
+ */
+typedef struct {
+  const bfloat16_problem *problem;
+  float *packed_a;
+  int64_t first_row, rows;     /* the block: rows [first_row, first_row + rows) */
+  int64_t a_panels, b_panels;  /* micro-panels of A in the block, of B in the product */
+  int64_t parts, part_panels;  /* row parts per column panel, A micro-panels per part */
+} lane_block;
+
+#define PACK_PANELS_PER_TASK 8
+
+static void pack_a_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const lane_block *block = context;
+  int64_t first = (int64_t)index * PACK_PANELS_PER_TASK;
+  int64_t last = first + PACK_PANELS_PER_TASK < block->a_panels ? first + PACK_PANELS_PER_TASK
+                                                                 : block->a_panels;
+  for (int64_t panel = first; panel < last; panel++) {
+    int64_t r0 = block->first_row + panel * PANEL_ROWS;
+    int64_t left = block->first_row + block->rows - r0;
+    pack_a(block->problem, r0, left < PANEL_ROWS ? (int)left : PANEL_ROWS,
+           block->packed_a + panel * PANEL_ROWS * block->problem->k);
+  }
+}
+
+static void compute_task(void *context, size_t index, int thread) {
+  const lane_block *block = context;
+  const bfloat16_problem *g = block->problem;
+  int64_t column_panel = (int64_t)index % block->b_panels, part = (int64_t)index / block->b_panels;
+  int64_t j0 = column_panel * PANEL_COLUMNS;
+  int columns = g->n - j0 < PANEL_COLUMNS ? (int)(g->n - j0) : PANEL_COLUMNS;
+  int64_t first = part * block->part_panels, last = first + block->part_panels;
+  if (last > block->a_panels) last = block->a_panels;
+  if (first >= last) return;
+  int64_t r_first = block->first_row + first * PANEL_ROWS;
+  int64_t r_last = block->first_row + last * PANEL_ROWS;
+  if (r_last > block->first_row + block->rows) r_last = block->first_row + block->rows;
+  prepare_c(g, r_first, r_last, j0, j0 + columns);
+  float *b = pool_scratch(thread, 0, (size_t)(g->k * PANEL_COLUMNS) * sizeof(float));
+  if (!b) abort();
+  pack_b(g, j0, b);
+  for (int64_t panel = first; panel < last; panel++) {
+    int64_t r0 = block->first_row + panel * PANEL_ROWS;
+    int rows = r_last - r0 < PANEL_ROWS ? (int)(r_last - r0) : PANEL_ROWS;
+    lanes_tile(g, block->packed_a + panel * PANEL_ROWS * g->k, b, r0, rows, j0, columns);
+  }
+}
+
+/*
+ * Rows per block of packed A: a block's worth of L2 (host.c), but at least LANE_BLOCK_ROWS,
+ * below which widening B once per block would cost more than reading A from L3.
+ */
+#define LANE_BLOCK_ROWS 512
+
+static int64_t block_rows(const bfloat16_problem *g) {
+  int64_t rows = host_tuning()->a_block_bytes / (g->k * (int64_t)sizeof(float));
+  if (rows < LANE_BLOCK_ROWS) rows = LANE_BLOCK_ROWS;
+  rows = chunk_count(rows, PANEL_ROWS) * PANEL_ROWS;
+  return rows < g->m ? rows : g->m;
+}
+
+/*
+ * Row parts per column panel: 1, unless the panels alone leave threads idle in the last round;
+ * then the fewest parts that make the task count a multiple of the threads (each part widens
+ * B's panel again).
+ */
+static int64_t row_parts(int64_t b_panels, int64_t a_panels) {
+  int64_t threads = pool_thread_count();
+  if (b_panels >= 4 * threads || b_panels % threads == 0) return 1;
+  int64_t parts = 1;
+  while (parts < a_panels && parts < threads && b_panels * parts % threads != 0) parts++;
+  return parts;
+}
+
+void matmul_bfloat16_lanes(const bfloat16_problem *g) {
+  bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
+  int64_t rows_per_block = block_rows(g);
+  size_t panel_floats = (size_t)(PANEL_ROWS * g->k);
+  float *packed_a =
+      pool_scratch(0, 1, (size_t)chunk_count(rows_per_block, PANEL_ROWS) * panel_floats * sizeof(float));
+  if (!packed_a) abort();
+  for (int64_t first = 0; first < g->m; first += rows_per_block) {
+    lane_block block = {.problem = g, .packed_a = packed_a, .first_row = first};
+    block.rows = g->m - first < rows_per_block ? g->m - first : rows_per_block;
+    block.a_panels = chunk_count(block.rows, PANEL_ROWS);
+    block.b_panels = chunk_count(g->n, PANEL_COLUMNS);
+    block.parts = row_parts(block.b_panels, block.a_panels);
+    block.part_panels = chunk_count(block.a_panels, block.parts);
+    run_maybe_parallel((size_t)chunk_count(block.a_panels, PACK_PANELS_PER_TASK), pack_a_task,
+                       &block, share);
+    run_maybe_parallel((size_t)(block.b_panels * block.parts), compute_task, &block, share);
+  }
+}
