@@ -40,21 +40,29 @@ static inline void tile_zero(panel_tile *tile) {
 }
 
 /*
- * tile += a[depth][PANEL_ROWS] · b[depth][PANEL_COLUMNS], one step of depth at a time: each
+ * tile += A · b[depth][PANEL_COLUMNS], A(r, p) = a[p·step_stride + r·row_stride] (a packed
+ * micro-panel [depth][PANEL_ROWS], or rows of A read in place), one step of depth at a time: each
  * entry's running sum takes `+= a·b` (a fused multiply-add wherever the build has one, as in
  * the paths' few-row kernels, which write the same expression).
  */
-static inline void tile_product(panel_tile *tile, int64_t depth, const float *restrict a,
-                                const float *restrict b) {
+static inline __attribute__((always_inline)) void
+tile_product_strided(panel_tile *tile, int64_t depth, const float *restrict a, int64_t row_stride,
+                     int64_t step_stride, const float *restrict b) {
   for (int64_t p = 0; p < depth; p++) {
     vfloat b0 = vload(b + p * PANEL_COLUMNS), b1 = vload(b + p * PANEL_COLUMNS + VECTOR_WIDTH);
 #pragma GCC unroll 16
     for (int r = 0; r < PANEL_ROWS; r++) {
-      vfloat a_value = vbroadcast(a[p * PANEL_ROWS + r]);
+      vfloat a_value = vbroadcast(a[p * step_stride + r * row_stride]);
       tile->v[r][0] += a_value * b0;
       tile->v[r][1] += a_value * b1;
     }
   }
+}
+
+/* tile_product on a packed A micro-panel, [depth][PANEL_ROWS]. */
+static inline void tile_product(panel_tile *tile, int64_t depth, const float *restrict a,
+                                const float *restrict b) {
+  tile_product_strided(tile, depth, a, 1, PANEL_ROWS, b);
 }
 
 static inline void tile_load(panel_tile *tile, const float *source) {
@@ -105,42 +113,6 @@ static inline void tile_to_c(const panel_tile *tile, const bfloat16_problem *g, 
 }
 
 /*
- * A VECTOR_WIDTH-square tile transposed in registers (simd.h's vtranspose). With AVX-512 in
- * immediate-operand shuffles (unpacks, then 128-bit block shuffles): GCC compiles the generic
- * butterfly's later stages to vpermt2ps, whose index vectors and copies did not fit the
- * registers beside the tile, and the spills made packing A a sixth of a product's time at
- * n = 192. Same moves, so the same values land in the same places.
- */
-static inline void panel_transpose(vfloat rows[VECTOR_WIDTH]) {
-#if VECTOR_WIDTH == 16
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; i++) r[i] = (__m512)rows[i];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = (__m512)_mm512_unpacklo_pd((__m512d)t[i], (__m512d)t[i + 2]);
-    r[i + 1] = (__m512)_mm512_unpackhi_pd((__m512d)t[i], (__m512d)t[i + 2]);
-    r[i + 2] = (__m512)_mm512_unpacklo_pd((__m512d)t[i + 1], (__m512d)t[i + 3]);
-    r[i + 3] = (__m512)_mm512_unpackhi_pd((__m512d)t[i + 1], (__m512d)t[i + 3]);
-  }
-  for (int half = 0; half < 16; half += 8) {
-    for (int i = 0; i < 4; i++) {
-      t[half + i] = _mm512_shuffle_f32x4(r[half + i], r[half + i + 4], 0x88);
-      t[half + i + 4] = _mm512_shuffle_f32x4(r[half + i], r[half + i + 4], 0xDD);
-    }
-  }
-  for (int i = 0; i < 8; i++) {
-    rows[i] = (vfloat)_mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    rows[i + 8] = (vfloat)_mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-  }
-#else
-  vtranspose(rows);
-#endif
-}
-
-/*
  * Rows [r0, r0 + PANEL_ROWS) of A (row-major, `stride` floats apart; rows at or past `rows`
  * read as 0) at depths p0 + [0, VECTOR_WIDTH), transposed in registers:
  * column[q][r] = A(r0 + r, p0 + q), for groups of VECTOR_WIDTH rows at a time.
@@ -159,7 +131,7 @@ static inline void transpose_rows(const float *a, int64_t stride, int rows, int 
       column[r] = row < PANEL_ROWS && row < rows ? vload(a + row * stride) : (vfloat){0};
     }
   }
-  panel_transpose(column);
+  vtranspose(column);
 }
 
 #endif

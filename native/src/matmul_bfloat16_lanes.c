@@ -60,16 +60,9 @@ static void pack_a(const bfloat16_problem *g, int64_t r0, int rows, float *targe
       vfloat column[VECTOR_WIDTH];
       transpose_rows(a + p, k, rows, first, column);
       float *base = target + step * PANEL_ROWS + first;
-#if VECTOR_WIDTH == 16 && PANEL_ROWS == 12
-      /* A masked store of the 12 rows: a memcpy of 48 bytes went through the stack and was a
-         tenth of the product's time at n = 192. */
-      for (int lane = 0; lane < VECTOR_WIDTH; lane++)
-        _mm512_mask_storeu_ps(base + lane * lane_stride, 0x0FFF, (__m512)column[lane]);
-#else
       int group = PANEL_ROWS - first < VECTOR_WIDTH ? PANEL_ROWS - first : VECTOR_WIDTH;
       for (int lane = 0; lane < VECTOR_WIDTH; lane++)
         memcpy(base + lane * lane_stride, &column[lane], (size_t)group * sizeof(float));
-#endif
     }
   }
   for (int64_t p = main; p < k; p++) {
@@ -92,7 +85,7 @@ static void pack_b(const bfloat16_problem *g, int64_t j0, float *target) {
                     : g->b   ? vload_bfloat16_compute(g->b + index)
                              : vload(g->b_single + index);
       }
-      panel_transpose(column);
+      vtranspose(column);
       for (int lane = 0; lane < VECTOR_WIDTH; lane++)
         vstore(target + lane_offset(k, p + lane, PANEL_COLUMNS) + half * VECTOR_WIDTH, column[lane]);
     }
@@ -103,9 +96,23 @@ static void pack_b(const bfloat16_problem *g, int64_t j0, float *target) {
   }
 }
 
-/* C's rows [r0, r0 + rows) × columns [j0, j0 + columns) from a packed A and B micro-panel. */
-static void lanes_tile(const bfloat16_problem *g, const float *a, const float *b, int64_t r0,
-                       int rows, int64_t j0, int columns) {
+/*
+ * Where a micro-panel's A is read: lane l's step s of row r at
+ * lanes[l·lane_stride + s·step_stride + r·row_stride], and depth main + q (the tail) at
+ * tail[q·tail_step + r·row_stride]. Packed (pack_a), or A's rows in place.
+ */
+typedef struct {
+  const float *lanes, *tail;
+  int64_t lane_stride, step_stride, row_stride, tail_step;
+} a_source;
+
+/*
+ * C's rows [r0, r0 + rows) × columns [j0, j0 + columns) from A and a packed B micro-panel.
+ * Inlined into each caller with its A layout's strides, so the packed one's are constants.
+ */
+static inline __attribute__((always_inline)) void
+lanes_tile(const bfloat16_problem *g, const a_source *a, const float *b, int64_t r0, int rows,
+           int64_t j0, int columns) {
   int64_t depth = g->k / VECTOR_WIDTH, main = depth * VECTOR_WIDTH;
   /* Unfinished sums of the tree: level L holds the sum of 2^L lanes. */
   float stack[TREE_LEVELS][PANEL_ROWS * PANEL_COLUMNS] __attribute__((aligned(64)));
@@ -113,7 +120,8 @@ static void lanes_tile(const bfloat16_problem *g, const float *a, const float *b
   for (int t = 0; t < VECTOR_WIDTH; t++) {
     int lane = reverse_bits(t);
     tile_zero(&tile);
-    tile_product(&tile, depth, a + lane * depth * PANEL_ROWS, b + lane * depth * PANEL_COLUMNS);
+    tile_product_strided(&tile, depth, a->lanes + lane * a->lane_stride, a->row_stride,
+                         a->step_stride, b + lane * depth * PANEL_COLUMNS);
     int level = 0;
     for (int bits = t; bits & 1; bits >>= 1, level++) tile_add(&tile, stack[level]);
     if (t < VECTOR_WIDTH - 1) tile_store(&tile, stack[level]);
@@ -121,12 +129,29 @@ static void lanes_tile(const bfloat16_problem *g, const float *a, const float *b
   for (int64_t p = main; p < g->k; p++) {
     vfloat b0 = vload(b + p * PANEL_COLUMNS), b1 = vload(b + p * PANEL_COLUMNS + VECTOR_WIDTH);
     for (int r = 0; r < PANEL_ROWS; r++) {
-      vfloat a_value = vbroadcast(a[p * PANEL_ROWS + r]);
+      vfloat a_value = vbroadcast(a->tail[(p - main) * a->tail_step + r * a->row_stride]);
       tile.v[r][0] = fused_multiply_add(a_value, b0, tile.v[r][0]);
       tile.v[r][1] = fused_multiply_add(a_value, b1, tile.v[r][1]);
     }
   }
   tile_to_c(&tile, g, r0, rows, j0, columns);
+}
+
+/* lanes_tile on a packed A micro-panel (pack_a's layout). */
+static void lanes_tile_packed(const bfloat16_problem *g, const float *packed, const float *b,
+                              int64_t r0, int rows, int64_t j0, int columns) {
+  int64_t depth = g->k / VECTOR_WIDTH;
+  a_source a = {packed, packed + depth * VECTOR_WIDTH * PANEL_ROWS, depth * PANEL_ROWS,
+                PANEL_ROWS, 1, PANEL_ROWS};
+  lanes_tile(g, &a, b, r0, rows, j0, columns);
+}
+
+/* lanes_tile on PANEL_ROWS whole rows of A read in place (lane l of step s is column s·W + l). */
+static void lanes_tile_in_place(const bfloat16_problem *g, const float *b, int64_t r0,
+                                int64_t j0, int columns) {
+  const float *rows = g->a + r0 * g->k;
+  a_source a = {rows, rows + g->k / VECTOR_WIDTH * VECTOR_WIDTH, 1, VECTOR_WIDTH, g->k, 1};
+  lanes_tile(g, &a, b, r0, PANEL_ROWS, j0, columns);
 }
 
 /*
@@ -135,7 +160,8 @@ static void lanes_tile(const bfloat16_problem *g, const float *a, const float *b
  */
 typedef struct {
   const bfloat16_problem *problem;
-  float *packed_a;
+  float *packed_a;             /* every micro-panel, or in place only the last if partial */
+  bool in_place;               /* whole micro-panels read from A's rows (reads_in_place) */
   int64_t first_row, rows;     /* the block: rows [first_row, first_row + rows) */
   int64_t a_panels, b_panels;  /* micro-panels of A in the block, of B in the product */
   int64_t parts, part_panels;  /* row parts per column panel, A micro-panels per part */
@@ -176,8 +202,30 @@ static void compute_task(void *context, size_t index, int thread) {
   for (int64_t panel = first; panel < last; panel++) {
     int64_t r0 = block->first_row + panel * PANEL_ROWS;
     int rows = r_last - r0 < PANEL_ROWS ? (int)(r_last - r0) : PANEL_ROWS;
-    lanes_tile(g, block->packed_a + panel * PANEL_ROWS * g->k, b, r0, rows, j0, columns);
+    if (block->in_place && rows == PANEL_ROWS)
+      lanes_tile_in_place(g, b, r0, j0, columns);
+    else
+      lanes_tile_packed(g, block->packed_a + (block->in_place ? 0 : panel * PANEL_ROWS * g->k),
+                        b, r0, rows, j0, columns);
   }
+}
+
+/*
+ * Whether whole micro-panels read A's rows in place, unpacked: when there are too few columns
+ * for packing A to pay (it is a transpose per 16 × 16 floats, and the packed copy, written by
+ * one core and read by the others, moves between their caches at every call) and PANEL_ROWS
+ * rows of A fit in three fifths of L1 beside a lane's slice of B, where each lane's pass finds
+ * them (it reads one float of every line). Measured at k = 576 (27 KB of a 48 KB L1), two
+ * threads, same process: n = 192 at 60 rows 0.38 → 0.92 of the float32 GEMM, at 256 rows
+ * 0.73 → 0.94; n = 576 0.80 → 0.92 and 0.86 → 0.93; but n = 1,536 and 49,152 at 256 rows
+ * 0.98 → 0.95 (B's panel and the rows contend for L1). At k = 1,536 (74 KB) in place ran at
+ * 0.62 of packed.
+ */
+#define IN_PLACE_COLUMNS 1024
+
+static bool reads_in_place(const bfloat16_problem *g) {
+  int64_t l1 = host_detect()->l1d_bytes;
+  return g->n <= IN_PLACE_COLUMNS && PANEL_ROWS * g->k * (int64_t)sizeof(float) * 5 <= l1 * 3;
 }
 
 /*
@@ -208,20 +256,27 @@ static int64_t row_parts(int64_t b_panels, int64_t a_panels) {
 
 void matmul_bfloat16_lanes(const bfloat16_problem *g) {
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  int64_t rows_per_block = block_rows(g);
-  size_t panel_floats = (size_t)(PANEL_ROWS * g->k);
+  bool in_place = reads_in_place(g);
+  int64_t rows_per_block = in_place ? g->m : block_rows(g);
+  int64_t packed_panels = in_place ? 1 : chunk_count(rows_per_block, PANEL_ROWS);
   float *packed_a =
-      pool_scratch(0, 1, (size_t)chunk_count(rows_per_block, PANEL_ROWS) * panel_floats * sizeof(float));
+      pool_scratch(0, 1, (size_t)(packed_panels * PANEL_ROWS * g->k) * sizeof(float));
   if (!packed_a) abort();
   for (int64_t first = 0; first < g->m; first += rows_per_block) {
-    lane_block block = {.problem = g, .packed_a = packed_a, .first_row = first};
+    lane_block block = {.problem = g, .packed_a = packed_a, .in_place = in_place};
+    block.first_row = first;
     block.rows = g->m - first < rows_per_block ? g->m - first : rows_per_block;
     block.a_panels = chunk_count(block.rows, PANEL_ROWS);
     block.b_panels = chunk_count(g->n, PANEL_COLUMNS);
     block.parts = row_parts(block.b_panels, block.a_panels);
     block.part_panels = chunk_count(block.a_panels, block.parts);
-    run_maybe_parallel((size_t)chunk_count(block.a_panels, PACK_PANELS_PER_TASK), pack_a_task,
-                       &block, share);
+    if (!in_place) {
+      run_maybe_parallel((size_t)chunk_count(block.a_panels, PACK_PANELS_PER_TASK), pack_a_task,
+                         &block, share);
+    } else if (block.rows % PANEL_ROWS != 0) {
+      int64_t last = block.rows / PANEL_ROWS * PANEL_ROWS;
+      pack_a(g, first + last, (int)(block.rows - last), packed_a);
+    }
     run_maybe_parallel((size_t)(block.b_panels * block.parts), compute_task, &block, share);
   }
 }
