@@ -71,19 +71,24 @@ tail_sum(float total, const float *a, const weight_rows *rows, int c, int64_t p,
  * streamed side gained its prefetch shares. `prefetch` (streamed only): this block's share of
  * the next block's 4 B rows, fetched while it computes; `shares` blocks split them.
  */
-static inline void dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0,
-                             int rows, int64_t j0, const bool streamed, const uint16_t *prefetch,
-                             int shares) {
+static inline __attribute__((always_inline)) void
+dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t j0,
+          const bool streamed, const uint16_t *prefetch, int shares) {
   int64_t k = g->k;
   vfloat sums[4][4] = {{{0}}};
+  /* 4 rows × VECTOR_WIDTH bfloat16 = 4 · 2·VECTOR_WIDTH bytes a step, over `shares`: the share
+     advances by a constant, not by 4·p / shares, which compiled to a 64-bit division every
+     step; without it (and with the function always inlined, so that `streamed` is a constant
+     in the loop rather than a mask test) decode products of 4–16 rows ran 1.05–1.08 times as
+     fast (two threads, the old and new code alternating in one process). */
+  int64_t advance = 4 * VECTOR_WIDTH / shares, ahead = 0;
   int64_t p = 0;
-  for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH) {
+  for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH, ahead += advance) {
     vfloat bv[4], av[4];
     if (streamed) {
       if (prefetch) {
-        /* 4 rows × VECTOR_WIDTH bfloat16 = 4 · 2·VECTOR_WIDTH bytes a step, over `shares`. */
         for (int line = 0; line < VECTOR_WIDTH / 8; line += shares)
-          __builtin_prefetch(prefetch + 4 * p / shares + line * 32);
+          __builtin_prefetch(prefetch + ahead + line * 32);
       }
       for (int c = 0; c < 4; c++) {
         const uint16_t *source = b->half + c * k + p;
