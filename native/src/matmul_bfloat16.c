@@ -210,6 +210,11 @@ static void dots_task(void *context, size_t index, int thread) {
   dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, g->b != NULL);
 }
 
+/* Whether a B [n×k] product runs on the packed register tile (matmul_bfloat16_lanes.c). */
+static bool on_lanes(const bfloat16_problem *g) {
+  return g->m >= LANE_ROWS && g->n >= LANE_COLUMNS;
+}
+
 static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   if (g->m == 0 || g->n == 0) return;
   if (g->k == 0) {
@@ -224,7 +229,7 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   } else if (!transpose_b || g->k < VECTOR_WIDTH) {
     path_taken(PATH_BFLOAT16_ROWS, work);
   } else {
-    path_taken(g->m < LANE_ROWS ? PATH_BFLOAT16_IN_REGISTERS : PATH_BFLOAT16_LANE_PANELS, work);
+    path_taken(on_lanes(g) ? PATH_BFLOAT16_LANE_PANELS : PATH_BFLOAT16_IN_REGISTERS, work);
   }
   if (transpose_b && g->k < VECTOR_WIDTH) {
     matmul_shallow_transposed(g);
@@ -234,7 +239,7 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     matmul_bfloat16_rows(g);
     return;
   }
-  if (g->m >= LANE_ROWS) {
+  if (on_lanes(g)) {
     matmul_bfloat16_lanes(g);
     return;
   }
