@@ -2,6 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
 import { readRequestBody } from '../util/request-body.js';
+import { parseOr } from '../util/schema.js';
 import { HttpError } from './errors.js';
 
 /**
@@ -94,17 +95,16 @@ export function parseRequest<Schema extends z.ZodType>(
   body: unknown,
   where: string,
 ): z.output<Schema> {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const at = issue.path.join('.');
-  if (issue.code === 'unrecognized_keys') {
-    const prefix = at ? `${at}.` : '';
-    throw new HttpError(
-      400,
-      `${where}: unknown parameter${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `"${prefix}${key}"`).join(', ')}; check the spelling`,
-      { param: `${prefix}${issue.keys[0]}` },
-    );
-  }
-  throw new HttpError(400, `${where}: ${at || 'body'}: ${issue.message}`, { param: at || null });
+  return parseOr(schema, body, ([issue]) => {
+    const at = issue.path.join('.');
+    if (issue.code === 'unrecognized_keys') {
+      const prefix = at ? `${at}.` : '';
+      return new HttpError(
+        400,
+        `${where}: unknown parameter${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `"${prefix}${key}"`).join(', ')}; check the spelling`,
+        { param: `${prefix}${issue.keys[0]}` },
+      );
+    }
+    return new HttpError(400, `${where}: ${at || 'body'}: ${issue.message}`, { param: at || null });
+  });
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { loraLayers } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { ConfigError } from '../util/errors.js';
+import { parseOr } from '../util/schema.js';
 
 /**
  * How a model's frozen weights are stored. `bfloat16` keeps every frozen matrix (a LoRA agent's
@@ -58,12 +59,13 @@ export function applyWeightsDtype(
 /** A `--weights-dtype` flag's value (undefined: auto); anything else lists the choices. */
 export function parseWeightsDtype(value: unknown, flag = '--weights-dtype'): WeightsDtype {
   if (value === undefined) return 'auto';
-  const parsed = weightsDtypeSchema.safeParse(value);
-  if (!parsed.success) {
-    throw new ConfigError(
-      flag,
-      `${JSON.stringify(value)} is not a weights dtype (valid: ${weightsDtypeSchema.options.join(', ')})`,
-    );
-  }
-  return parsed.data;
+  return parseOr(
+    weightsDtypeSchema,
+    value,
+    () =>
+      new ConfigError(
+        flag,
+        `${JSON.stringify(value)} is not a weights dtype (valid: ${weightsDtypeSchema.options.join(', ')})`,
+      ),
+  );
 }

@@ -8,7 +8,7 @@ import {
   tidy,
   type Tensor,
 } from '../tensor/index.js';
-import type { TransformerLM } from './transformer.js';
+import type { ForwardInput, TransformerLM } from './transformer.js';
 import { largest } from '../util/extremes.js';
 
 /** A (context, completion) pair of token ids; the completion is what gets scored. */
@@ -91,19 +91,18 @@ export interface CompletionScores {
  * batched forward pass that computes logits only there; with the packed batch (targets,
  * offsets) they belong to.
  */
-function completionLogits(
+export function completionLogits(
   model: TransformerLM,
   items: readonly ScoringItem[],
 ): { logits: Tensor; packed: ScoringBatch } {
   const packed = packScoringBatch(items, model.config.maxPositions);
-  const logits = model.forward({
-    ids: packed.ids,
-    batch: packed.batch,
-    length: packed.length,
-    keyMask: packed.keyMask,
-    rows: packed.rows,
-  });
+  const logits = model.forward({ ...forwardInput(packed), rows: packed.rows });
   return { logits, packed };
+}
+
+/** A packed batch as a forward pass's input: its ids, shape and key mask (no cache). */
+function forwardInput(packed: ScoringBatch): ForwardInput {
+  return { ids: packed.ids, batch: packed.batch, length: packed.length, keyMask: packed.keyMask };
 }
 
 /**
@@ -136,12 +135,7 @@ export function scoreCompletionsKeepingHidden(
   items: readonly ScoringItem[],
 ): { logProbs: Tensor; hidden: Float32Array; offsets: Int32Array } {
   const packed = packScoringBatch(items, model.config.maxPositions);
-  const all = model.forwardHidden({
-    ids: packed.ids,
-    batch: packed.batch,
-    length: packed.length,
-    keyMask: packed.keyMask,
-  });
+  const all = model.forwardHidden(forwardInput(packed));
   const hidden = selectRows(all, packed.rows); // [totalTokens, hidden]
   const { logProbs } = gatherLogProbs(model.head(hidden), packed.targets);
   return { logProbs, hidden: hidden.data.slice(), offsets: packed.offsets };
@@ -209,12 +203,7 @@ export function completionHiddenStates(
   const packed = packScoringBatch(items, model.config.maxPositions);
   return noGrad(() =>
     tidy(() => {
-      const hidden = model.forwardHidden({
-        ids: packed.ids,
-        batch: packed.batch,
-        length: packed.length,
-        keyMask: packed.keyMask,
-      });
+      const hidden = model.forwardHidden(forwardInput(packed));
       return selectRows(hidden, packed.rows).data.slice();
     }),
   );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ChatMessage } from '../models/chat.js';
 import { TeamtrError } from '../util/errors.js';
+import { parseOr } from '../util/schema.js';
 
 /**
  * OpenAI requests, as far as teamtr serves them: `/v1/chat/completions` and `/v1/completions`
@@ -116,9 +117,16 @@ export interface NormalizedRequest {
   n: number;
 }
 
-/** The first issue of a failed parse, as a message naming the field and the field. */
-export function describeIssues(error: z.ZodError): { message: string; param: string | null } {
-  const issue = error.issues[0]!;
+/** A request that fails its schema: a 400 naming the first issue's field (parseOr's refusal). */
+export function requestRefusal(
+  issues: readonly [z.core.$ZodIssue, ...z.core.$ZodIssue[]],
+): RequestError {
+  const { message, param } = describeIssue(issues[0]);
+  return new RequestError(400, message, param);
+}
+
+/** One issue of a failed parse, as a message naming the field, and the field. */
+function describeIssue(issue: z.core.$ZodIssue): { message: string; param: string | null } {
   const at = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
     const names = issue.keys.map((key) => (at ? `${at}.${key}` : key));
@@ -167,12 +175,7 @@ function refuseUnsupported(
 
 export function normalizeRequest(kind: 'chat' | 'completion', raw: unknown): NormalizedRequest {
   const schema = kind === 'chat' ? chatRequestSchema : completionRequestSchema;
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const { message, param } = describeIssues(parsed.error);
-    throw new RequestError(400, message, param);
-  }
-  const body = parsed.data;
+  const body = parseOr(schema, raw, requestRefusal);
   refuseUnsupported(body);
   const stop =
     body.stop === undefined || body.stop === null

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { ChatMessage } from '../models/chat.js';
 import type { TokenLogprob } from './generation.js';
-import { describeIssues, RequestError, type NormalizedRequest } from './protocol.js';
+import { parseOr } from '../util/schema.js';
+import { requestRefusal, RequestError, type NormalizedRequest } from './protocol.js';
 import {
   logprobEntries,
   sseFrame,
@@ -136,12 +137,7 @@ function messagesOf(body: ResponsesRequest): ChatMessage[] {
 }
 
 export function normalizeResponsesRequest(raw: unknown): NormalizedRequest {
-  const parsed = responsesRequestSchema.safeParse(raw);
-  if (!parsed.success) {
-    const { message, param } = describeIssues(parsed.error);
-    throw new RequestError(400, message, param);
-  }
-  const body = parsed.data;
+  const body = parseOr(responsesRequestSchema, raw, requestRefusal);
   refuseUnsupported(body);
   const logprobs = body.include?.includes('message.output_text.logprobs') ?? false;
   return {

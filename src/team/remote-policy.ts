@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CharTokenizer } from '../tokenizer/char.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { ConfigError } from '../util/errors.js';
-import { parseWithSchema } from '../util/schema.js';
+import { parseOr, parseWithSchema } from '../util/schema.js';
 import { postJson, RemoteAgentError, type HttpSettings } from './openai-client.js';
 import {
   TokenizingPolicy,
@@ -153,17 +153,17 @@ export class RemotePolicy extends TokenizingPolicy {
         ? { ...common, messages: [{ role: 'user', content: request.input }] }
         : { ...common, prompt: request.input };
     const response = await postJson(url, body, this.http);
-    const parsed = (api === 'chat' ? chatResponseSchema : completionResponseSchema).safeParse(
+    const schema = api === 'chat' ? chatResponseSchema : completionResponseSchema;
+    const parsed = parseOr(
+      schema,
       response.json,
+      ([issue]) =>
+        new RemoteAgentError(
+          url,
+          `malformed response: ${issue.path.join('.') || 'body'}: ${issue.message} (body starts ${JSON.stringify(response.text.slice(0, 200))})`,
+        ),
     );
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new RemoteAgentError(
-        url,
-        `malformed response: ${issue.path.join('.') || 'body'}: ${issue.message} (body starts ${JSON.stringify(response.text.slice(0, 200))})`,
-      );
-    }
-    const choice = parsed.data.choices[0]!;
+    const choice = parsed.choices[0]!;
     const raw =
       'message' in choice
         ? ((choice as { message: { content: string | null } }).message.content ?? '')
@@ -178,7 +178,7 @@ export class RemotePolicy extends TokenizingPolicy {
     const finishReason = cut >= 0 || choice.finish_reason === 'stop' ? 'stop' : 'length';
     // Generated tokens count toward training budgets like a local agent's; a server that
     // reports no usage counts as 0.
-    const generatedTokenCount = parsed.data.usage?.completion_tokens ?? 0;
+    const generatedTokenCount = parsed.usage?.completion_tokens ?? 0;
     return { inputIds: [], tokens: [], logProbs: [], text, finishReason, generatedTokenCount };
   }
 }

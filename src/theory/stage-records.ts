@@ -116,7 +116,11 @@ export function measureChange(
   return { surrogate, advantageBound, shifts, policyAdvantageBounds };
 }
 
-export interface SequentialUpdateParts {
+/** What one sequential update's record is made from; the picked fields it keeps as they are. */
+export interface SequentialUpdateParts extends Pick<
+  UpdateRecord,
+  'returnBefore' | 'returnAfter' | 'certificate' | 'tighterCertificates'
+> {
   readonly game: TabularGame;
   readonly agent: number;
   readonly positions: readonly number[];
@@ -127,11 +131,7 @@ export interface SequentialUpdateParts {
   readonly referenceOccupancy: readonly Float64Array[];
   /** The occupancy of the team the step is applied to. */
   readonly appliedOccupancy: readonly Float64Array[];
-  readonly returnBefore: number;
-  readonly returnAfter: number;
   readonly surrogate: number;
-  readonly certificate: UpdateCertificate;
-  readonly tighterCertificates: TighterCertificates;
 }
 
 export function recordUpdate(parts: SequentialUpdateParts): UpdateRecord {

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { parseOr } from '../util/schema.js';
 import { TinkerResponseError } from './errors.js';
 
 /** What a model or sampler handle needs of its client: plain calls and calls that return futures. */
@@ -26,10 +27,10 @@ export function checkJson<Schema extends z.ZodType>(
   value: unknown,
   schema: Schema,
 ): z.output<Schema> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new TinkerResponseError(route, `${issue.path.join('.') || 'the body'}: ${issue.message}`);
-  }
-  return parsed.data;
+  return parseOr(
+    schema,
+    value,
+    ([issue]) =>
+      new TinkerResponseError(route, `${issue.path.join('.') || 'the body'}: ${issue.message}`),
+  );
 }

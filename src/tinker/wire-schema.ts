@@ -22,114 +22,89 @@ import protobuf from 'protobufjs';
 
 const packageName = 'tinker_public';
 
-const schema = {
-  nested: {
-    [packageName]: {
-      nested: {
-        StopReason: { values: { STOP_REASON_STOP: 0, STOP_REASON_LENGTH: 1 } },
-        DType: {
-          values: {
-            DTYPE_UNSPECIFIED: 0,
-            DTYPE_FLOAT32: 1,
-            DTYPE_INT64: 2,
-            DTYPE_INT32: 3,
-            DTYPE_BFLOAT16: 4,
-          },
-        },
-        SampleResponse: {
-          fields: {
-            sequences: { rule: 'repeated', type: 'SampledSequence', id: 1 },
-            prompt_logprobs: { type: 'bytes', id: 2 },
-            topk_prompt_logprobs: { type: 'TopkPromptLogprobs', id: 3 },
-            prompt_cache_hit_tokens: { type: 'int32', id: 4 },
-          },
-        },
-        SampledSequence: {
-          fields: {
-            stop_reason: { type: 'StopReason', id: 1 },
-            tokens: { type: 'bytes', id: 2 },
-            logprobs: { type: 'bytes', id: 3 },
-          },
-        },
-        TopkPromptLogprobs: {
-          fields: {
-            token_ids: { type: 'bytes', id: 1 },
-            logprobs: { type: 'bytes', id: 2 },
-            k: { type: 'uint32', id: 3 },
-            prompt_length: { type: 'uint32', id: 4 },
-          },
-        },
-        SparseCsr: {
-          fields: {
-            values: { type: 'bytes', id: 1 },
-            crow_indices: { type: 'bytes', id: 2 },
-            col_indices: { type: 'bytes', id: 3 },
-          },
-        },
-        Tensor: {
-          oneofs: { encoding: { oneof: ['dense', 'sparse_csr'] } },
-          fields: {
-            dense: { type: 'bytes', id: 1 },
-            sparse_csr: { type: 'SparseCsr', id: 2 },
-            dtype: { type: 'DType', id: 3 },
-            shape: { rule: 'repeated', type: 'int64', id: 4 },
-          },
-        },
-        BatchedTensor: {
-          fields: {
-            data: { type: 'bytes', id: 1 },
-            offsets: { type: 'bytes', id: 2 },
-            dtype: { type: 'DType', id: 3 },
-            trailing_shape: { rule: 'repeated', type: 'int64', id: 4 },
-          },
-        },
-        ArrayRecord: {
-          fields: {
-            type_tag: { type: 'string', id: 1 },
-            fields: { keyType: 'string', type: 'BatchedTensor', id: 2 },
-            num_datums: { type: 'int64', id: 3 },
-          },
-        },
-        ForwardBackwardOutput: {
-          fields: {
-            loss_fn_output_type: { type: 'string', id: 1 },
-            loss_fn_outputs: { rule: 'repeated', type: 'ArrayRecord', id: 2 },
-            metrics: { keyType: 'string', type: 'double', id: 3 },
-          },
-        },
-        ForwardBackwardRequest: {
-          fields: {
-            model_id: { type: 'string', id: 1 },
-            seq_id: { type: 'int32', id: 2 },
-            data: { rule: 'repeated', type: 'Datum', id: 3 },
-            loss_fn: { type: 'string', id: 4 },
-            loss_fn_config: { keyType: 'string', type: 'double', id: 5 },
-            forward_only: { type: 'bool', id: 6 },
-          },
-        },
-        Datum: {
-          fields: {
-            model_input: { rule: 'repeated', type: 'Chunk', id: 1 },
-            loss_fn_inputs: { keyType: 'string', type: 'Tensor', id: 2 },
-          },
-        },
-        Chunk: {
-          oneofs: { chunk: { oneof: ['encoded_text', 'image', 'dmel'] } },
-          fields: {
-            encoded_text: { type: 'EncodedTextChunk', id: 1 },
-            image: { type: 'OpaqueChunk', id: 2 },
-            dmel: { type: 'OpaqueChunk', id: 3 },
-          },
-        },
-        EncodedTextChunk: { fields: { tokens: { type: 'bytes', id: 1 } } },
-        /** Image and audio chunks: teamtr's engine reads text only, so their fields stay opaque. */
-        OpaqueChunk: { fields: {} },
-      },
-    },
-  },
-};
+/** The messages in protobuf's own language, read by protobufjs's parser (field names kept). */
+const schema = `
+syntax = "proto3";
+package ${packageName};
 
-const root = protobuf.Root.fromJSON(schema);
+enum StopReason { STOP_REASON_STOP = 0; STOP_REASON_LENGTH = 1; }
+enum DType {
+  DTYPE_UNSPECIFIED = 0; DTYPE_FLOAT32 = 1; DTYPE_INT64 = 2; DTYPE_INT32 = 3; DTYPE_BFLOAT16 = 4;
+}
+
+message SampleResponse {
+  repeated SampledSequence sequences = 1;
+  bytes prompt_logprobs = 2;
+  TopkPromptLogprobs topk_prompt_logprobs = 3;
+  int32 prompt_cache_hit_tokens = 4;
+}
+message SampledSequence {
+  StopReason stop_reason = 1;
+  bytes tokens = 2;
+  bytes logprobs = 3;
+}
+message TopkPromptLogprobs {
+  bytes token_ids = 1;
+  bytes logprobs = 2;
+  uint32 k = 3;
+  uint32 prompt_length = 4;
+}
+
+message SparseCsr {
+  bytes values = 1;
+  bytes crow_indices = 2;
+  bytes col_indices = 3;
+}
+message Tensor {
+  oneof encoding {
+    bytes dense = 1;
+    SparseCsr sparse_csr = 2;
+  }
+  DType dtype = 3;
+  repeated int64 shape = 4;
+}
+message BatchedTensor {
+  bytes data = 1;
+  bytes offsets = 2;
+  DType dtype = 3;
+  repeated int64 trailing_shape = 4;
+}
+message ArrayRecord {
+  string type_tag = 1;
+  map<string, BatchedTensor> fields = 2;
+  int64 num_datums = 3;
+}
+message ForwardBackwardOutput {
+  string loss_fn_output_type = 1;
+  repeated ArrayRecord loss_fn_outputs = 2;
+  map<string, double> metrics = 3;
+}
+
+message ForwardBackwardRequest {
+  string model_id = 1;
+  int32 seq_id = 2;
+  repeated Datum data = 3;
+  string loss_fn = 4;
+  map<string, double> loss_fn_config = 5;
+  bool forward_only = 6;
+}
+message Datum {
+  repeated Chunk model_input = 1;
+  map<string, Tensor> loss_fn_inputs = 2;
+}
+message Chunk {
+  oneof chunk {
+    EncodedTextChunk encoded_text = 1;
+    OpaqueChunk image = 2;
+    OpaqueChunk dmel = 3;
+  }
+}
+message EncodedTextChunk { bytes tokens = 1; }
+// Image and audio chunks: teamtr's engine reads text only, so their fields stay opaque.
+message OpaqueChunk {}
+`;
+
+const root = protobuf.parse(schema, { keepCase: true }).root;
 
 /** The message types, looked up once. */
 export const wireTypes = {

@@ -57,10 +57,7 @@ export async function readBoundedFile(
   const maxBytes = limitBytes(options.limit);
   const { handle, size } = await openRegularFile(filePath, options.what);
   try {
-    refuseSize(filePath, options, size, maxBytes);
-    const capped = new CappedRead(size, maxBytes, () =>
-      refuseSize(filePath, options, null, maxBytes),
-    );
+    const capped = new CappedRead(filePath, options, size, maxBytes);
     for (;;) {
       const { buffer, length } = capped.target();
       const { bytesRead } = await handle.read(buffer, 0, length, null);
@@ -107,10 +104,7 @@ export function readBoundedFileSync(filePath: string, options: BoundedReadOption
   const maxBytes = limitBytes(options.limit);
   const { descriptor, size } = openRegularFileSync(filePath, options.what);
   try {
-    refuseSize(filePath, options, size, maxBytes);
-    const capped = new CappedRead(size, maxBytes, () =>
-      refuseSize(filePath, options, null, maxBytes),
-    );
+    const capped = new CappedRead(filePath, options, size, maxBytes);
     for (;;) {
       const { buffer, length } = capped.target();
       if (!capped.add(buffer, readSync(descriptor, buffer, 0, length, null)))
@@ -127,7 +121,8 @@ export function readBoundedTextSync(filePath: string, options: BoundedReadOption
 
 /**
  * The bytes read so far, never more than maxBytes + 1: one read for a file that keeps the size
- * it reported, more for /proc files (which report 0) or a file growing while it is read.
+ * it reported, more for /proc files (which report 0) or a file growing while it is read. A file
+ * that reports more than maxBytes is refused before any read, one that grows past it as it does.
  */
 class CappedRead {
   private readonly chunks: Buffer[] = [];
@@ -135,10 +130,12 @@ class CappedRead {
   private wanted: number;
 
   constructor(
+    private readonly filePath: string,
+    private readonly options: BoundedReadOptions,
     reportedSize: number,
     private readonly maxBytes: number,
-    private readonly refuse: () => void,
   ) {
+    refuseSize(filePath, options, reportedSize, maxBytes);
     this.wanted = Math.min(reportedSize, maxBytes) + 1;
   }
 
@@ -152,7 +149,7 @@ class CappedRead {
     if (bytesRead === 0) return false;
     this.chunks.push(buffer.subarray(0, bytesRead));
     this.total += bytesRead;
-    if (this.total > this.maxBytes) this.refuse();
+    if (this.total > this.maxBytes) refuseSize(this.filePath, this.options, null, this.maxBytes);
     this.wanted = 64 * 1024;
     return true;
   }

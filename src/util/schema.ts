@@ -11,13 +11,29 @@ export function parseWithSchema<Schema extends z.ZodType>(
   value: unknown,
   source: string,
 ): z.output<Schema> {
+  return parseOr(schema, value, (issues) => {
+    const messages = issues.map((issue) => describeIssue(schema, issue, value));
+    return new ConfigError(
+      source,
+      messages.length === 1 ? messages[0]! : `\n  - ${messages.join('\n  - ')}`,
+    );
+  });
+}
+
+/**
+ * `value` parsed by `schema` (defaults filled in), or else the error `refuse` builds from zod's
+ * issues (at least one), thrown. Each caller words its refusal for its reader: a config file's
+ * ConfigError, an HTTP 400, a service's malformed answer.
+ */
+export function parseOr<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  refuse: (issues: readonly [z.core.$ZodIssue, ...z.core.$ZodIssue[]]) => Error,
+): z.output<Schema> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const messages = result.error.issues.map((issue) => describeIssue(schema, issue, value));
-  throw new ConfigError(
-    source,
-    messages.length === 1 ? messages[0]! : `\n  - ${messages.join('\n  - ')}`,
-  );
+  const [first, ...rest] = result.error.issues;
+  throw refuse([first!, ...rest]);
 }
 
 export function formatPath(path: readonly PropertyKey[]): string {

@@ -1,18 +1,12 @@
+import type { KernelArguments } from '../types.js';
+
 /**
  * RMSNorm and LayerNorm, forward and backward, one row at a time with float64 row statistics.
  * The forward passes save the per-row statistics (1/rms, mean and 1/std) the backward passes
  * need, so backward never recomputes a reduction over the input.
  */
 
-export function rmsNorm(args: {
-  input: Float32Array;
-  weight: Float32Array;
-  output: Float32Array;
-  inverseRms: Float32Array;
-  rows: number;
-  columns: number;
-  epsilon: number;
-}): void {
+export function rmsNorm(args: KernelArguments<'rmsNorm'>): void {
   const { input, weight, output, inverseRms, rows, columns, epsilon } = args;
   for (let r = 0; r < rows; r++) {
     const start = r * columns;
@@ -28,16 +22,7 @@ export function rmsNorm(args: {
  * With y = x·s·w and s = (mean(x²) + ε)^(−1/2):
  * dx_j = s·w_j·g_j − x_j·s³·(Σ_i x_i·w_i·g_i)/n and dw_j = Σ_rows g_j·x_j·s.
  */
-export function rmsNormBackward(args: {
-  input: Float32Array;
-  weight: Float32Array;
-  inverseRms: Float32Array;
-  gradOutput: Float32Array;
-  gradInput: Float32Array;
-  gradWeight: Float32Array | null;
-  rows: number;
-  columns: number;
-}): void {
+export function rmsNormBackward(args: KernelArguments<'rmsNormBackward'>): void {
   const { input, weight, inverseRms, gradOutput, gradInput, gradWeight, rows, columns } = args;
   for (let r = 0; r < rows; r++) {
     const start = r * columns;
@@ -56,17 +41,7 @@ export function rmsNormBackward(args: {
   }
 }
 
-export function layerNorm(args: {
-  input: Float32Array;
-  weight: Float32Array;
-  bias: Float32Array | null;
-  output: Float32Array;
-  mean: Float32Array;
-  inverseStd: Float32Array;
-  rows: number;
-  columns: number;
-  epsilon: number;
-}): void {
+export function layerNorm(args: KernelArguments<'layerNorm'>): void {
   const { input, weight, bias, output, mean, inverseStd, rows, columns, epsilon } = args;
   for (let r = 0; r < rows; r++) {
     const start = r * columns;
@@ -93,18 +68,7 @@ export function layerNorm(args: {
  * With x̂ = (x − μ)·s and d = g·w: dx = s·(d − mean(d) − x̂·mean(d·x̂)), dw = Σ g·x̂, db = Σ g.
  * Uses the saved float32 mean and 1/std, so x̂ matches what the forward pass produced.
  */
-export function layerNormBackward(args: {
-  input: Float32Array;
-  weight: Float32Array;
-  mean: Float32Array;
-  inverseStd: Float32Array;
-  gradOutput: Float32Array;
-  gradInput: Float32Array;
-  gradWeight: Float32Array | null;
-  gradBias: Float32Array | null;
-  rows: number;
-  columns: number;
-}): void {
+export function layerNormBackward(args: KernelArguments<'layerNormBackward'>): void {
   const { input, weight, mean, inverseStd, gradOutput, gradInput, gradWeight, gradBias } = args;
   const { rows, columns } = args;
   for (let r = 0; r < rows; r++) {
@@ -131,17 +95,7 @@ export function layerNormBackward(args: {
 }
 
 /** sum = input + residual (rounded to float32 by the store), then `rmsNorm` of sum. */
-export function addRmsNorm(args: {
-  input: Float32Array;
-  residual: Float32Array;
-  weight: Float32Array;
-  sum: Float32Array;
-  output: Float32Array;
-  inverseRms: Float32Array;
-  rows: number;
-  columns: number;
-  epsilon: number;
-}): void {
+export function addRmsNorm(args: KernelArguments<'addRmsNorm'>): void {
   const { input, residual, sum, rows, columns } = args;
   for (let i = 0; i < rows * columns; i++) sum[i] = input[i] + residual[i];
   rmsNorm({ ...args, input: sum });

@@ -1,18 +1,11 @@
+import type { KernelArguments } from '../types.js';
+
 /**
  * Rotary position embedding, Hugging Face "rotate_half" convention: within each head, entry i
  * pairs with entry i + D/2 and the pair is rotated by angle position·θ^(−2i/D). Angles are
  * computed in float64 once per (batch, position) and reused across heads.
  */
-export function rope(args: {
-  data: Float32Array;
-  positions: Int32Array;
-  batch: number;
-  length: number;
-  heads: number;
-  headDim: number;
-  theta: number;
-  inverse: boolean;
-}): void {
+export function rope(args: KernelArguments<'rope'>): void {
   const { data, positions, batch, length, heads, headDim, theta, inverse } = args;
   const half = headDim >> 1;
   const inverseFrequencies = new Float64Array(half);

@@ -1,3 +1,5 @@
+import type { KernelArguments } from '../types.js';
+
 /**
  * Row-wise softmax, log-softmax and the fused log-softmax + gather used for language-model
  * scoring. Every row subtracts its maximum before exponentiating (no overflow for logits of
@@ -71,15 +73,7 @@ function checkTarget(target: number, row: number, columns: number): void {
  * logProbs[r] = logits[r, targets[r]] − logsumexp(logits[r]); optionally the entropy
  * −Σ p log p (terms with p = 0 contribute 0, so −∞ logits are fine) and the logsumexp.
  */
-export function gatherLogProbs(args: {
-  logits: Float32Array;
-  targets: Int32Array;
-  rows: number;
-  columns: number;
-  logProbs: Float32Array;
-  entropy: Float32Array | null;
-  logSumExp: Float32Array | null;
-}): void {
+export function gatherLogProbs(args: KernelArguments<'gatherLogProbs'>): void {
   const { logits, targets, rows, columns, logProbs, entropy, logSumExp } = args;
   for (let r = 0; r < rows; r++) {
     const start = r * columns;
@@ -108,16 +102,7 @@ function rowEntropy(logits: Float32Array, start: number, columns: number, lse: n
  * gradLogits[r, c] += g_r·(1[c = t_r] − p_c) + gE_r·(−p_c·(log p_c + H_r)), the derivative of
  * the gathered log-probability and of the entropy H_r = −Σ p log p with respect to the logits.
  */
-export function gatherLogProbsBackward(args: {
-  logits: Float32Array;
-  targets: Int32Array;
-  rows: number;
-  columns: number;
-  logSumExp: Float32Array;
-  gradLogProbs: Float32Array;
-  gradEntropy: Float32Array | null;
-  gradLogits: Float32Array;
-}): void {
+export function gatherLogProbsBackward(args: KernelArguments<'gatherLogProbsBackward'>): void {
   const { logits, targets, rows, columns, logSumExp, gradLogProbs, gradEntropy, gradLogits } = args;
   for (let r = 0; r < rows; r++) {
     const gradient = gradLogProbs[r];

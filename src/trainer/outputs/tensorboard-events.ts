@@ -7,57 +7,43 @@ import protobuf from 'protobufjs';
  * carries a wall time, a step and either the file's version or a Summary of tagged values. A
  * scalar is a `simple_value`; a text is a string tensor marked for TensorBoard's "text" plugin.
  */
-const schema = {
-  nested: {
-    tensorboard: {
-      nested: {
-        Event: {
-          oneofs: { what: { oneof: ['fileVersion', 'summary'] } },
-          fields: {
-            wallTime: { type: 'double', id: 1 },
-            step: { type: 'int64', id: 2 },
-            fileVersion: { type: 'string', id: 3 },
-            summary: { type: 'Summary', id: 5 },
-          },
-        },
-        Summary: {
-          fields: { value: { rule: 'repeated', type: 'SummaryValue', id: 1 } },
-        },
-        SummaryValue: {
-          oneofs: { value: { oneof: ['simpleValue', 'tensor'] } },
-          fields: {
-            tag: { type: 'string', id: 1 },
-            simpleValue: { type: 'float', id: 2 },
-            tensor: { type: 'TensorProto', id: 8 },
-            metadata: { type: 'SummaryMetadata', id: 9 },
-          },
-        },
-        SummaryMetadata: {
-          fields: { pluginData: { type: 'PluginData', id: 1 } },
-        },
-        PluginData: {
-          fields: {
-            pluginName: { type: 'string', id: 1 },
-            content: { type: 'bytes', id: 2 },
-          },
-        },
-        TensorProto: {
-          fields: {
-            dtype: { type: 'int32', id: 1 },
-            tensorShape: { type: 'TensorShapeProto', id: 2 },
-            stringVal: { rule: 'repeated', type: 'bytes', id: 8 },
-          },
-        },
-        TensorShapeProto: {
-          fields: { dim: { rule: 'repeated', type: 'Dim', id: 2 } },
-        },
-        Dim: { fields: { size: { type: 'int64', id: 1 } } },
-      },
-    },
-  },
-};
+const schema = `
+syntax = "proto3";
+package tensorboard;
 
-const root = protobuf.Root.fromJSON(schema);
+message Event {
+  double wall_time = 1;
+  int64 step = 2;
+  oneof what {
+    string file_version = 3;
+    Summary summary = 5;
+  }
+}
+message Summary { repeated SummaryValue value = 1; }
+message SummaryValue {
+  string tag = 1;
+  oneof value {
+    float simple_value = 2;
+    TensorProto tensor = 8;
+  }
+  SummaryMetadata metadata = 9;
+}
+message SummaryMetadata { PluginData plugin_data = 1; }
+message PluginData {
+  string plugin_name = 1;
+  bytes content = 2;
+}
+message TensorProto {
+  int32 dtype = 1;
+  TensorShapeProto tensor_shape = 2;
+  repeated bytes string_val = 8;
+}
+message TensorShapeProto { repeated Dim dim = 2; }
+message Dim { int64 size = 1; }
+`;
+
+/** Read by protobufjs's parser, which names the fields in camel case (wallTime, simpleValue, …). */
+const root = protobuf.parse(schema).root;
 const eventType = root.lookupType('tensorboard.Event');
 
 /** TensorFlow's DataType DT_STRING. */

@@ -1,4 +1,4 @@
-import { packScoringBatch, completionLogDistributions, type ScoringItem } from '../../nn/score.js';
+import { completionLogDistributions, completionLogits, type ScoringItem } from '../../nn/score.js';
 import { supervisedLossAndGradient, type SupervisedExample } from '../../nn/teacher-forcing.js';
 import type { TransformerLM } from '../../nn/transformer.js';
 import { AdamW } from '../../optim/adamw.js';
@@ -140,17 +140,10 @@ export function klLossAndGradient(
     if (probability > 0) entropyTerm += (probability * teacherLogs[index]!) / positions;
   }
   return tidy(() => {
-    const packed = packScoringBatch(
+    const { logits } = completionLogits(
+      student,
       examples.map((example) => example.student),
-      student.config.maxPositions,
     );
-    const logits = student.forward({
-      ids: packed.ids,
-      batch: packed.batch,
-      length: packed.length,
-      keyMask: packed.keyMask,
-      rows: packed.rows,
-    });
     const crossEntropy = sumOfProducts(logSoftmax(logits), weights); // −(1/N) Σ p·log q
     crossEntropy.backward();
     return entropyTerm + crossEntropy.item();
