@@ -1,18 +1,10 @@
 /*
- * The register tile both many-row paths of the bfloat16-weight product run on (B [n×k]:
- * matmul_bfloat16_lanes.c, B [k×n]: matmul_bfloat16_rows.c): the sgemm's scheme (gemm_packed.c)
- * of a PANEL_ROWS × PANEL_COLUMNS block of C in registers, fed by a packed A micro-panel
- * [depth][PANEL_ROWS] (one broadcast per row and step) and a packed, widened B micro-panel
- * [depth][PANEL_COLUMNS] (two vector loads per step). Each accumulator lane is one entry's
- * running sum, one multiply-add per step in depth order, so packing decides which products
- * a sum takes and in what order; the paths arrange them to keep their documented orders.
- *
- * Why packing: the 4×4 dot-product tile the B [n×k] path had read four vectors of A (from L2)
- * per 16 multiply-adds, and its horizontal sums cost a shuffle tree per 16 entries; here a
- * step reads 12 floats of A and 32 of B for 24 multiply-adds. The B [k×n] path's 6-row tile
- * read A through six row pointers and branched per row on how many were valid (the compiler
- * kept the strides in vector registers for want of general ones); the packed tile has one
- * pointer and no branches.
+ * The register tile of the bfloat16-weight product with many rows (matmul_bfloat16_lanes.c):
+ * the sgemm's scheme (gemm_packed.c) of a PANEL_ROWS × PANEL_COLUMNS block of C in registers,
+ * fed by A [depth][PANEL_ROWS] (one broadcast per row and step; packed, or rows read in place
+ * through strides) and a packed, widened B micro-panel [depth][PANEL_COLUMNS] (two vector loads
+ * per step). Each accumulator lane is one entry's running sum, one multiply-add per step in
+ * depth order, so the caller's packing decides which products a sum takes and in what order.
  */
 #ifndef TEAMTR_BFLOAT16_PANELS_H
 #define TEAMTR_BFLOAT16_PANELS_H
@@ -59,20 +51,6 @@ tile_product_strided(panel_tile *tile, int64_t depth, const float *restrict a, i
   }
 }
 
-/* tile_product on a packed A micro-panel, [depth][PANEL_ROWS]. */
-static inline void tile_product(panel_tile *tile, int64_t depth, const float *restrict a,
-                                const float *restrict b) {
-  tile_product_strided(tile, depth, a, 1, PANEL_ROWS, b);
-}
-
-static inline void tile_load(panel_tile *tile, const float *source) {
-#pragma GCC unroll 16
-  for (int r = 0; r < PANEL_ROWS; r++) {
-    tile->v[r][0] = vload(source + r * PANEL_COLUMNS);
-    tile->v[r][1] = vload(source + r * PANEL_COLUMNS + VECTOR_WIDTH);
-  }
-}
-
 /* tile += source, entry by entry. */
 static inline void tile_add(panel_tile *tile, const float *source) {
 #pragma GCC unroll 16
@@ -93,8 +71,7 @@ static inline void tile_store(const panel_tile *tile, float *target) {
 /*
  * The tile's sums into C's rows [r0, r0 + rows) × columns [j0, j0 + columns) as store()
  * writes each entry: alpha·total, plus C's entry (already scaled by beta) unless beta is 0.
- * Whole tiles in vectors (a scalar store per entry would cost as much as a tenth of a k = 576
- * tile's multiply-adds).
+ * Whole tiles a vector at a time, the edges of C entry by entry.
  */
 static inline void tile_to_c(const panel_tile *tile, const bfloat16_problem *g, int64_t r0,
                              int rows, int64_t j0, int columns) {
@@ -117,8 +94,8 @@ static inline void tile_to_c(const panel_tile *tile, const bfloat16_problem *g, 
  * read as 0) at depths p0 + [0, VECTOR_WIDTH), transposed in registers:
  * column[q][r] = A(r0 + r, p0 + q), for groups of VECTOR_WIDTH rows at a time.
  */
-static inline void transpose_rows(const float *a, int64_t stride, int rows, int group_first,
-                                  vfloat column[VECTOR_WIDTH]) {
+static inline void transpose_panel_rows(const float *a, int64_t stride, int rows,
+                                        int group_first, vfloat column[VECTOR_WIDTH]) {
   if (rows == PANEL_ROWS) {
     /* Whole panels (all but the last): no test per row. */
     for (int r = 0; r < VECTOR_WIDTH; r++) {

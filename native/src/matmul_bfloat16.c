@@ -10,8 +10,8 @@
  * weights, and batch-1 decoding is waiting on memory, not on arithmetic: over SmolLM2-135M's
  * matrices at m = 1, one thread, this kernel read its bytes at the same rate as the float32
  * one (11.0 against 10.1 GB/s, on a loaded machine), so it took half the time; bfloat16 dot
- * products could not make it faster. The addon is built with -march=native on the machine that runs it,
- * so the vector width is the build machine's; no runtime dispatch is needed for this path.
+ * products could not make it faster. Each instruction-set variant of the addon (binding.gyp)
+ * has its own vector width, and with it its own lane count in the order below.
  *
  * Summation order: every C entry is summed in one fixed order whatever m is, so a row of A
  * gives the same bits multiplied alone (a decode step) or among many rows (scoring):
@@ -24,19 +24,21 @@
  * for bit against it written out in src/backend/native-summation-order.test.ts).
  *
  * matmulFixedOrder is the same product with a float32 B (a LoRA adapter's factors: their
- * products must keep one order too for sampled = scored); it reads B in place on every path.
- * A transposed B shallower than a vector takes the B [k×n] path on a transposed copy, which
- * sums each entry in the same order (matmul_shallow_transposed).
+ * products must keep one order too for sampled = scored), on the same paths. A transposed B
+ * shallower than a vector takes the B [k×n] path on a transposed copy, which sums each entry in
+ * the same order (matmul_shallow_transposed).
  *
- * Work is split over blocks of columns of C, each computed by one task: B is read once. With
- * few rows B is widened in registers as it streams; with more (prefill, scoring, backward)
- * each task widens its block of B (by depth slices for B [k×n]) into float32 scratch and
- * reuses it for every row, and a block is cut by rows too when the blocks alone are too few to
- * keep every thread busy (plan_tasks). Measured against the float32 kernels in one process:
- * batch-1 decode products 2.0–2.2× as fast, 32–256 rows 0.96–1.3×, the tied LM head's backward
- * 1.5×; at 2,048 rows on SmolLM2-135M's layer shapes, both layouts of B, 1.01–1.04 of the
- * float32 GEMM-order kernel (two threads; 0.91 before the row cuts, the 6-row blocks of
- * matmul_bfloat16_rows.c and the cheaper reduction tree of simd.h).
+ * Paths for B [n×k]: with fewer than LANE_ROWS rows or LANE_COLUMNS columns, 4×4 blocks of dot
+ * products here, B widened in registers as it streams (a decode step) and each block
+ * prefetching its share of the next B rows; C is cut into blocks of columns, and by rows too
+ * when the column blocks alone would leave a thread idle (plan_tasks). From LANE_ROWS rows,
+ * the sgemm's packed register tile runs each lane's sums as a product of its own and adds
+ * them by the same tree (matmul_bfloat16_lanes.c). The 4×4 blocks load a vector of A and one
+ * of B for every 2 multiply-adds (the tile: 12 floats of A and 2 vectors of B for 24) and
+ * reduce every entry's lanes with a shuffle tree; on SmolLM2's shapes they ran at 0.71–0.91 of
+ * the float32 GEMM at 256 rows and 0.75–0.92 at 2,048, the tile at 0.84–0.96 and 0.87–1.04
+ * (Qwen2.5-1.5B's 1536×8960: 0.54–0.71 against 1.00–1.19). Two threads, each against the
+ * float32 product alternating in one process: scripts/bfloat16-products.mjs.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -14,15 +14,15 @@
  * in index order, and C. The same additions of the same values as the few-row kernel
  * (matmul_bfloat16.c), so a row gives the same bits however many rows are multiplied.
  *
- * A is packed once per block of rows for every task; each task widens and packs one 32-column
- * panel of B at a time and runs it over every row of the block.
+ * Each task widens and packs one 32-column panel of B and runs it over every row of a block
+ * of rows. A is either read in place (few columns and a shallow depth, reads_in_place) or
+ * packed once per block of rows, by a pool job of its own, for every task.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "bfloat16_panels.h"
 #include "host.h"
-
 
 /* log2(VECTOR_WIDTH): the levels of the lanes' addition tree. */
 #if VECTOR_WIDTH == 16
@@ -35,7 +35,8 @@
 
 static inline int reverse_bits(int value) {
   int reversed = 0;
-  for (int level = 0; level < TREE_LEVELS; level++) reversed |= ((value >> level) & 1) << (TREE_LEVELS - 1 - level);
+  for (int level = 0; level < TREE_LEVELS; level++)
+    reversed |= ((value >> level) & 1) << (TREE_LEVELS - 1 - level);
   return reversed;
 }
 
@@ -58,7 +59,7 @@ static void pack_a(const bfloat16_problem *g, int64_t r0, int rows, float *targe
   for (int64_t p = 0, step = 0; p < main; p += VECTOR_WIDTH, step++) {
     for (int first = 0; first < PANEL_ROWS; first += VECTOR_WIDTH) {
       vfloat column[VECTOR_WIDTH];
-      transpose_rows(a + p, k, rows, first, column);
+      transpose_panel_rows(a + p, k, rows, first, column);
       float *base = target + step * PANEL_ROWS + first;
       int group = PANEL_ROWS - first < VECTOR_WIDTH ? PANEL_ROWS - first : VECTOR_WIDTH;
       for (int lane = 0; lane < VECTOR_WIDTH; lane++)
