@@ -32,6 +32,7 @@
       "native/src/matmul.c",
       "native/src/matmul_bfloat16.c",
       "native/src/matmul_bfloat16_rows.c",
+      "native/src/matmul_bfloat16_lanes.c",
       "native/src/matmul_gemm_order.c",
       "native/src/matmul_skinny.c",
       "native/src/norms.c",

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -20,6 +20,21 @@
 #define COLUMN_BLOCK 64
 /* Up to this many rows, widening B in registers per 4-row block costs less than a scratch copy. */
 #define IN_PLACE_ROWS 16
+/*
+ * From this many rows the B [n×k] product runs on the packed register tile
+ * (matmul_bfloat16_lanes.c), below it on 4×4 dot-product blocks widening B in registers: at
+ * 17 rows the tile (12-row panels, two of them mostly empty) ran at 0.69–0.81 of the float32
+ * GEMM against the blocks' 0.81–0.97, at 24 rows level, at 31 and more ahead (one thread,
+ * SmolLM2's shapes).
+ */
+#define LANE_ROWS 24
+/*
+ * ... and from this many columns: the tile's panels are 32 columns wide, so fewer fill them
+ * poorly. A LoRA factor's product through matmulFixedOrder (n = 8, k = 576) ran at 0.22–0.28
+ * of the dot-product blocks' speed on the tile, n = 16 at 0.46–0.55, n = 64 at 1.15 (60 and
+ * 300 rows, two threads, both in one process).
+ */
+#define LANE_COLUMNS 64
 #define PARALLEL_WORK 200000.0
 
 typedef uint16_t vhalf __attribute__((vector_size(VECTOR_WIDTH * sizeof(uint16_t))));
@@ -71,9 +86,34 @@ static inline float b_entry(const bfloat16_problem *g, int64_t index) {
   return g->b ? widen(g->b[index]) : g->b_single[index];
 }
 
+/* c + a·b rounded once, lane by lane (a fused multiply-add; per lane where the build has none). */
+static inline vfloat fused_multiply_add(vfloat a, vfloat b, vfloat c) {
+#if VECTOR_WIDTH == 16
+  return (vfloat)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif VECTOR_WIDTH == 8 && defined(__FMA__)
+  return (vfloat)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  for (int lane = 0; lane < VECTOR_WIDTH; lane++) c[lane] = __builtin_fmaf(a[lane], b[lane], c[lane]);
+  return c;
+#endif
+}
+
+/*
+ * C's entry from its sum: alpha·total, or with beta ≠ 0 alpha·total + C (C already scaled by
+ * beta) rounded once. The fused form is written out, not left to the compiler: whether it
+ * contracted `alpha·total + C` depended on the code around each copy, and the packed tile's
+ * vector copy (bfloat16_panels.h) came out unfused where this one was fused — other bits for
+ * the same row at 100 rows than at 1.
+ */
 static inline void store(const bfloat16_problem *g, int64_t r, int64_t j, float total) {
   float *target = g->c + r * g->n + j;
-  *target = g->beta != 0.0f ? g->alpha * total + *target : g->alpha * total;
+  *target = g->beta != 0.0f ? __builtin_fmaf(g->alpha, total, *target) : g->alpha * total;
+}
+
+/* store() for VECTOR_WIDTH entries of C at once. */
+static inline void store_vector(const bfloat16_problem *g, float *target, vfloat total) {
+  vfloat alpha = vbroadcast(g->alpha);
+  vstore(target, g->beta != 0.0f ? fused_multiply_add(alpha, total, vload(target)) : alpha * total);
 }
 
 /*
@@ -172,6 +212,8 @@ static inline task_span start_task(const product_tasks *tasks, size_t index) {
 
 /* B [k×n] (dInput = dOutput·W for a frozen W): one running sum per entry (matmul_bfloat16_rows.c). */
 void matmul_bfloat16_rows(const bfloat16_problem *g);
+/* B [n×k] with many rows: the lane sums on the packed register tile (matmul_bfloat16_lanes.c). */
+void matmul_bfloat16_lanes(const bfloat16_problem *g);
 /* A transposed B shallower than a vector, on the B [k×n] path (matmul_bfloat16_rows.c). */
 void matmul_shallow_transposed(const bfloat16_problem *g);
 

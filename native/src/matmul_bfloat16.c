@@ -10,8 +10,8 @@
  * weights, and batch-1 decoding is waiting on memory, not on arithmetic: over SmolLM2-135M's
  * matrices at m = 1, one thread, this kernel read its bytes at the same rate as the float32
  * one (11.0 against 10.1 GB/s, on a loaded machine), so it took half the time; bfloat16 dot
- * products could not make it faster. The addon is built with -march=native on the machine that runs it,
- * so the vector width is the build machine's; no runtime dispatch is needed for this path.
+ * products could not make it faster. Each instruction-set variant of the addon (binding.gyp)
+ * has its own vector width, and with it its own lane count in the order below.
  *
  * Summation order: every C entry is summed in one fixed order whatever m is, so a row of A
  * gives the same bits multiplied alone (a decode step) or among many rows (scoring):
@@ -24,19 +24,21 @@
  * for bit against it written out in src/backend/native-summation-order.test.ts).
  *
  * matmulFixedOrder is the same product with a float32 B (a LoRA adapter's factors: their
- * products must keep one order too for sampled = scored); it reads B in place on every path.
- * A transposed B shallower than a vector takes the B [k×n] path on a transposed copy, which
- * sums each entry in the same order (matmul_shallow_transposed).
+ * products must keep one order too for sampled = scored), on the same paths. A transposed B
+ * shallower than a vector takes the B [k×n] path on a transposed copy, which sums each entry in
+ * the same order (matmul_shallow_transposed).
  *
- * Work is split over blocks of columns of C, each computed by one task: B is read once. With
- * few rows B is widened in registers as it streams; with more (prefill, scoring, backward)
- * each task widens its block of B (by depth slices for B [k×n]) into float32 scratch and
- * reuses it for every row, and a block is cut by rows too when the blocks alone are too few to
- * keep every thread busy (plan_tasks). Measured against the float32 kernels in one process:
- * batch-1 decode products 2.0–2.2× as fast, 32–256 rows 0.96–1.3×, the tied LM head's backward
- * 1.5×; at 2,048 rows on SmolLM2-135M's layer shapes, both layouts of B, 1.01–1.04 of the
- * float32 GEMM-order kernel (two threads; 0.91 before the row cuts, the 6-row blocks of
- * matmul_bfloat16_rows.c and the cheaper reduction tree of simd.h).
+ * Paths for B [n×k]: with fewer than LANE_ROWS rows or LANE_COLUMNS columns, 4×4 blocks of dot
+ * products here, B widened in registers as it streams (a decode step) and each block
+ * prefetching its share of the next B rows; C is cut into blocks of columns, and by rows too
+ * when the column blocks alone would leave a thread idle (plan_tasks). From LANE_ROWS rows,
+ * the sgemm's packed register tile runs each lane's sums as a product of its own and adds
+ * them by the same tree (matmul_bfloat16_lanes.c). The 4×4 blocks load a vector of A and one
+ * of B for every 2 multiply-adds (the tile: 12 floats of A and 2 vectors of B for 24) and
+ * reduce every entry's lanes with a shuffle tree; on SmolLM2's shapes they ran at 0.71–0.91 of
+ * the float32 GEMM at 256 rows and 0.75–0.92 at 2,048, the tile at 0.84–0.96 and 0.87–1.04
+ * (Qwen2.5-1.5B's 1536×8960: 0.54–0.71 against 1.00–1.19). Two threads, each against the
+ * float32 product alternating in one process: scripts/bfloat16-products.mjs.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -71,19 +73,24 @@ tail_sum(float total, const float *a, const weight_rows *rows, int c, int64_t p,
  * streamed side gained its prefetch shares. `prefetch` (streamed only): this block's share of
  * the next block's 4 B rows, fetched while it computes; `shares` blocks split them.
  */
-static inline void dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0,
-                             int rows, int64_t j0, const bool streamed, const uint16_t *prefetch,
-                             int shares) {
+static inline __attribute__((always_inline)) void
+dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t j0,
+          const bool streamed, const uint16_t *prefetch, int shares) {
   int64_t k = g->k;
   vfloat sums[4][4] = {{{0}}};
+  /* 4 rows × VECTOR_WIDTH bfloat16 = 4 · 2·VECTOR_WIDTH bytes a step, over `shares`: the share
+     advances by a constant, not by 4·p / shares, which compiled to a 64-bit division every
+     step; without it (and with the function always inlined, so that `streamed` is a constant
+     in the loop rather than a mask test) decode products of 4–16 rows ran 1.05–1.08 times as
+     fast (two threads, the old and new code alternating in one process). */
+  int64_t advance = 4 * VECTOR_WIDTH / shares, ahead = 0;
   int64_t p = 0;
-  for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH) {
+  for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH, ahead += advance) {
     vfloat bv[4], av[4];
     if (streamed) {
       if (prefetch) {
-        /* 4 rows × VECTOR_WIDTH bfloat16 = 4 · 2·VECTOR_WIDTH bytes a step, over `shares`. */
         for (int line = 0; line < VECTOR_WIDTH / 8; line += shares)
-          __builtin_prefetch(prefetch + 4 * p / shares + line * 32);
+          __builtin_prefetch(prefetch + ahead + line * 32);
       }
       for (int c = 0; c < 4; c++) {
         const uint16_t *source = b->half + c * k + p;
@@ -196,27 +203,18 @@ static void dots_columns(const bfloat16_problem *g, const weight_rows *block, in
 }
 
 static void dots_task(void *context, size_t index, int thread) {
+  (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
   task_span span = start_task(tasks, index);
-  int64_t r0 = span.r0, r1 = span.r1, j0 = span.j0, j1 = span.j1;
-  if (g->b_single) {
-    weight_rows single = {NULL, g->b_single + j0 * g->k, g->k};
-    dots_columns(g, &single, r0, r1, j0, j1, false);
-    return;
-  }
-  weight_rows block = {g->b + j0 * g->k, NULL, g->k};
-  if (g->m <= IN_PLACE_ROWS) {
-    dots_columns(g, &block, r0, r1, j0, j1, true);
-    return;
-  }
-  /* Many rows: widen this block of B once; every 4-row block then reads float32. */
-  int64_t count = (j1 - j0) * g->k;
-  float *scratch = pool_scratch(thread, 0, (size_t)count * sizeof(float));
-  if (!scratch) abort();
-  for (int64_t i = 0; i < count; i++) scratch[i] = widen(block.half[i]);
-  weight_rows widened = {NULL, scratch, g->k};
-  dots_columns(g, &widened, r0, r1, j0, j1, false);
+  weight_rows block = g->b ? (weight_rows){g->b + span.j0 * g->k, NULL, g->k}
+                           : (weight_rows){NULL, g->b_single + span.j0 * g->k, g->k};
+  dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, g->b != NULL);
+}
+
+/* Whether a B [n×k] product runs on the packed register tile (matmul_bfloat16_lanes.c). */
+static bool on_lanes(const bfloat16_problem *g) {
+  return g->m >= LANE_ROWS && g->n >= LANE_COLUMNS;
 }
 
 static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
@@ -233,8 +231,7 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   } else if (!transpose_b || g->k < VECTOR_WIDTH) {
     path_taken(PATH_BFLOAT16_ROWS, work);
   } else {
-    path_taken(g->m <= IN_PLACE_ROWS ? PATH_BFLOAT16_IN_REGISTERS : PATH_BFLOAT16_WIDENED_BLOCKS,
-               work);
+    path_taken(on_lanes(g) ? PATH_BFLOAT16_LANE_PANELS : PATH_BFLOAT16_IN_REGISTERS, work);
   }
   if (transpose_b && g->k < VECTOR_WIDTH) {
     matmul_shallow_transposed(g);
@@ -242,6 +239,10 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   }
   if (!transpose_b) {
     matmul_bfloat16_rows(g);
+    return;
+  }
+  if (on_lanes(g)) {
+    matmul_bfloat16_lanes(g);
     return;
   }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;

@@ -31,9 +31,9 @@
  * which is exact (a float stored and loaded back is the same float), so each entry is summed
  * p = 0, 1, …, k−1 however the depth is split.
  */
-static inline void axpy_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0,
-                              int rows, int64_t column, int64_t p0, int64_t depth,
-                              float *partial, int64_t width) {
+static inline __attribute__((always_inline)) void
+axpy_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t column,
+           int64_t p0, int64_t depth, float *partial, int64_t width) {
   vfloat sums[BLOCK_ROWS][ROW_VECTORS] = {{{0}}};
   for (int r = 0; r < rows; r++) {
     for (int v = 0; v < ROW_VECTORS; v++)
@@ -55,6 +55,31 @@ static inline void axpy_block(const bfloat16_problem *g, const weight_rows *b, i
     for (int v = 0; v < ROW_VECTORS; v++)
       vstore(partial + r * width + column + v * VECTOR_WIDTH, sums[r][v]);
   }
+}
+
+/*
+ * axpy_block on BLOCK_ROWS rows of a float32 B (the widened scratch, or matmulFixedOrder's),
+ * both known here: with the row count
+ * and B's kind left to the loop (a test per row and a branch per step), the many-row product
+ * ran at 0.71–0.87 of the float32 GEMM on SmolLM2's shapes; compiled for them, 0.92–1.10
+ * (one thread, same process, 512 rows).
+ */
+static void axpy_whole_block(const bfloat16_problem *g, const float *single, int64_t stride,
+                             int64_t r0, int64_t column, int64_t p0, int64_t depth, float *partial,
+                             int64_t width) {
+  weight_rows b = {NULL, single, stride};
+  axpy_block(g, &b, r0, BLOCK_ROWS, column, p0, depth, partial, width);
+}
+
+/*
+ * C's row r, columns [j0, j0 + width) (a whole number of vectors), from the running sums as
+ * store() writes each entry, a vector at a time.
+ */
+static void store_row(const bfloat16_problem *g, int64_t r, int64_t j0, const float *sums,
+                      int64_t width) {
+  float *target = g->c + r * g->n + j0;
+  for (int64_t column = 0; column < width; column += VECTOR_WIDTH)
+    store_vector(g, target + column, vload(sums + column));
 }
 
 /* One entry as axpy_block sums it: one FMA per p, in order (see tail_sum on the vectorizer). */
@@ -115,14 +140,16 @@ static void rows_task(void *context, size_t index, int thread) {
       }
       for (int64_t r = r0; r < r1; r += BLOCK_ROWS) {
         int rows = r1 - r < BLOCK_ROWS ? (int)(r1 - r) : BLOCK_ROWS;
-        for (int64_t column = 0; column < width; column += ROW_VECTORS * VECTOR_WIDTH)
-          axpy_block(g, &panel, r, rows, column, p0, depth, partial + (r - r0) * width, width);
+        float *sums = partial + (r - r0) * width;
+        for (int64_t column = 0; column < width; column += ROW_VECTORS * VECTOR_WIDTH) {
+          if (rows == BLOCK_ROWS && panel.single)
+            axpy_whole_block(g, panel.single, panel.stride, r, column, p0, depth, sums, width);
+          else
+            axpy_block(g, &panel, r, rows, column, p0, depth, sums, width);
+        }
       }
     }
-    for (int64_t r = r0; r < r1; r++) {
-      for (int64_t column = 0; column < width; column++)
-        store(g, r, j0 + column, partial[(r - r0) * width + column]);
-    }
+    for (int64_t r = r0; r < r1; r++) store_row(g, r, j0, partial + (r - r0) * width, width);
   }
   for (int64_t j = j0 + width; j < j1; j++) {
     for (int64_t r = r0; r < r1; r++) axpy_single(g, r, j);

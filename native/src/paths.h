@@ -16,8 +16,8 @@
   X(MATMUL_OPENBLAS, "matmul", "OpenBLAS")                                           \
   X(OWN_PANELS, "own sgemm", "column panels (matmul, matmulGemmOrder)")              \
   X(OWN_PACKED, "own sgemm", "packed (matmul, matmulGemmOrder)")                     \
-  X(BFLOAT16_IN_REGISTERS, "matmulBfloat16", "widened in registers (≤16 rows)")      \
-  X(BFLOAT16_WIDENED_BLOCKS, "matmulBfloat16", "widened blocks (many rows)")         \
+  X(BFLOAT16_IN_REGISTERS, "matmulBfloat16", "dot blocks (<24 rows or <64 columns)") \
+  X(BFLOAT16_LANE_PANELS, "matmulBfloat16", "lane panels (≥24 rows, ≥64 columns)")  \
   X(BFLOAT16_ROWS, "matmulBfloat16", "B [k×n] rows")                                 \
   X(FIXED_ORDER, "matmulFixedOrder", "float32 B, fixed order")                       \
   X(GEMM_ORDER_CHAINED, "matmulGemmOrder", "in place (≤8 rows)")                     \

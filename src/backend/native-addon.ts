@@ -63,7 +63,7 @@ export interface NativeBuildInfo {
 export interface KernelPathCount {
   /** The kernel (or "own sgemm", the GEMM kernels matmul and matmulGemmOrder share). */
   kernel: string;
-  /** The code it ran, e.g. "widened in registers (≤16 rows)". */
+  /** The code it ran, e.g. "lane panels (≥24 rows, ≥64 columns)". */
   path: string;
   calls: number;
   multiplyAdds: number;

@@ -82,12 +82,46 @@ export function matmulBfloat16Tests(backend: KernelBackend): void {
     fixedOrderTests(backend, kind);
 }
 
+/**
+ * Multiplies `m` rows at once, then every `count`-row run starting at multiples of `step` on
+ * its own, and asserts each run's rows equal the same rows of the whole, bit for bit (with
+ * alpha and beta, from the same starting C).
+ */
+function sameBitsInParts(
+  backend: KernelBackend,
+  kind: WeightKind,
+  random: RandomGenerator,
+  testCase: Bfloat16Case,
+  counts: readonly number[],
+  step: number,
+): void {
+  const { m, n, k, transposeB, alpha = 1, beta = 0 } = testCase;
+  const a = randomArray(random, m * k);
+  const { b } = randomWeights(random, k * n, kind);
+  const start = randomArray(random, m * n);
+  const together = start.slice();
+  multiply(backend, kind, b, { a, c: together, m, n, k, transposeB, alpha, beta });
+  for (const count of counts) {
+    for (let first = 0; first + count <= m; first += step) {
+      const part = start.slice(first * n, (first + count) * n);
+      const rows = a.subarray(first * k, (first + count) * k);
+      multiply(backend, kind, b, { a: rows, c: part, m: count, n, k, transposeB, alpha, beta });
+      assert.deepEqual(
+        Array.from(part),
+        Array.from(together.subarray(first * n, (first + count) * n)),
+        `rows ${first}..${first + count} of ${JSON.stringify(testCase)}`,
+      );
+    }
+  }
+}
+
 function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
   describe(kind, () => {
     test('odd shapes and tails, both layouts of B', () => {
       let seed = 100;
-      // 200: more rows than one task takes when there are few column blocks (row parts).
-      for (const m of [1, 3, 5, 16, 17, 64, 200]) {
+      // 200: more rows than one task takes when there are few column blocks (row parts);
+      // 23, 24, 25: either side of the B [n×k] path's packed tile, and one row past a panel.
+      for (const m of [1, 3, 5, 16, 17, 23, 24, 25, 64, 200]) {
         for (const [n, k] of [
           [1, 1],
           [7, 5],
@@ -131,26 +165,38 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           [131, 8],
         ] as const) {
           // Past 128 rows with few column blocks, the rows are cut between tasks too.
-          const m = 200;
-          const a = randomArray(random, m * k);
-          const { b } = randomWeights(random, k * n, kind);
-          const together = allocate(m * n);
-          multiply(backend, kind, b, { a, c: together, m, n, k, transposeB });
-          // 5 and 16: few-row blocks of four and one, and a decode batch (all prefetching).
-          for (const count of [1, 3, 5, 16, 17]) {
-            for (let first = 0; first + count <= m; first += 37) {
-              const part = allocate(count * n);
-              const rows = a.subarray(first * k, (first + count) * k);
-              multiply(backend, kind, b, { a: rows, c: part, m: count, n, k, transposeB });
-              assert.deepEqual(
-                Array.from(part),
-                Array.from(together.subarray(first * n, (first + count) * n)),
-                `rows ${first}..${first + count} of ${m} (transposeB ${transposeB}, n ${n}, k ${k})`,
-              );
-            }
-          }
+          // 5 and 16: few-row blocks of four and one, and a decode batch (all prefetching);
+          // 24 and 30: the packed tile's smallest products.
+          sameBitsInParts(
+            backend,
+            kind,
+            random,
+            { m: 200, n, k, transposeB },
+            [1, 3, 5, 16, 17, 24, 30],
+            37,
+          );
         }
       }
+    });
+
+    test('the same bits with alpha and beta (C added to, as gradients accumulate)', () => {
+      const random = createRandom(301);
+      for (const transposeB of [false, true]) {
+        // alpha 0.3: not a power of two, so a product rounded before the add would show.
+        const shape = { m: 100, n: 70, k: 300, transposeB, alpha: 0.3, beta: 1 };
+        sameBitsInParts(backend, kind, random, shape, [1, 5, 24, 40], 29);
+        sameBitsInParts(backend, kind, random, { ...shape, beta: -0.75 }, [3, 30], 31);
+      }
+    });
+
+    test('the same bits when the rows run as several blocks of packed A', () => {
+      // 550 rows of depth 2,100: more than one block of the B [n×k] path's packed A (at least
+      // 512 rows a block; too deep to read A in place), the last micro-panel partial, so parts
+      // of one product and whole products straddle the seam.
+      const random = createRandom(302);
+      const shape = { m: 550, n: 40, k: 2100, transposeB: true };
+      runCase(backend, kind, shape, 303);
+      sameBitsInParts(backend, kind, random, shape, [1, 24, 100], 107);
     });
   });
 }
