@@ -45,6 +45,11 @@ int kernel_vector_width(void) { return VECTOR_WIDTH; }
 void skinny_product(const gemm_problem *g, bool parallel);
 
 void gemm_own(const gemm_problem *g, bool parallel) {
+  if (gemm_weight_rows_applies(g)) {
+    path_taken(PATH_OWN_WEIGHT_ROWS, (double)g->m * g->n * g->k);
+    gemm_weight_rows(g, parallel);
+    return;
+  }
   /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
   int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
   bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
