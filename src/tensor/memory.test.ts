@@ -41,6 +41,23 @@ describe('buffer pool', () => {
     assert.equal(memoryStatistics().pooledBytes, 4 * 500_000);
   });
 
+  test('a new buffer trims the pool to half its bound; reused buffers trim nothing', () => {
+    clearPool();
+    previousBound = setMaximumPooledBytes(16 * 2 ** 20);
+    // A phase that used twelve 1 MB buffers (12 MB pooled), then one that needs 2 MB buffers.
+    const first = Array.from({ length: 12 }, () => allocate(2 ** 18));
+    for (const buffer of first) release(buffer);
+    assert.equal(memoryStatistics().pooledBytes, 12 * 2 ** 20);
+    const second = allocate(2 ** 19);
+    assert.equal(memoryStatistics().pooledBytes, 6 * 2 ** 20, 'at most 8 MB − 2 MB pooled');
+    release(second);
+    // Six reused and one new: the pool (the 2 MB buffer) is under 8 − 1 MB, nothing is trimmed.
+    const again = Array.from({ length: 7 }, () => allocate(2 ** 18));
+    assert.equal(memoryStatistics().pooledBytes, 2 * 2 ** 20);
+    for (const buffer of again) release(buffer);
+    assert.equal(memoryStatistics().pooledBytes, 9 * 2 ** 20);
+  });
+
   test('a negative bound is refused', () => {
     previousBound = setMaximumPooledBytes(1);
     assert.throws(() => setMaximumPooledBytes(-1), /≥ 0 bytes/);

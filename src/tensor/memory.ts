@@ -73,6 +73,7 @@ function allocateFrom(length: number): { buffer: Float32Array; fresh: boolean } 
     return { buffer: new Float32Array(reused, 0, length), fresh: false };
   }
   freshBytes += bytes;
+  dropPooled(bytes);
   const buffer = new ArrayBuffer(bytes);
   usedBytes.set(buffer, 4 * length);
   return { buffer: new Float32Array(buffer, 0, length), fresh: true };
@@ -91,6 +92,22 @@ export function allocateZeroed(length: number): Float32Array {
   buffer.fill(0);
   zeroFillSeconds += (performance.now() - started) / 1000;
   return buffer;
+}
+
+/**
+ * Before a new buffer of `bytes` is made, leaves pooled buffers (of other size classes: this
+ * one has none) to the garbage collector until the pool holds at most half its bound less
+ * `bytes`. A loop that reuses its buffers (training steps of one shape) makes no new ones and
+ * keeps its whole working set pooled, up to the bound; a workload that moves on to other shapes
+ * (sampling's activations, then an update's) trims what it no longer uses instead of keeping a
+ * full pool of it beside the new buffers.
+ */
+function dropPooled(bytes: number): void {
+  const target = maximumPooledBytes / 2 - bytes;
+  for (const bucket of pool.values()) {
+    if (pooledBytes <= target) return;
+    while (bucket.length > 0 && pooledBytes > target) pooledBytes -= usedBytes.get(bucket.pop()!)!;
+  }
 }
 
 /** Returns a buffer to the pool. The caller must not touch it afterwards. */
