@@ -125,6 +125,30 @@ if (host) {
       addon.resetPaths();
       assert.deepEqual(addon.paths(), []);
     });
+
+    test(
+      'our kernels: decode-sized x·Wᵀ on the weight rows, deep products of a few hundred rows on the panels',
+      {
+        skip: addon.info().vectorWidth !== 16 && 'the panels and weight rows need 16-float vectors',
+      },
+      () => {
+        const original = addon.info().sgemm as 'own' | 'openblas';
+        addon.setSgemm('own');
+        try {
+          addon.resetPaths();
+          product(64, 576, 576); // a decode step's query projection at batch 64
+          product(512, 576, 1536); // a LoRA step's down projection (4 × 128 tokens)
+          const taken = addon.paths().map((path) => [path.path, path.calls]);
+          assert.deepEqual(taken, [
+            ['column panels (matmul, matmulGemmOrder)', 1],
+            ['weight rows (x·Wᵀ, 24–128 rows)', 1],
+          ]);
+        } finally {
+          addon.setSgemm(original);
+          addon.resetPaths();
+        }
+      },
+    );
   });
 
   describe('native variants', () => {
