@@ -28,6 +28,7 @@
       "native/src/gemm_packed.c",
       "native/src/gemm_panels.c",
       "native/src/gemm_small.c",
+      "native/src/gemm_weight_rows.c",
       "native/src/host.c",
       "native/src/matmul.c",
       "native/src/matmul_bfloat16.c",

@@ -34,6 +34,17 @@ typedef struct {
  */
 void gemm_own(const gemm_problem *problem, bool parallel);
 
+/*
+ * x·Wᵀ (A plain, B transposed, alpha = 1, beta 0 or 1) with WEIGHT_ROWS_MIN_ROWS to
+ * WEIGHT_ROWS_MAX_ROWS rows, with 16-float vectors: A transposed once, the weights broadcast
+ * from their rows (gemm_weight_rows.c). Same sums as the panels. gemm_own takes it when it
+ * applies.
+ */
+#define WEIGHT_ROWS_MIN_ROWS 24
+#define WEIGHT_ROWS_MAX_ROWS 128
+bool gemm_weight_rows_applies(const gemm_problem *problem);
+void gemm_weight_rows(const gemm_problem *problem, bool parallel);
+
 /* The same product by column panels without packing A (gemm_panels.c); k must be > 0. */
 void gemm_panels(const gemm_problem *problem, bool parallel);
 

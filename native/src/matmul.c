@@ -13,6 +13,7 @@
 
 #include "blas.h"
 #include "gemm.h"
+#include "host.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "paths.h"
@@ -29,6 +30,16 @@
    cheap, while packing B (the weights, read once per product) is pure overhead: panels win at
    any depth. Decode steps at rollout batch sizes (16–256 rows) are these products. */
 #define PANEL_ANY_DEPTH_MAX_ROWS 256
+/*
+ * Past PANEL_MAX_DEPTH, up to this many rows and columns the panels still beat packing as long
+ * as a 64-row block of A fits the host's A block (k ≤ 4,096 with 1 MiB): measured on an Intel
+ * Xeon (AVX-512, 2 threads), panels over packed 1.08–1.24× at 512–1,024 rows, 192–576 columns
+ * and k = 1,024–3,072 (a LoRA step's down projection and the input gradients of gate and up),
+ * 0.87× at 1,536 columns, 0.85× at k = 8,192, 0.98× at 2,048 rows.
+ */
+#define PANEL_DEEP_MAX_ROWS 1024
+#define PANEL_DEEP_MAX_COLUMNS 1024
+#define PANEL_DEEP_MIN_BLOCK_ROWS 64
 /* At least this many rows for few columns to take the transposed product (few_columns_product). */
 #define FEW_COLUMNS_MIN_ROWS 64
 /* Batch items smaller than this (multiply-adds) are spread over threads one item each. */
@@ -45,10 +56,18 @@ int kernel_vector_width(void) { return VECTOR_WIDTH; }
 void skinny_product(const gemm_problem *g, bool parallel);
 
 void gemm_own(const gemm_problem *g, bool parallel) {
+  if (gemm_weight_rows_applies(g)) {
+    path_taken(PATH_OWN_WEIGHT_ROWS, (double)g->m * g->n * g->k);
+    gemm_weight_rows(g, parallel);
+    return;
+  }
   /* The panel kernel's 8-row register blocks need AVX-512's 32 registers. */
   int64_t panel_depth = g->transpose_a ? PANEL_TRANSPOSED_MAX_DEPTH : PANEL_MAX_DEPTH;
   bool few_rows = !g->transpose_a && g->m <= PANEL_ANY_DEPTH_MAX_ROWS;
-  bool panels = VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows);
+  bool deep = !g->transpose_a && g->m <= PANEL_DEEP_MAX_ROWS && g->n <= PANEL_DEEP_MAX_COLUMNS &&
+              g->k * PANEL_DEEP_MIN_BLOCK_ROWS * (int64_t)sizeof(float) <=
+                  (int64_t)host_tuning()->a_block_bytes;
+  bool panels = VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows || deep);
   path_taken(panels ? PATH_OWN_PANELS : PATH_OWN_PACKED, (double)g->m * g->n * g->k);
   if (panels) {
     gemm_panels(g, parallel);

@@ -16,6 +16,7 @@
   X(MATMUL_OPENBLAS, "matmul", "OpenBLAS")                                           \
   X(OWN_PANELS, "own sgemm", "column panels (matmul, matmulGemmOrder)")              \
   X(OWN_PACKED, "own sgemm", "packed (matmul, matmulGemmOrder)")                     \
+  X(OWN_WEIGHT_ROWS, "own sgemm", "weight rows (x·Wᵀ, 24–128 rows)")                 \
   X(BFLOAT16_IN_REGISTERS, "matmulBfloat16", "dot blocks (<24 rows or <64 columns)") \
   X(BFLOAT16_LANE_PANELS, "matmulBfloat16", "lane panels (≥24 rows, ≥64 columns)")  \
   X(BFLOAT16_ROWS, "matmulBfloat16", "B [k×n] rows")                                 \

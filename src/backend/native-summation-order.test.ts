@@ -107,3 +107,89 @@ describe('native bfloat16 product: the documented summation order', { skip: !nat
     assert.ok(differs, 'the emulation would not tell the tree from a sequential sum');
   });
 });
+
+/**
+ * One entry of C = A·Bᵀ (+ C) in the GEMM kernels' order (native/src/gemm.h): one FMA chain per
+ * 256-deep slice of k, from zero, p in order; the slices added in order, to C's old value first
+ * when accumulating.
+ */
+function gemmOrderEntry(a: Float32Array, b: Float32Array, old: number | null): number {
+  let total = old;
+  for (let p0 = 0; p0 < a.length; p0 += 256) {
+    let chain = 0;
+    for (let p = p0; p < Math.min(p0 + 256, a.length); p++) chain = fround(chain + a[p]! * b[p]!);
+    total = total === null ? chain : fround(chain + total);
+  }
+  return total ?? 0;
+}
+
+describe('native float32 products: the GEMM order', { skip: !native }, () => {
+  // Row counts of the weight-rows kernel (24–128: row blocks of one to four vectors, a partial
+  // last vector) and past it (the column panels); n = 70 leaves a last group of 6 columns,
+  // k = 530 three slices, the last 18 deep.
+  const shapes = [24, 40, 64, 100, 128, 150].map((m) => [m, 70, 530] as const);
+
+  test('matmulGemmOrder: every entry equals the order written out', () => {
+    const random = createRandom(21);
+    for (const [m, n, k] of shapes) {
+      const a = coarseValues(random, m * k, 12);
+      const b = coarseValues(random, n * k, 8);
+      const c = new Float32Array(m * n).fill(Number.NaN);
+      native!.matmulGemmOrder({ a, b, c, m, n, k, transposeB: true });
+      for (let row = 0; row < m; row++)
+        for (let column = 0; column < n; column++) {
+          const entry = gemmOrderEntry(
+            a.subarray(row * k, (row + 1) * k),
+            b.subarray(column * k, (column + 1) * k),
+            null,
+          );
+          assert.equal(c[row * n + column], entry, `m ${m}, entry (${row}, ${column})`);
+        }
+    }
+  });
+
+  test(
+    'matmul on our kernels, overwriting C and adding to it: the same order',
+    {
+      skip: nativeBuildInfo()?.sgemm !== 'own' && 'large products run on OpenBLAS here',
+    },
+    () => {
+      const random = createRandom(22);
+      for (const [m, n, k] of shapes)
+        for (const beta of [0, 1]) {
+          const a = coarseValues(random, m * k, 12);
+          const b = coarseValues(random, n * k, 8);
+          const old = coarseValues(random, m * n, 12);
+          const c = old.slice();
+          native!.matmul({
+            a,
+            b,
+            c,
+            batch: 1,
+            m,
+            n,
+            k,
+            transposeA: false,
+            transposeB: true,
+            strideA: 0,
+            strideB: 0,
+            alpha: 1,
+            beta,
+          });
+          for (let row = 0; row < m; row++)
+            for (let column = 0; column < n; column++) {
+              const entry = gemmOrderEntry(
+                a.subarray(row * k, (row + 1) * k),
+                b.subarray(column * k, (column + 1) * k),
+                beta ? old[row * n + column]! : null,
+              );
+              assert.equal(
+                c[row * n + column],
+                entry,
+                `m ${m}, beta ${beta}, entry (${row}, ${column})`,
+              );
+            }
+        }
+    },
+  );
+});

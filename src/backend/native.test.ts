@@ -33,7 +33,8 @@ function pathsOfHeader(): string[] {
 
 /**
  * The tests before it took every path of the header that this build can take: the OpenBLAS
- * path only where large products go to OpenBLAS, the column panels only with 16-float vectors.
+ * path only where large products go to OpenBLAS, the column panels and weight rows only with
+ * 16-float vectors.
  */
 function everyPathTaken(addon: NativeAddon, label: string): void {
   test(`${label}: every kernel path was taken by the tests above`, () => {
@@ -41,7 +42,10 @@ function everyPathTaken(addon: NativeAddon, label: string): void {
     const taken = new Set(addon.paths().map((path) => path.path));
     const cannot = new Set<string>();
     if (info.sgemm !== 'openblas') cannot.add('OpenBLAS');
-    if (info.vectorWidth !== 16) cannot.add('column panels (matmul, matmulGemmOrder)');
+    if (info.vectorWidth !== 16) {
+      cannot.add('column panels (matmul, matmulGemmOrder)');
+      cannot.add('weight rows (x·Wᵀ, 24–128 rows)');
+    }
     const expected = pathsOfHeader().filter((path) => !cannot.has(path));
     assert.ok(expected.length >= 10, 'paths.h lists the paths');
     assert.deepEqual(
@@ -121,6 +125,30 @@ if (host) {
       addon.resetPaths();
       assert.deepEqual(addon.paths(), []);
     });
+
+    test(
+      'our kernels: decode-sized x·Wᵀ on the weight rows, deep products of a few hundred rows on the panels',
+      {
+        skip: addon.info().vectorWidth !== 16 && 'the panels and weight rows need 16-float vectors',
+      },
+      () => {
+        const original = addon.info().sgemm as 'own' | 'openblas';
+        addon.setSgemm('own');
+        try {
+          addon.resetPaths();
+          product(64, 576, 576); // a decode step's query projection at batch 64
+          product(512, 576, 1536); // a LoRA step's down projection (4 × 128 tokens)
+          const taken = addon.paths().map((path) => [path.path, path.calls]);
+          assert.deepEqual(taken, [
+            ['column panels (matmul, matmulGemmOrder)', 1],
+            ['weight rows (x·Wᵀ, 24–128 rows)', 1],
+          ]);
+        } finally {
+          addon.setSgemm(original);
+          addon.resetPaths();
+        }
+      },
+    );
   });
 
   describe('native variants', () => {

@@ -10,8 +10,14 @@
  * thrash (measured in `teamtr bench`), and zero-filling fresh arrays costs bandwidth too.
  */
 
-/** Pooled memory beyond this many bytes is left to the garbage collector instead. */
-const maximumPooledBytes = 1024 * 1024 * 1024;
+/**
+ * Pooled memory beyond this many bytes is left to the garbage collector instead. Counted in the
+ * bytes each pooled buffer's views have used (the pages it holds), not its size class: a
+ * [512, 576] activation takes 1.2 MB of its 2 MiB class, and a LoRA step at SmolLM2's shape
+ * needs 1.48 GiB of classes but 0.96 GiB of used bytes, so counting classes dropped a third of
+ * its buffers after every step and faulted them in anew (0.1–0.2 s of system time a step).
+ */
+let maximumPooledBytes = 1024 * 1024 * 1024;
 /** Arrays shorter than this are cheap to allocate and not pooled. */
 const smallestPooledLength = 256;
 
@@ -21,6 +27,9 @@ const smallestPooledLength = 256;
  * buffer per distinct length. A pooled array is a view of length `length` on its class's buffer.
  */
 const pool = new Map<number, ArrayBuffer[]>();
+/** Bytes of each pooled-size buffer its views have used so far (the pages it holds). */
+const usedBytes = new WeakMap<ArrayBuffer, number>();
+/** Used bytes (usedBytes) of the pooled buffers. */
 let pooledBytes = 0;
 /** Bytes handed out by `allocate` (pooled sizes only) and not yet given back to `release`. */
 let outstandingBytes = 0;
@@ -47,22 +56,33 @@ function sizeClassBytes(length: number): number {
 
 /** An uninitialized (possibly dirty) buffer of `length` floats. */
 export function allocate(length: number): Float32Array {
-  if (length < smallestPooledLength) return new Float32Array(length);
+  return allocateFrom(length).buffer;
+}
+
+/** `allocate`, saying whether the buffer is new (then it is all zeros). */
+function allocateFrom(length: number): { buffer: Float32Array; fresh: boolean } {
+  if (length < smallestPooledLength) return { buffer: new Float32Array(length), fresh: true };
   const bytes = sizeClassBytes(length);
   outstandingBytes += bytes;
   if (outstandingBytes > peakOutstandingBytes) peakOutstandingBytes = outstandingBytes;
   const reused = pool.get(bytes)?.pop();
   if (reused) {
-    pooledBytes -= bytes;
-    return new Float32Array(reused, 0, length);
+    const used = usedBytes.get(reused)!;
+    pooledBytes -= used;
+    if (4 * length > used) usedBytes.set(reused, 4 * length);
+    return { buffer: new Float32Array(reused, 0, length), fresh: false };
   }
   freshBytes += bytes;
-  return new Float32Array(new ArrayBuffer(bytes), 0, length);
+  dropPooled(bytes);
+  const buffer = new ArrayBuffer(bytes);
+  usedBytes.set(buffer, 4 * length);
+  return { buffer: new Float32Array(buffer, 0, length), fresh: true };
 }
 
-/** A zero-filled buffer of `length` floats. */
+/** A zero-filled buffer of `length` floats (a new one is zeros already: only reused ones are filled). */
 export function allocateZeroed(length: number): Float32Array {
-  const buffer = allocate(length);
+  const { buffer, fresh } = allocateFrom(length);
+  if (fresh) return buffer;
   zeroFilledBytes += 4 * length;
   if (!timingZeroFill) {
     buffer.fill(0);
@@ -72,6 +92,22 @@ export function allocateZeroed(length: number): Float32Array {
   buffer.fill(0);
   zeroFillSeconds += (performance.now() - started) / 1000;
   return buffer;
+}
+
+/**
+ * Before a new buffer of `bytes` is made, leaves pooled buffers (of other size classes: this
+ * one has none) to the garbage collector until the pool holds at most half its bound less
+ * `bytes`. A loop that reuses its buffers (training steps of one shape) makes no new ones and
+ * keeps its whole working set pooled, up to the bound; a workload that moves on to other shapes
+ * (sampling's activations, then an update's) trims what it no longer uses instead of keeping a
+ * full pool of it beside the new buffers.
+ */
+function dropPooled(bytes: number): void {
+  const target = maximumPooledBytes / 2 - bytes;
+  for (const bucket of pool.values()) {
+    if (pooledBytes <= target) return;
+    while (bucket.length > 0 && pooledBytes > target) pooledBytes -= usedBytes.get(bucket.pop()!)!;
+  }
 }
 
 /** Returns a buffer to the pool. The caller must not touch it afterwards. */
@@ -86,14 +122,29 @@ export function release(buffer: Float32Array): void {
   )
     return;
   outstandingBytes -= bytes;
-  if (pooledBytes + bytes > maximumPooledBytes) return;
+  const arrayBuffer = buffer.buffer as ArrayBuffer;
+  const used = usedBytes.get(arrayBuffer) ?? bytes;
+  if (pooledBytes + used > maximumPooledBytes) return;
   let bucket = pool.get(bytes);
   if (!bucket) {
     bucket = [];
     pool.set(bytes, bucket);
   }
-  bucket.push(buffer.buffer as ArrayBuffer);
-  pooledBytes += bytes;
+  bucket.push(arrayBuffer);
+  usedBytes.set(arrayBuffer, used);
+  pooledBytes += used;
+}
+
+/**
+ * Sets the most bytes the pool keeps (in bytes its buffers have used) and returns the previous
+ * bound, for tests of the pool. Buffers pooled beyond a lowered bound stay until reused or
+ * `clearPool`.
+ */
+export function setMaximumPooledBytes(bytes: number): number {
+  if (!(bytes >= 0)) throw new RangeError(`the pool's bound must be ≥ 0 bytes, got ${bytes}`);
+  const previous = maximumPooledBytes;
+  maximumPooledBytes = bytes;
+  return previous;
 }
 
 /** Drops every pooled buffer (e.g. between unrelated workloads of different shapes). */
@@ -103,6 +154,7 @@ export function clearPool(): void {
 }
 
 export function memoryStatistics(): {
+  /** Bytes the pooled buffers have used (the pool's bound counts these). */
   pooledBytes: number;
   pooledBuffers: number;
   scopes: number;

@@ -4,7 +4,7 @@ import { allocate } from '../memory.js';
 import {
   createResult,
   formatShape,
-  gradientOf,
+  gradientForProduct,
   isGradientEnabled,
   shapeSize,
   type Tensor,
@@ -38,13 +38,18 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
   const name = bits ? 'matmulBfloat16' : 'matmulFixedOrder';
   return createResult(output, [...leading, rows, n], name, parents, (gradOutput) => {
     if (a.requiresGrad)
-      accumulateInputGradient({ backend, weight, bits, transposeB }, gradOutput, gradientOf(a), {
-        m,
-        n: k,
-        k: n,
-      });
+      accumulateInputGradient(
+        { backend, weight, bits, transposeB },
+        gradOutput,
+        gradientForProduct(a),
+        {
+          m,
+          n: k,
+          k: n,
+        },
+      );
     if (trainsWeight)
-      accumulateWeightGradient(a.data, gradOutput, gradientOf(weight), m, n, k, transposeB);
+      accumulateWeightGradient(a.data, gradOutput, gradientForProduct(weight), m, n, k, transposeB);
   });
 }
 
@@ -93,14 +98,17 @@ interface ForwardWeight {
   transposeB: boolean;
 }
 
+/** The gradient a product writes, and whether it overwrites it (0) or adds to it (1). */
+type ProductTarget = ReturnType<typeof gradientForProduct>;
+
 /**
- * dA += dC·op(W)ᵀ: the bfloat16 kernel for a bfloat16 W, else the ordinary product (no
+ * dA (+)= dC·op(W)ᵀ: the bfloat16 kernel for a bfloat16 W, else the ordinary product (no
  * sampled value depends on a gradient's summation order).
  */
 function accumulateInputGradient(
   { backend, weight, bits, transposeB }: ForwardWeight,
   gradOutput: Float32Array,
-  gradInput: Float32Array,
+  { gradient: gradInput, beta }: ProductTarget,
   shape: { m: number; n: number; k: number },
 ): void {
   if (bits) {
@@ -110,7 +118,7 @@ function accumulateInputGradient(
       c: gradInput,
       ...shape,
       transposeB: !transposeB,
-      beta: 1,
+      beta,
     });
     return;
   }
@@ -124,7 +132,7 @@ function accumulateInputGradient(
     transposeB: !transposeB,
     strideA: 0,
     strideB: 0,
-    beta: 1,
+    beta,
   });
 }
 
@@ -143,11 +151,11 @@ function summedAsGemm(n: number, k: number): boolean {
   return n >= GEMM_ORDER_MIN_WIDTH && k >= GEMM_ORDER_MIN_WIDTH;
 }
 
-/** dW += A [M, K] with dC [M, N]: dW [N, K] = dCᵀ·A (transposeB), else dW [K, N] = Aᵀ·dC. */
+/** dW (+)= A [M, K] with dC [M, N]: dW [N, K] = dCᵀ·A (transposeB), else dW [K, N] = Aᵀ·dC. */
 function accumulateWeightGradient(
   a: Float32Array,
   gradOutput: Float32Array,
-  gradWeight: Float32Array,
+  { gradient: gradWeight, beta }: ProductTarget,
   m: number,
   n: number,
   k: number,
@@ -166,6 +174,6 @@ function accumulateWeightGradient(
     transposeB: false,
     strideA: 0,
     strideB: 0,
-    beta: 1,
+    beta,
   });
 }

@@ -1,7 +1,7 @@
 import { getBackend } from '../../backend/index.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate } from '../memory.js';
-import { createResult, formatShape, gradientOf, shapeSize, Tensor } from '../tensor.js';
+import { createResult, formatShape, gradientForProduct, shapeSize, Tensor } from '../tensor.js';
 import { matmulFixedOrderWeight } from './matmul-bfloat16.js';
 
 export interface MatmulOptions {
@@ -50,9 +50,10 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     strideB: sharedB ? 0 : k * n,
   });
   return createResult(output, [...batchShape, m, n], 'matmul', [a, b], (gradOutput) => {
-    if (a.requiresGrad) accumulateGradientOfA(backend, gradientOf(a), gradOutput, b.data, layout);
+    if (a.requiresGrad)
+      accumulateGradientOfA(backend, gradientForProduct(a), gradOutput, b.data, layout);
     if (b.requiresGrad)
-      accumulateGradientOfAnyB(backend, a.data, gradOutput, gradientOf(b), layout);
+      accumulateGradientOfAnyB(backend, a.data, gradOutput, gradientForProduct(b), layout);
   });
 }
 
@@ -110,10 +111,10 @@ function matmulLayout(
   return { batchShape, batch, m, n, k, transposeA, transposeB, sharedB, folded };
 }
 
-/** gradA += ∂L/∂A of C = op(A)·op(B), given dC. */
+/** gradA (+)= ∂L/∂A of C = op(A)·op(B), given dC (`beta` 0 overwrites gradA, 1 adds to it). */
 function accumulateGradientOfA(
   backend: Backend,
-  gradA: Float32Array,
+  { gradient: gradA, beta }: ProductTarget,
   gradOutput: Float32Array,
   b: Float32Array,
   { batch, m, n, k, transposeA, transposeB, sharedB, folded }: MatmulLayout,
@@ -132,7 +133,7 @@ function accumulateGradientOfA(
       transposeB: !transposeB,
       strideA: m * n,
       strideB: sharedB ? 0 : k * n,
-      beta: 1,
+      beta,
     });
   } else {
     // A stored [K, M]: dA = op(B) · dCᵀ
@@ -148,48 +149,51 @@ function accumulateGradientOfA(
       transposeB: true,
       strideA: sharedB ? 0 : k * n,
       strideB: m * n,
-      beta: 1,
+      beta,
     });
   }
 }
 
-/** gradB += ∂L/∂B of C = op(A)·op(B), given dC, for a batched or a shared B. */
+/** gradB (+)= ∂L/∂B of C = op(A)·op(B), given dC, for a batched or a shared B. */
 function accumulateGradientOfAnyB(
   backend: Backend,
   a: Float32Array,
   gradOutput: Float32Array,
-  gradB: Float32Array,
+  { gradient: gradB, beta }: ProductTarget,
   { batch, m, n, k, transposeA, transposeB, sharedB }: MatmulLayout,
 ): void {
   const shape = { n, k, transposeA, transposeB };
   if (!sharedB) {
-    accumulateGradientOfB(backend, a, gradOutput, gradB, { ...shape, batch, m });
+    accumulateGradientOfB(backend, a, gradOutput, gradB, { ...shape, batch, m, beta });
   } else if (!transposeA) {
     // Shared B, A folded to [batch·M, K]: one product.
     accumulateGradientOfB(backend, a, gradOutput, gradB, {
       ...shape,
       batch: 1,
       m: batch * m,
+      beta,
     });
   } else {
+    // One product per item into the same gradB: only the first may overwrite it.
     for (let index = 0; index < batch; index++) {
       accumulateGradientOfB(
         backend,
         a.subarray(index * m * k, (index + 1) * m * k),
         gradOutput.subarray(index * m * n, (index + 1) * m * n),
         gradB,
-        { ...shape, batch: 1, m },
+        { ...shape, batch: 1, m, beta: index === 0 ? beta : 1 },
       );
     }
   }
 }
 
 type Backend = ReturnType<typeof getBackend>;
+type ProductTarget = ReturnType<typeof gradientForProduct>;
 
 /**
- * gradB += ∂L/∂B of C = op(A)·op(B) for `batch` items of op(A) [M, K] (stride M·K in `a`), dC
- * [M, N] (stride M·N) and B (stride K·N in gradB). A shared B takes batch 1: A folded to
- * [batch·M, K], or one item at a time when A is transposed.
+ * gradB (+)= ∂L/∂B of C = op(A)·op(B) for `batch` items of op(A) [M, K] (stride M·K in `a`), dC
+ * [M, N] (stride M·N) and B (stride K·N in gradB); `beta` 0 overwrites gradB, 1 adds to it. A
+ * shared B takes batch 1: A folded to [batch·M, K], or one item at a time when A is transposed.
  */
 function accumulateGradientOfB(
   backend: Backend,
@@ -203,7 +207,16 @@ function accumulateGradientOfB(
     k,
     transposeA,
     transposeB,
-  }: { batch: number; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean },
+    beta,
+  }: {
+    batch: number;
+    m: number;
+    n: number;
+    k: number;
+    transposeA: boolean;
+    transposeB: boolean;
+    beta: 0 | 1;
+  },
 ): void {
   if (!transposeB) {
     // dB [K, N] = op(A)ᵀ · dC
@@ -219,7 +232,7 @@ function accumulateGradientOfB(
       transposeB: false,
       strideA: m * k,
       strideB: m * n,
-      beta: 1,
+      beta,
     });
   } else {
     // B stored [N, K]: dB = dCᵀ · op(A)
@@ -235,7 +248,7 @@ function accumulateGradientOfB(
       transposeB: transposeA,
       strideA: m * n,
       strideB: m * k,
-      beta: 1,
+      beta,
     });
   }
 }

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, test } from 'node:test';
+import { allocate, clearPool, memoryStatistics, release, setMaximumPooledBytes } from './memory.js';
+
+describe('buffer pool', () => {
+  let previousBound = 0;
+  afterEach(() => {
+    setMaximumPooledBytes(previousBound);
+    clearPool();
+  });
+
+  test('its bound counts the bytes buffers have used, not their size classes', () => {
+    clearPool();
+    // Ten activations of 1.2 MB, each in a 2 MiB size class: 20 MiB of classes, 12 MB used.
+    previousBound = setMaximumPooledBytes(16 * 2 ** 20);
+    const length = 300_000;
+    const round = () => {
+      const buffers = Array.from({ length: 10 }, () => allocate(length));
+      for (const buffer of buffers) release(buffer);
+    };
+    round();
+    const fresh = memoryStatistics().freshBytes;
+    assert.equal(memoryStatistics().pooledBytes, 10 * 4 * length);
+    round();
+    assert.equal(memoryStatistics().freshBytes, fresh, 'the second round reused every buffer');
+  });
+
+  test('a buffer counts the most its views have used, and the bound still holds', () => {
+    clearPool();
+    previousBound = setMaximumPooledBytes(3 * 2 ** 20);
+    const small = allocate(300_000); // 1.2 MB of a 2 MiB class
+    release(small);
+    const large = allocate(500_000); // the same buffer, now 2 MB used
+    assert.equal(large.buffer, small.buffer);
+    release(large);
+    assert.equal(memoryStatistics().pooledBytes, 4 * 500_000);
+    const other = allocate(500_000); // the pooled buffer
+    release(allocate(500_000)); // a new one, pooled
+    release(other); // 4 MB would pass 3 MiB: left to the GC
+
+    assert.equal(memoryStatistics().pooledBytes, 4 * 500_000);
+  });
+
+  test('a new buffer trims the pool to half its bound; reused buffers trim nothing', () => {
+    clearPool();
+    previousBound = setMaximumPooledBytes(16 * 2 ** 20);
+    // A phase that used twelve 1 MB buffers (12 MB pooled), then one that needs 2 MB buffers.
+    const first = Array.from({ length: 12 }, () => allocate(2 ** 18));
+    for (const buffer of first) release(buffer);
+    assert.equal(memoryStatistics().pooledBytes, 12 * 2 ** 20);
+    const second = allocate(2 ** 19);
+    assert.equal(memoryStatistics().pooledBytes, 6 * 2 ** 20, 'at most 8 MB − 2 MB pooled');
+    release(second);
+    // Six reused and one new: the pool (the 2 MB buffer) is under 8 − 1 MB, nothing is trimmed.
+    const again = Array.from({ length: 7 }, () => allocate(2 ** 18));
+    assert.equal(memoryStatistics().pooledBytes, 2 * 2 ** 20);
+    for (const buffer of again) release(buffer);
+    assert.equal(memoryStatistics().pooledBytes, 9 * 2 ** 20);
+  });
+
+  test('a negative bound is refused', () => {
+    previousBound = setMaximumPooledBytes(1);
+    assert.throws(() => setMaximumPooledBytes(-1), /≥ 0 bytes/);
+  });
+});
