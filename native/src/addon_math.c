@@ -82,9 +82,12 @@ KERNEL_ENTRY(gather_log_probs) {
 
 KERNEL_ENTRY(gather_log_probs_backward) {
   READ_KERNEL_ARGUMENTS(GATHER_LOG_PROBS_BACKWARD)
-  if (!targets_in_range(&args, targets, rows, columns)) return NULL;
-  gather_backward_arguments call = {logits.data, targets.data, rows, columns, log_sum_exp.data,
-                                    grad_log_probs.data, grad_entropy.data, grad_logits.data};
+  if (!targets_in_range(&args, targets, rows, columns) || !beta_is_flag(&args, beta)) return NULL;
+  gather_backward_arguments call = {logits.data,         targets.data,
+                                    rows,                columns,
+                                    log_sum_exp.data,    grad_log_probs.data,
+                                    grad_entropy.data,   grad_logits.data,
+                                    beta == 0.0};
   kernel_gather_log_probs_backward(&call);
   return NULL;
 }

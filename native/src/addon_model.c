@@ -75,8 +75,9 @@ KERNEL_ENTRY(swiglu) {
 
 KERNEL_ENTRY(swiglu_backward) {
   READ_KERNEL_ARGUMENTS(SWIGLU_BACKWARD)
+  if (!beta_is_flag(&args, beta)) return NULL;
   kernel_swiglu_backward(gate.data, up.data, grad_output.data, grad_gate.data, grad_up.data,
-                         (int64_t)gate.length);
+                         (int64_t)gate.length, beta == 0.0);
   return NULL;
 }
 
@@ -113,7 +114,8 @@ KERNEL_ENTRY(sum_of_squares) {
 
 KERNEL_ENTRY(axpy) {
   READ_KERNEL_ARGUMENTS(AXPY)
-  kernel_axpy((float)alpha, x.data, y.data, (int64_t)x.length);
+  if (!beta_is_flag(&args, beta)) return NULL;
+  kernel_axpy((float)alpha, x.data, y.data, (int64_t)x.length, beta == 0.0);
   return NULL;
 }
 

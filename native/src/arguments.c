@@ -146,3 +146,10 @@ double arguments_span(double count, double stride, double item) {
   if (count == 0 || item == 0) return 0;
   return (count - 1) * stride + item;
 }
+
+/* beta 0 (write the output) or 1 (add to it): the gradient kernels take no other. */
+bool beta_is_flag(arguments *args, double beta) {
+  if (beta == 0.0 || beta == 1.0) return true;
+  arguments_range_error(args, "beta must be 0 (overwrite) or 1 (accumulate), got %g", beta);
+  return false;
+}

@@ -63,6 +63,8 @@ bool arguments_boolean(arguments *args, size_t index, const char *name);
 void arguments_require(arguments *args, const char *name, size_t length, double needed);
 /* RangeError with a formatted message. */
 void arguments_range_error(arguments *args, const char *format, ...);
+/* Whether beta is 0 (overwrite) or 1 (accumulate); a RangeError otherwise. */
+bool beta_is_flag(arguments *args, double beta);
 
 /* Elements of a batch of `count` items `stride` apart, each `item` long (0 when empty). */
 double arguments_span(double count, double stride, double item);

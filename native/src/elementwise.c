@@ -26,6 +26,7 @@ typedef struct {
   const float *a, *b, *c;
   float *x, *y;
   int64_t length;
+  bool overwrite; /* swiglu_backward: write the gradients, not add to them */
 } elementwise_task;
 
 static void run_chunked(elementwise_task *task, pool_task function) {
@@ -55,6 +56,18 @@ static void swiglu_backward_task(void *context, size_t index, int thread) {
   chunk_range((int64_t)index, ELEMENT_CHUNK, t->length, &begin, &end);
   const float *gate = t->a, *up = t->b, *grad_output = t->c;
   float *grad_gate = t->x, *grad_up = t->y;
+  if (t->overwrite) {
+    /* 0 + the derivative: the bits adding it to zeros gives (−0 turns +0), nothing read. */
+#pragma omp simd
+    for (int64_t i = begin; i < end; i++) {
+      float x = gate[i];
+      float s = fast_sigmoidf(x);
+      float g = grad_output[i];
+      grad_gate[i] = 0.0f + g * up[i] * s * (1.0f + x * (1.0f - s));
+      grad_up[i] = 0.0f + g * x * s;
+    }
+    return;
+  }
 #pragma omp simd
   for (int64_t i = begin; i < end; i++) {
     float x = gate[i];
@@ -66,9 +79,9 @@ static void swiglu_backward_task(void *context, size_t index, int thread) {
 }
 
 void kernel_swiglu_backward(const float *gate, const float *up, const float *grad_output,
-                            float *grad_gate, float *grad_up, int64_t length) {
+                            float *grad_gate, float *grad_up, int64_t length, bool overwrite) {
   elementwise_task task = {.a = gate, .b = up, .c = grad_output, .x = grad_gate, .y = grad_up,
-                           .length = length};
+                           .length = length, .overwrite = overwrite};
   run_chunked(&task, swiglu_backward_task);
 }
 
@@ -196,6 +209,7 @@ typedef struct {
   const float *x;
   float *y;
   int64_t length;
+  bool overwrite;
 } axpy_task_context;
 
 static void axpy_task(void *context, size_t index, int thread) {
@@ -204,12 +218,17 @@ static void axpy_task(void *context, size_t index, int thread) {
   int64_t begin, end;
   chunk_range((int64_t)index, 4 * ELEMENT_CHUNK, t->length, &begin, &end);
   const float alpha = t->alpha;
+  if (t->overwrite) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; i++) t->y[i] = 0.0f + alpha * t->x[i];
+    return;
+  }
 #pragma omp simd
   for (int64_t i = begin; i < end; i++) t->y[i] += alpha * t->x[i];
 }
 
-void kernel_axpy(float alpha, const float *x, float *y, int64_t length) {
-  axpy_task_context context = {alpha, x, y, length};
+void kernel_axpy(float alpha, const float *x, float *y, int64_t length, bool overwrite) {
+  axpy_task_context context = {alpha, x, y, length, overwrite};
   pool_run((size_t)chunk_count(length, 4 * ELEMENT_CHUNK), axpy_task, &context);
 }
 

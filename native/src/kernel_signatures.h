@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "a653a2b7b197abc2"
+#define KERNEL_SIGNATURES_FINGERPRINT "bda8fe1074487a1f"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -48,8 +48,8 @@
 #define SAMPLE_ROWS_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("uniforms", uniforms, ((double)rows), DOUBLES) X("tokens", tokens, ((double)rows), INTS) X("maximum", maximum, ((double)rows), FLOATS) X("total", total, ((double)rows), DOUBLES)
 
 #define GATHER_LOG_PROBS_BACKWARD_NAME "gatherLogProbsBackward"
-#define GATHER_LOG_PROBS_BACKWARD_ARGUMENT_COUNT 8
-#define GATHER_LOG_PROBS_BACKWARD_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, targets, "targets", INTS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, log_sum_exp, "logSumExp", FLOATS) X(5, grad_log_probs, "gradLogProbs", FLOATS) X(6, grad_entropy, "gradEntropy", OPTIONAL_FLOATS) X(7, grad_logits, "gradLogits", FLOATS)
+#define GATHER_LOG_PROBS_BACKWARD_ARGUMENT_COUNT 9
+#define GATHER_LOG_PROBS_BACKWARD_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, targets, "targets", INTS) X(2, rows, "rows", SIZE) X(3, columns, "columns", SIZE) X(4, log_sum_exp, "logSumExp", FLOATS) X(5, grad_log_probs, "gradLogProbs", FLOATS) X(6, grad_entropy, "gradEntropy", OPTIONAL_FLOATS) X(7, grad_logits, "gradLogits", FLOATS) X(8, beta, "beta", NUMBER)
 #define GATHER_LOG_PROBS_BACKWARD_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("targets", targets, ((double)rows), INTS) X("logSumExp", log_sum_exp, ((double)rows), FLOATS) X("gradLogProbs", grad_log_probs, ((double)rows), FLOATS) X("gradEntropy", grad_entropy, ((double)rows), OPTIONAL_FLOATS) X("gradLogits", grad_logits, ((double)rows * (double)columns), FLOATS)
 
 #define COMPARE_LOG_DISTRIBUTIONS_NAME "compareLogDistributions"
@@ -98,8 +98,8 @@
 #define SWIGLU_SIZES(X) X("up", up, ((double)gate.length), FLOATS) X("output", output, ((double)gate.length), FLOATS)
 
 #define SWIGLU_BACKWARD_NAME "swigluBackward"
-#define SWIGLU_BACKWARD_ARGUMENT_COUNT 5
-#define SWIGLU_BACKWARD_ARGUMENTS(X) X(0, gate, "gate", FLOATS) X(1, up, "up", FLOATS) X(2, grad_output, "gradOutput", FLOATS) X(3, grad_gate, "gradGate", FLOATS) X(4, grad_up, "gradUp", FLOATS)
+#define SWIGLU_BACKWARD_ARGUMENT_COUNT 6
+#define SWIGLU_BACKWARD_ARGUMENTS(X) X(0, gate, "gate", FLOATS) X(1, up, "up", FLOATS) X(2, grad_output, "gradOutput", FLOATS) X(3, grad_gate, "gradGate", FLOATS) X(4, grad_up, "gradUp", FLOATS) X(5, beta, "beta", NUMBER)
 #define SWIGLU_BACKWARD_SIZES(X) X("up", up, ((double)gate.length), FLOATS) X("gradOutput", grad_output, ((double)gate.length), FLOATS) X("gradGate", grad_gate, ((double)gate.length), FLOATS) X("gradUp", grad_up, ((double)gate.length), FLOATS)
 
 #define GELU_NAME "gelu"
@@ -123,8 +123,8 @@
 #define SUM_OF_SQUARES_SIZES(X) 
 
 #define AXPY_NAME "axpy"
-#define AXPY_ARGUMENT_COUNT 3
-#define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS)
+#define AXPY_ARGUMENT_COUNT 4
+#define AXPY_ARGUMENTS(X) X(0, alpha, "alpha", NUMBER) X(1, x, "x", FLOATS) X(2, y, "y", FLOATS) X(3, beta, "beta", NUMBER)
 #define AXPY_SIZES(X) X("y", y, ((double)x.length), FLOATS)
 
 #define ADD_SCALED_NAME "addScaled"

@@ -71,6 +71,7 @@ typedef struct {
   int64_t rows, columns;
   const float *log_sum_exp, *grad_log_probs, *grad_entropy;  /* grad_entropy may be NULL */
   float *grad_logits;
+  bool overwrite; /* grad_logits written as 0 + the gradient, not added to */
 } gather_backward_arguments;
 void kernel_gather_log_probs_backward(const gather_backward_arguments *arguments);
 
@@ -124,8 +125,9 @@ void kernel_attention(const attention_arguments *arguments);
 void kernel_attention_backward(const attention_arguments *arguments);
 
 void kernel_swiglu(const float *gate, const float *up, float *output, int64_t length);
+/* overwrite: the gradients written as 0 + the derivative, not added to (their old values unread). */
 void kernel_swiglu_backward(const float *gate, const float *up, const float *grad_output,
-                            float *grad_gate, float *grad_up, int64_t length);
+                            float *grad_gate, float *grad_up, int64_t length, bool overwrite);
 void kernel_gelu(const float *input, float *output, int64_t length);
 void kernel_gelu_backward(const float *input, const float *grad_output, float *grad_input,
                           int64_t length);
@@ -140,7 +142,8 @@ typedef struct {
 void kernel_adamw(const adamw_arguments *arguments);
 
 double kernel_sum_of_squares(const float *input, int64_t length);
-void kernel_axpy(float alpha, const float *x, float *y, int64_t length);
+/* y += alpha·x, or y = 0 + alpha·x with overwrite (y's old values unread). */
+void kernel_axpy(float alpha, const float *x, float *y, int64_t length, bool overwrite);
 
 /* ---- exact element-wise kernels (the TypeScript reference's bits; see elementwise.c) ---- */
 void kernel_add_scaled(const float *a, const float *b, double scale, float *output,

@@ -12,6 +12,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "parallel.h"
@@ -137,14 +138,23 @@ static double row_entropy(const float *row, int64_t columns, float log_sum_exp, 
 static void gather_backward_row(const gather_backward_arguments *a, int64_t r, int thread) {
   float gradient = a->grad_log_probs[r];
   float entropy_gradient = a->grad_entropy ? a->grad_entropy[r] : 0.0f;
-  if (gradient == 0.0f && entropy_gradient == 0.0f) return;
-  const float *row = a->logits + r * a->columns;
   float *out = a->grad_logits + r * a->columns;
+  if (gradient == 0.0f && entropy_gradient == 0.0f) {
+    if (a->overwrite) memset(out, 0, (size_t)a->columns * sizeof(float));
+    return;
+  }
+  const float *row = a->logits + r * a->columns;
   float log_sum_exp = a->log_sum_exp[r];
-  if (entropy_gradient == 0.0f) {
+  if (entropy_gradient == 0.0f && a->overwrite) {
+    /* 0 − the term: the bits subtracting it from zeros gives, nothing read. */
+#pragma omp simd
+    for (int64_t j = 0; j < a->columns; j++)
+      out[j] = 0.0f - gradient * fast_expf(row[j] - log_sum_exp);
+  } else if (entropy_gradient == 0.0f) {
 #pragma omp simd
     for (int64_t j = 0; j < a->columns; j++) out[j] -= gradient * fast_expf(row[j] - log_sum_exp);
   } else {
+    if (a->overwrite) memset(out, 0, (size_t)a->columns * sizeof(float));
     float entropy = (float)row_entropy(row, a->columns, log_sum_exp, thread);
 #pragma omp simd
     for (int64_t j = 0; j < a->columns; j++) {

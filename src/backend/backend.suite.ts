@@ -9,6 +9,7 @@ import type { KernelBackend } from './types.js';
 import { attentionTests } from './testing/suite-attention.js';
 import { distributionComparisonTests } from './testing/suite-distribution-comparison.js';
 import { elementwiseTests } from './testing/suite-elementwise.js';
+import { gradientWriteTests } from './testing/suite-gradient-writes.js';
 import { matmulTests } from './testing/suite-matmul.js';
 import { matmulBfloat16Tests } from './testing/suite-matmul-bfloat16.js';
 import { matmulGemmOrderTests } from './testing/suite-matmul-gemm-order.js';
@@ -26,4 +27,5 @@ export function runBackendSuite(backend: KernelBackend): void {
   normTests(backend);
   attentionTests(backend);
   elementwiseTests(backend);
+  gradientWriteTests(backend);
 }

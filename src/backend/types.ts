@@ -222,7 +222,7 @@ export const kernelSignatures = {
   /**
    * Backward of gatherLogProbs: gradLogits[r, c] += g[r]·(1[c = target] − softmax_c)
    * (+ the entropy term when gradEntropy is given). Rows with g[r] = 0 and no entropy
-   * gradient may be skipped.
+   * gradient may be skipped (with beta 0: written as zeros).
    */
   gatherLogProbsBackward: {
     logits: sized(floats, 'rows * columns'),
@@ -233,6 +233,11 @@ export const kernelSignatures = {
     gradLogProbs: sized(floats, 'rows'),
     gradEntropy: sized(optionalFloats, 'rows'),
     gradLogits: sized(floats, 'rows * columns'),
+    /**
+     * 1 adds into gradLogits (the convention above); 0 writes it, as 0 + the value the sum
+     * would add, reading nothing there first (a new, unfilled gradient buffer). @default 1
+     */
+    beta: numberDefaultingTo(1),
   },
   /**
    * Two log-distributions compared row by row in one pass: the trust region's exact KL and TV
@@ -369,6 +374,11 @@ export const kernelSignatures = {
     gradOutput: sized(floats, 'length(gate)'),
     gradGate: sized(floats, 'length(gate)'),
     gradUp: sized(floats, 'length(gate)'),
+    /**
+     * 1 adds into gradGate and gradUp (the convention above); 0 writes it, as 0 + the value the sum
+     * would add, reading nothing there first (a new, unfilled gradient buffer). @default 1
+     */
+    beta: numberDefaultingTo(1),
   },
   /** GELU, tanh approximation (GPT-2's "gelu_new"). */
   gelu: { input: floats, output: sized(floats, 'length(input)') },
@@ -397,7 +407,16 @@ export const kernelSignatures = {
   /** Σ x² (in float64 accumulation), for global-norm clipping; returns the sum. */
   sumOfSquares: { input: floats },
   /** y += alpha · x */
-  axpy: { alpha: number, x: floats, y: sized(floats, 'length(x)') },
+  axpy: {
+    alpha: number,
+    x: floats,
+    y: sized(floats, 'length(x)'),
+    /**
+     * 1 adds into y (the convention above); 0 writes it, as 0 + the value the sum
+     * would add, reading nothing there first (a new, unfilled gradient buffer). @default 1
+     */
+    beta: numberDefaultingTo(1),
+  },
 
   // ---- exact element-wise kernels (decode hot path; bit for bit the reference) ----
 

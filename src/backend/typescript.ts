@@ -57,13 +57,13 @@ export function createTypeScriptBackend(): KernelBackend {
     attention,
     attentionBackward,
     swiglu: ({ gate, up, output }) => swiglu(gate, up, output),
-    swigluBackward: ({ gate, up, gradOutput, gradGate, gradUp }) =>
-      swigluBackward(gate, up, gradOutput, gradGate, gradUp),
+    swigluBackward: ({ gate, up, gradOutput, gradGate, gradUp, beta }) =>
+      swigluBackward(gate, up, gradOutput, gradGate, gradUp, beta),
     gelu: ({ input, output }) => gelu(input, output),
     geluBackward: ({ input, gradOutput, gradInput }) => geluBackward(input, gradOutput, gradInput),
     adamw,
     sumOfSquares: ({ input }) => sumOfSquares(input),
-    axpy: ({ alpha, x, y }) => axpy(alpha, x, y),
+    axpy: ({ alpha, x, y, beta }) => axpy(alpha, x, y, beta),
     addScaled: ({ a, b, scale, output }) => addScaled(a, b, scale, output),
     addRmsNorm,
   };

@@ -279,14 +279,14 @@ export function gradientOf(tensor: Tensor): Float32Array {
 }
 
 /**
- * The gradient buffer of `tensor` for a product that can overwrite its output or add to it
- * (a kernel's beta): on first use a buffer that is not zero-filled, with `beta` 0, since the
- * product writes every entry; afterwards the gradient held, with `beta` 1. Overwriting gives
- * the bits adding to zeros would: a product's sums start from +0 and so are never −0, and
- * x + 0 = x for every other x. (Zero-filling the gradients of a LoRA step at SmolLM2's shape
- * wrote 0.8 GB a step on one thread.)
+ * The gradient buffer of `tensor` for a backward rule whose kernel can write its output or add
+ * to it (the kernel's beta): on first use a buffer that is not zero-filled, with `beta` 0, since
+ * the kernel writes every entry; afterwards the gradient held, with `beta` 1. Writing gives the
+ * bits adding to zeros would: the kernels write 0 + the value (−0 becomes +0, as when added to a
+ * zero), and a product's sums start from +0 and so are never −0. (Zero-filling the gradients of
+ * a LoRA step at SmolLM2's shape wrote 0.8 GB a step on one thread.)
  */
-export function gradientForProduct(tensor: Tensor): { gradient: Float32Array; beta: 0 | 1 } {
+export function gradientToWrite(tensor: Tensor): { gradient: Float32Array; beta: 0 | 1 } {
   if (tensor.grad) return { gradient: tensor.grad, beta: 1 };
   tensor.grad = allocate(tensor.size);
   return { gradient: tensor.grad, beta: 0 };

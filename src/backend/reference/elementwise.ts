@@ -13,20 +13,24 @@ export function swiglu(gate: Float32Array, up: Float32Array, output: Float32Arra
   }
 }
 
-/** d/dgate = g·up·σ(x)·(1 + x·(1 − σ(x))), d/dup = g·silu(x); both accumulated. */
+/**
+ * d/dgate = g·up·σ(x)·(1 + x·(1 − σ(x))), d/dup = g·silu(x); both accumulated (beta 1) or
+ * written as 0 + the derivative (beta 0).
+ */
 export function swigluBackward(
   gate: Float32Array,
   up: Float32Array,
   gradOutput: Float32Array,
   gradGate: Float32Array,
   gradUp: Float32Array,
+  beta = 1,
 ): void {
   for (let i = 0; i < gate.length; i++) {
     const x = gate[i];
     const s = sigmoid(x);
     const g = gradOutput[i];
-    gradGate[i] += g * up[i] * s * (1 + x * (1 - s));
-    gradUp[i] += g * x * s;
+    gradGate[i] = (beta === 0 ? 0 : gradGate[i]) + g * up[i] * s * (1 + x * (1 - s));
+    gradUp[i] = (beta === 0 ? 0 : gradUp[i]) + g * x * s;
   }
 }
 
@@ -88,8 +92,8 @@ export function sumOfSquares(input: Float32Array): number {
 }
 
 /** y += alpha·x */
-export function axpy(alpha: number, x: Float32Array, y: Float32Array): void {
-  for (let i = 0; i < x.length; i++) y[i] += alpha * x[i];
+export function axpy(alpha: number, x: Float32Array, y: Float32Array, beta = 1): void {
+  for (let i = 0; i < x.length; i++) y[i] = (beta === 0 ? 0 : y[i]) + alpha * x[i];
 }
 
 /** output = a + fround(scale·b): the product rounded to float32 before the (float32) sum. */

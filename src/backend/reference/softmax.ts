@@ -104,11 +104,13 @@ function rowEntropy(logits: Float32Array, start: number, columns: number, lse: n
  */
 export function gatherLogProbsBackward(args: KernelArguments<'gatherLogProbsBackward'>): void {
   const { logits, targets, rows, columns, logSumExp, gradLogProbs, gradEntropy, gradLogits } = args;
+  const overwrite = (args.beta ?? 1) === 0;
   for (let r = 0; r < rows; r++) {
     const gradient = gradLogProbs[r];
     const entropyGradient = gradEntropy ? gradEntropy[r] : 0;
-    if (gradient === 0 && entropyGradient === 0) continue;
     const start = r * columns;
+    if (overwrite) gradLogits.fill(0, start, start + columns);
+    if (gradient === 0 && entropyGradient === 0) continue;
     const target = targets[r];
     checkTarget(target, r, columns);
     const lse = logSumExp[r];

@@ -164,6 +164,14 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
       );
     });
 
+    test('beta other than 0 or 1 for a gradient kernel is a RangeError', () => {
+      const x = new Float32Array(4);
+      assert.throws(
+        () => backend.axpy({ alpha: 1, x, y: new Float32Array(4), beta: 0.5 }),
+        RangeError,
+      );
+    });
+
     test('an odd headDim for rope is a RangeError', () => {
       assert.throws(
         () =>

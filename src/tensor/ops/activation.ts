@@ -1,7 +1,7 @@
 import { getBackend } from '../../backend/index.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate } from '../memory.js';
-import { createResult, formatShape, gradientOf, Tensor } from '../tensor.js';
+import { createResult, formatShape, gradientOf, gradientToWrite, Tensor } from '../tensor.js';
 
 function lastAxis(input: Tensor, operation: string): { rows: number; columns: number } {
   if (input.rank < 1) throw new ShapeError(`${operation} needs rank ≥ 1, got a scalar`);
@@ -61,12 +61,17 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   const output = allocate(gate.size);
   backend.swiglu({ gate: gate.data, up: up.data, output });
   return createResult(output, gate.shape, 'swiglu', [gate, up], (gradOutput) => {
+    // One call writes both gradients: it may write them (beta 0) only when both are new.
+    const write = !gate.grad && !up.grad && gate !== up;
+    const gradient = (input: Tensor) =>
+      write ? gradientToWrite(input).gradient : gradientOf(input);
     backend.swigluBackward({
       gate: gate.data,
       up: up.data,
       gradOutput,
-      gradGate: gradientOf(gate),
-      gradUp: gradientOf(up),
+      gradGate: gradient(gate),
+      gradUp: gradient(up),
+      beta: write ? 0 : 1,
     });
   });
 }

@@ -2,7 +2,14 @@ import { getBackend } from '../../backend/index.js';
 import type { AttentionForwardArguments } from '../../backend/types.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate, release } from '../memory.js';
-import { createResult, formatShape, gradientOf, isGradientEnabled, Tensor } from '../tensor.js';
+import {
+  createResult,
+  formatShape,
+  gradientOf,
+  gradientToWrite,
+  isGradientEnabled,
+  Tensor,
+} from '../tensor.js';
 
 /**
  * Rotary position embedding (Hugging Face rotate-half convention) on x [batch, length,
@@ -38,7 +45,8 @@ export function rope(
     const rotated = rotatedCopy(gradOutput, true);
     // gradient += rotated on the kernel threads (a JavaScript loop here was a twentieth of a
     // LoRA step at SmolLM2's shape: the query and key gradients of every layer).
-    backend.axpy({ alpha: 1, x: rotated, y: gradientOf(input) });
+    const { gradient, beta } = gradientToWrite(input);
+    backend.axpy({ alpha: 1, x: rotated, y: gradient, beta });
     release(rotated);
   });
 }

@@ -2,7 +2,15 @@ import { getBackend } from '../../backend/index.js';
 import { allocate } from '../memory.js';
 import { broadcastMap, broadcastShapes, materialize } from '../broadcast.js';
 import { ShapeError } from '../../util/errors.js';
-import { createResult, formatShape, gradientOf, scalar, shapeSize, Tensor } from '../tensor.js';
+import {
+  createResult,
+  formatShape,
+  gradientOf,
+  gradientToWrite,
+  scalar,
+  shapeSize,
+  Tensor,
+} from '../tensor.js';
 
 /**
  * Element-wise ops with NumPy broadcasting. Each op's forward rule stands next to its gradient
@@ -119,8 +127,14 @@ export function addScaled(a: Tensor, b: Tensor, scale: number): Tensor {
   backend.addScaled({ a: a.data, b: b.data, scale, output });
   return createResult(output, a.shape, 'addScaled', [a, b], (gradOutput) => {
     // ∂/∂a = 1, ∂/∂b = s: no sampled value depends on a gradient's rounding.
-    if (a.requiresGrad) backend.axpy({ alpha: 1, x: gradOutput, y: gradientOf(a) });
-    if (b.requiresGrad) backend.axpy({ alpha: scale, x: gradOutput, y: gradientOf(b) });
+    for (const [input, alpha] of [
+      [a, 1],
+      [b, scale],
+    ] as const) {
+      if (!input.requiresGrad) continue;
+      const { gradient, beta } = gradientToWrite(input);
+      backend.axpy({ alpha, x: gradOutput, y: gradient, beta });
+    }
   });
 }
 

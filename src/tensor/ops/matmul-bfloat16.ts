@@ -4,7 +4,7 @@ import { allocate } from '../memory.js';
 import {
   createResult,
   formatShape,
-  gradientForProduct,
+  gradientToWrite,
   isGradientEnabled,
   shapeSize,
   type Tensor,
@@ -41,7 +41,7 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
       accumulateInputGradient(
         { backend, weight, bits, transposeB },
         gradOutput,
-        gradientForProduct(a),
+        gradientToWrite(a),
         {
           m,
           n: k,
@@ -49,7 +49,7 @@ export function matmulFixedOrderWeight(a: Tensor, weight: Tensor, transposeB: bo
         },
       );
     if (trainsWeight)
-      accumulateWeightGradient(a.data, gradOutput, gradientForProduct(weight), m, n, k, transposeB);
+      accumulateWeightGradient(a.data, gradOutput, gradientToWrite(weight), m, n, k, transposeB);
   });
 }
 
@@ -99,7 +99,7 @@ interface ForwardWeight {
 }
 
 /** The gradient a product writes, and whether it overwrites it (0) or adds to it (1). */
-type ProductTarget = ReturnType<typeof gradientForProduct>;
+type ProductTarget = ReturnType<typeof gradientToWrite>;
 
 /**
  * dA (+)= dC·op(W)ᵀ: the bfloat16 kernel for a bfloat16 W, else the ordinary product (no

@@ -1,7 +1,7 @@
 import { getBackend } from '../../backend/index.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate } from '../memory.js';
-import { createResult, formatShape, gradientForProduct, shapeSize, Tensor } from '../tensor.js';
+import { createResult, formatShape, gradientToWrite, shapeSize, Tensor } from '../tensor.js';
 import { matmulFixedOrderWeight } from './matmul-bfloat16.js';
 
 export interface MatmulOptions {
@@ -51,9 +51,9 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   });
   return createResult(output, [...batchShape, m, n], 'matmul', [a, b], (gradOutput) => {
     if (a.requiresGrad)
-      accumulateGradientOfA(backend, gradientForProduct(a), gradOutput, b.data, layout);
+      accumulateGradientOfA(backend, gradientToWrite(a), gradOutput, b.data, layout);
     if (b.requiresGrad)
-      accumulateGradientOfAnyB(backend, a.data, gradOutput, gradientForProduct(b), layout);
+      accumulateGradientOfAnyB(backend, a.data, gradOutput, gradientToWrite(b), layout);
   });
 }
 
@@ -188,7 +188,7 @@ function accumulateGradientOfAnyB(
 }
 
 type Backend = ReturnType<typeof getBackend>;
-type ProductTarget = ReturnType<typeof gradientForProduct>;
+type ProductTarget = ReturnType<typeof gradientToWrite>;
 
 /**
  * gradB (+)= ∂L/∂B of C = op(A)·op(B) for `batch` items of op(A) [M, K] (stride M·K in `a`), dC

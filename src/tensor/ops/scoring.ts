@@ -1,7 +1,7 @@
 import { getBackend } from '../../backend/index.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate, release } from '../memory.js';
-import { createResult, formatShape, gradientOf, Tensor } from '../tensor.js';
+import { createResult, formatShape, gradientOf, gradientToWrite, Tensor } from '../tensor.js';
 
 export interface GatheredLogProbs {
   /** [rows]: log p(target | row). */
@@ -61,6 +61,7 @@ export function gatherLogProbs(
     if (owners === 0) release(logSumExp);
   };
   const backward = (gradLogProbs: Float32Array, gradEntropy: Float32Array | null): void => {
+    const { gradient, beta } = gradientToWrite(logits);
     backend.gatherLogProbsBackward({
       logits: logits.data,
       targets,
@@ -69,7 +70,8 @@ export function gatherLogProbs(
       logSumExp,
       gradLogProbs,
       gradEntropy,
-      gradLogits: gradientOf(logits),
+      gradLogits: gradient,
+      beta,
     });
   };
   const logProbTensor = createResult(
