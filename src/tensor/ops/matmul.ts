@@ -208,13 +208,7 @@ function accumulateGradientOfB(
     transposeA,
     transposeB,
     beta,
-  }: {
-    batch: number;
-    m: number;
-    n: number;
-    k: number;
-    transposeA: boolean;
-    transposeB: boolean;
+  }: Pick<MatmulLayout, 'batch' | 'm' | 'n' | 'k' | 'transposeA' | 'transposeB'> & {
     beta: 0 | 1;
   },
 ): void {
