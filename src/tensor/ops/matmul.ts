@@ -208,15 +208,7 @@ function accumulateGradientOfB(
     transposeA,
     transposeB,
     beta,
-  }: {
-    batch: number;
-    m: number;
-    n: number;
-    k: number;
-    transposeA: boolean;
-    transposeB: boolean;
-    beta: 0 | 1;
-  },
+  }: Pick<MatmulLayout, 'batch' | 'm' | 'n' | 'k' | 'transposeA' | 'transposeB'> & { beta: 0 | 1 },
 ): void {
   if (!transposeB) {
     // dB [K, N] = op(A)ᵀ · dC
