@@ -58,6 +58,9 @@ describe('the time split', () => {
   it('times each kernel call, products by weight shape with their multiply-adds', async () => {
     const backend = createTypeScriptBackend();
     const [m, n, k] = [20, 6, 5];
+    // A buffer of this size in the pool, so the one below is reused and filled (a new buffer
+    // is zero already and is not counted as zero-filled).
+    release(allocateZeroed(4096));
     const { split } = await measureTimeSplit(backend, async (timed) => {
       for (let call = 0; call < 3; call++)
         timed.matmul({
