@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createTypeScriptBackend } from '../backend/typescript.js';
-import { allocate, allocateZeroed, release } from '../tensor/index.js';
+import { allocateZeroed, release } from '../tensor/index.js';
 import { boundOf } from './bound.js';
 import { hostLines, pathLines } from './host-report.js';
 import { benchRecord, type BenchRun } from './result-record.js';
@@ -58,8 +58,9 @@ describe('the time split', () => {
   it('times each kernel call, products by weight shape with their multiply-adds', async () => {
     const backend = createTypeScriptBackend();
     const [m, n, k] = [20, 6, 5];
-    // A pooled buffer for the zero-filled one below: a new buffer is zeros already, not filled.
-    release(allocate(4096));
+    // A buffer of this size in the pool, so the one below is reused and filled (a new buffer
+    // is zero already and is not counted as zero-filled).
+    release(allocateZeroed(4096));
     const { split } = await measureTimeSplit(backend, async (timed) => {
       for (let call = 0; call < 3; call++)
         timed.matmul({

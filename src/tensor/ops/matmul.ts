@@ -208,9 +208,7 @@ function accumulateGradientOfB(
     transposeA,
     transposeB,
     beta,
-  }: Pick<MatmulLayout, 'batch' | 'm' | 'n' | 'k' | 'transposeA' | 'transposeB'> & {
-    beta: 0 | 1;
-  },
+  }: Pick<MatmulLayout, 'batch' | 'm' | 'n' | 'k' | 'transposeA' | 'transposeB'> & { beta: 0 | 1 },
 ): void {
   if (!transposeB) {
     // dB [K, N] = op(A)ᵀ · dC
