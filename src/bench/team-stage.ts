@@ -6,7 +6,7 @@ import type { TaskDefinition } from '../tasks/index.js';
 import type { TrainConfigInput } from '../trainer/config/train-config.js';
 import { prepareRun, type RunContext } from '../trainer/run-context.js';
 import { schedules } from '../trainer/schedules.js';
-import { Stage, type AgentUpdate, type StageOutcome } from '../trainer/stage.js';
+import { Stage, type CertifiedUpdate, type StageOutcome } from '../trainer/stage.js';
 import type { TeamBatch } from '../team/types.js';
 import type { TrainableUnit } from '../trainer/update/units.js';
 import { smolLM2, type RealModelShape } from './real-model.js';
@@ -115,7 +115,7 @@ class TimedStage extends Stage {
     unit: TrainableUnit,
     batch: TeamBatch,
     options?: { unreflectedShifts?: readonly number[]; trajectoryWeights?: Float64Array },
-  ): Promise<AgentUpdate> {
+  ): Promise<CertifiedUpdate> {
     const started = process.hrtime.bigint();
     try {
       return await super.update(unit, batch, options);

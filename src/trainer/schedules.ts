@@ -1,6 +1,6 @@
 import type { ScheduleName } from './config/train-config.js';
 import type { TeamBatch } from '../team/types.js';
-import type { AgentUpdate, Stage, StageOutcome } from './stage.js';
+import type { AgentUpdate, Stage, StageOutcome, UpdateOptions } from './stage.js';
 import { pairedImprovement } from './certificate/paired-improvement.js';
 import { resamplingRule } from './certificate/resampling.js';
 import type { ResamplingDecision, UpdateRecord } from './update-record.js';
@@ -19,6 +19,19 @@ export interface Schedule {
   /** All agents share one model (the single-agent baseline). */
   readonly sharedModel: boolean;
   runStage(stage: Stage): Promise<StageOutcome>;
+}
+
+/**
+ * Updates `unit` on `batch` (stage.update), then measures the team after the update
+ * (stage.measureUpdate), before anything else changes it.
+ */
+async function updateUnit(
+  stage: Stage,
+  unit: TrainableUnit,
+  batch: TeamBatch,
+  options?: UpdateOptions,
+): Promise<AgentUpdate> {
+  return stage.measureUpdate(await stage.update(unit, batch, options));
 }
 
 /** The batch after `previous`: a fresh one while the budget lasts, else one that only measures. */
@@ -42,7 +55,7 @@ async function freshSequentialStage(stage: Stage): Promise<StageOutcome> {
   const records = [];
   let batch = first;
   for (const unit of stage.updateOrder()) {
-    const update = await stage.update(unit, batch);
+    const update = await updateUnit(stage, unit, batch);
     const next = await batchAfter(stage, { previous: batch, changed: unit });
     records.push(stage.record(update, pairedImprovement(batch, next.batch)));
     batch = next.batch;
@@ -64,7 +77,7 @@ async function staleBatchStage(
   const updates: AgentUpdate[] = [];
   for (const unit of stage.updateOrder()) {
     updates.push(
-      await stage.update(unit, first, {
+      await updateUnit(stage, unit, first, {
         unreflectedShifts: updates.map((update) => update.certificate.trajectoryShift),
         trajectoryWeights: weights(stage),
       }),
@@ -93,7 +106,8 @@ async function lazyStage(stage: Stage): Promise<StageOutcome> {
   /** The updates made since `batch` was sampled. */
   let since: AgentUpdate[] = [];
   for (const [position, unit] of order.entries()) {
-    const update = await stage.update(
+    const update = await updateUnit(
+      stage,
       unit,
       batch,
       since.length === 0

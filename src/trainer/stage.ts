@@ -1,25 +1,27 @@
 import type { Objective, ObjectiveSettings } from '../rl/index.js';
 import type { Problem, Task } from '../tasks/index.js';
-import { rollout } from '../team/rollout.js';
-import { firstTurnOf, hasSeveralRounds, type Team } from '../team/team.js';
+import { firstTurnOf, type Team } from '../team/team.js';
 import type { TeamBatch } from '../team/types.js';
 import { RandomGenerator } from '../util/random.js';
 import { certifyUpdate, tokenHorizon } from './certificate/certify.js';
 import { OccupancyTracker } from './certificate/occupancy.js';
-import { pairedImprovement } from './certificate/paired-improvement.js';
+import { HeldOutPrompts } from './held-out.js';
+import { StageRollouts } from './stage-rollout.js';
 import { batchWithinBudget, hasWholeGroups } from './token-budget.js';
 import {
   updateRecord,
   type AgentUpdate,
+  type CertifiedUpdate,
   type ResamplingDecision,
   type UpdateRecord,
 } from './update-record.js';
 import { unitEngine } from './update/engines.js';
 import { trustRegionUpdate, type TrustRegionSettings } from './update/trust-region.js';
 import { refuseDivergedUpdate } from './run/divergence.js';
+import type { UnitEngine } from './update/engine.js';
 import type { TrainableUnit } from './update/units.js';
 
-export type { AgentUpdate } from './update-record.js';
+export type { AgentUpdate, CertifiedUpdate } from './update-record.js';
 
 /** How every stage of a run samples, updates and certifies (resolved once from the config). */
 export interface StageSettings {
@@ -87,17 +89,14 @@ export interface UpdateOptions {
 
 /**
  * The operations a schedule composes into a stage (schedules.ts): sample a batch of the
- * stage's prompts, update one unit inside its trust region and certify it, and turn the update
- * into its record once it is measured. Sampling uses the stage's seed for every batch, so
- * consecutive batches differ only through the policies (paired measurements).
+ * stage's prompts, update one unit inside its trust region and certify it, measure the team
+ * after the update, and turn the update into its record. Sampling uses the stage's seed for
+ * every batch, so consecutive batches differ only through the policies (paired measurements).
  */
 export class Stage {
   generatedTokens = 0;
-  /**
-   * Tokens of the batches drawn only to measure (outside the training budget): the held-out
-   * batches, and a stage's closing batch once the budget is spent.
-   */
-  measurementTokens = 0;
+  /** Tokens of the stage's closing batch drawn once the budget is spent (`measure`). */
+  private closingTokens = 0;
   /** Drift of the team from the stage's first batch (occupancy gap, HAPPO weights). */
   readonly occupancy = new OccupancyTracker();
   /** Drift of the team from the latest batch sampled (the lazy schedule's batch in hand). */
@@ -105,9 +104,12 @@ export class Stage {
   /** The run's token budget was reached within the stage (its last batches may be cut). */
   budgetReached = false;
   private readonly random: RandomGenerator;
+  private readonly rollouts: StageRollouts;
+  /** The team on the held-out prompts (null: the stage measures nothing out of sample). */
+  private readonly heldOut: HeldOutPrompts | null;
   private updates = 0;
-  /** The latest batch of the held-out prompts: the team as it is now. */
-  private heldOutBatch: TeamBatch | null = null;
+  /** The latest update, until `measureUpdate` measured it. */
+  private unmeasured: CertifiedUpdate | null = null;
 
   constructor(
     readonly plan: StagePlan,
@@ -117,6 +119,19 @@ export class Stage {
     readonly settings: StageSettings,
   ) {
     this.random = new RandomGenerator(`${plan.seed}/updates`);
+    this.rollouts = new StageRollouts(team, task, settings.rollout);
+    this.heldOut =
+      plan.heldOutProblems.length > 0
+        ? new HeldOutPrompts(this.rollouts, plan.heldOutProblems, `${plan.seed}/held-out`)
+        : null;
+  }
+
+  /**
+   * Tokens of the batches drawn only to measure (outside the training budget): the held-out
+   * batches, and a stage's closing batch once the budget is spent.
+   */
+  get measurementTokens(): number {
+    return this.closingTokens + (this.heldOut?.measurementTokens ?? 0);
   }
 
   /** Units in the order this stage updates them (by first turn, reversed, or shuffled). */
@@ -154,7 +169,7 @@ export class Stage {
       previous: reuseAfter.previous,
       changed: reuseAfter.changed.agentIndices,
     };
-    const drawn = await this.rollout(this.plan.problems, this.plan.seed, reuse, {
+    const drawn = await this.rollouts.draw(this.plan.problems, this.plan.seed, reuse, {
       // An update of a unit reads π_old from them (update/local/kl-meter.ts checks they are its own), where
       // its engine can; elsewhere decoding's sums differ from scoring's.
       keepHiddenStatesOf: this.units.flatMap((unit) =>
@@ -185,12 +200,12 @@ export class Stage {
     const { previous, changed } = after;
     // A batch the budget cut short of a whole group is drawn again in full (the same random
     // streams give its unchanged turns again); a suffix needs whole groups to reuse.
-    const batch = await this.rollout(
+    const batch = await this.rollouts.draw(
       previous.problems,
       this.plan.seed,
       changed && hasWholeGroups(previous) ? { previous, changed: changed.agentIndices } : undefined,
     );
-    this.measurementTokens += batch.generatedTokens;
+    this.closingTokens += batch.generatedTokens;
     return batch;
   }
 
@@ -205,20 +220,25 @@ export class Stage {
   }
 
   /**
-   * Updates `unit` on `batch` inside its trust region and certifies the update, on the batch
-   * and (when the stage measures out of sample) on held-out prompts the update never saw; then
-   * measures it there and moves the stage's occupancy past it.
+   * Updates `unit` on `batch` inside its trust region, refuses a diverged update, certifies it
+   * (on the batch, and on the held-out prompts when the stage has them) and moves the stage's
+   * occupancy past it. The schedule measures it next (`measureUpdate`), before anything else
+   * changes the team.
    */
   async update(
     unit: TrainableUnit,
     batch: TeamBatch,
     options: UpdateOptions = {},
-  ): Promise<AgentUpdate> {
-    const heldOutBefore = await this.heldOutTeamBatch();
+  ): Promise<CertifiedUpdate> {
+    if (this.unmeasured)
+      throw new Error(
+        `stage ${this.plan.stage}: the update of ${this.unmeasured.unit.name} was never measured; a schedule calls stage.measureUpdate after every stage.update (schedules.ts)`,
+      );
+    const heldOutBefore = this.heldOut ? await this.heldOut.current() : null;
     const engine = unitEngine(unit);
     const heldOut = heldOutBefore ? await engine.holdOut(heldOutBefore) : null;
     const inputs = this.updateInputs(unit, batch, options.trajectoryWeights);
-    const result = await trustRegionUpdate(inputs);
+    const result = await trustRegionUpdate(inputs, this.random);
     refuseDivergedUpdate(this.team, unit, {
       stage: this.plan.stage,
       update: this.plan.updatesBefore + this.updates + 1,
@@ -237,31 +257,50 @@ export class Stage {
       boundSeed: `${this.plan.seed}/certificate/${this.updates}`,
     });
     const occupancyGap = this.occupancy.gap();
+    await this.advanceOccupancy(unit, engine, result);
+    this.unmeasured = {
+      unit,
+      batch,
+      result,
+      certificate,
+      droppedGroups: inputs.droppedGroups,
+      index: this.updates++,
+      generatedTokens: this.plan.tokensBefore + this.generatedTokens,
+      occupancyGap,
+    };
+    return this.unmeasured;
+  }
+
+  /**
+   * Measures the team after `update`, the stage's latest: on the held-out prompts (paired with
+   * the batch its certificate read), and at the run's evaluation marks (the watch).
+   */
+  async measureUpdate(update: CertifiedUpdate): Promise<AgentUpdate> {
+    if (update !== this.unmeasured)
+      throw new Error(
+        `stage ${this.plan.stage}: measureUpdate takes the stage's latest update, once (update of ${update.unit.name})`,
+      );
+    const heldOut = this.heldOut ? await this.heldOut.measureAfter(update.unit.agentIndices) : null;
+    this.unmeasured = null;
+    await this.plan.watch?.updated({
+      updates: this.plan.updatesBefore + this.updates,
+      tokens: update.generatedTokens,
+    });
+    return { ...update, heldOut };
+  }
+
+  /** Moves the stage's drift trackers past the update of `unit`. */
+  private async advanceOccupancy(
+    unit: TrainableUnit,
+    engine: UnitEngine,
+    result: CertifiedUpdate['result'],
+  ): Promise<void> {
     const known = result.scoredLogProbs && {
       items: result.tokens.items,
       logProbs: result.scoredLogProbs,
     };
     for (const tracker of new Set([this.occupancy, this.latest]))
       await tracker.advance(unit.agentIndices, engine, known ?? null);
-    const index = this.updates++;
-    const generatedTokens = this.plan.tokensBefore + this.generatedTokens;
-    const heldOutAfter = heldOutBefore ? await this.heldOutTeamBatch(unit.agentIndices) : null;
-    await this.plan.watch?.updated({
-      updates: this.plan.updatesBefore + this.updates,
-      tokens: generatedTokens,
-    });
-    return {
-      unit,
-      batch,
-      result,
-      certificate,
-      droppedGroups: inputs.droppedGroups,
-      index,
-      generatedTokens,
-      occupancyGap,
-      heldOut:
-        heldOutBefore && heldOutAfter ? pairedImprovement(heldOutBefore, heldOutAfter) : null,
-    };
   }
 
   /**
@@ -285,7 +324,7 @@ export class Stage {
   /**
    * What an update of `unit` on `batch` works from: the objective's advantages (times
    * `trajectoryWeights` when given), the trajectories they keep, and the stage's trust-region
-   * settings and random stream.
+   * settings.
    */
   private updateInputs(unit: TrainableUnit, batch: TeamBatch, trajectoryWeights?: Float64Array) {
     const estimate = this.settings.objective.advantages({
@@ -304,67 +343,7 @@ export class Stage {
         : estimate.advantages,
       trajectories: estimate.keptTrajectories,
       settings: this.settings.trustRegion,
-      random: this.random,
       droppedGroups: estimate.droppedGroups,
     };
-  }
-
-  /**
-   * The team on the held-out prompts: the stored batch, or (after the agents `changed` play
-   * were updated) a new one paired with it (same prompts and random streams, prefix reused as
-   * in `sample`). Null when the stage measures nothing out of sample.
-   */
-  private async heldOutTeamBatch(changed?: readonly number[]): Promise<TeamBatch | null> {
-    if (this.plan.heldOutProblems.length === 0) return null;
-    if (this.heldOutBatch && !changed) return this.heldOutBatch;
-    const previous = this.heldOutBatch;
-    const batch = await this.rollout(
-      this.plan.heldOutProblems,
-      `${this.plan.seed}/held-out`,
-      previous && changed ? { previous, changed } : undefined,
-    );
-    this.measurementTokens += batch.generatedTokens;
-    this.heldOutBatch = batch;
-    return batch;
-  }
-
-  /**
-   * A batch of `problems` from the team; after the agents `reuseAfter.changed` (indices) alone
-   * changed, its suffix.
-   */
-  private rollout(
-    problems: Problem[],
-    seed: string,
-    reuseAfter: { previous: TeamBatch; changed: readonly number[] } | undefined,
-    extra: { keepHiddenStatesOf?: number[] } = {},
-  ): Promise<TeamBatch> {
-    const fromTurn = reuseAfter ? this.suffixStart(reuseAfter.changed) : null;
-    return rollout({
-      team: this.team,
-      task: this.task,
-      problems,
-      groupSize: this.settings.rollout.groupSize,
-      seed,
-      temperature: this.settings.rollout.temperature,
-      reuse:
-        reuseAfter && fromTurn !== null ? { previous: reuseAfter.previous, fromTurn } : undefined,
-      ...extra,
-    });
-  }
-
-  /**
-   * First turn to resample after the agents `changed` were updated, or null when a full
-   * resample is needed.
-   */
-  private suffixStart(changed: readonly number[]): number | null {
-    const { protocol } = this.team;
-    if (
-      !this.settings.rollout.suffixResampling ||
-      hasSeveralRounds(protocol) ||
-      protocol.permutePerEpisode
-    )
-      return null;
-    const turns = changed.map((index) => firstTurnOf(protocol, index)).filter((turn) => turn >= 0);
-    return turns.length > 0 ? Math.min(...turns) : null;
   }
 }

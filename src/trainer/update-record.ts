@@ -87,8 +87,8 @@ export interface ResamplingDecision {
   threshold: number | 'infinity';
 }
 
-/** One agent's trust-region update and its certificate, before it is measured. */
-export interface AgentUpdate {
+/** One agent's trust-region update and its certificate, before it is measured (Stage.update). */
+export interface CertifiedUpdate {
   unit: TrainableUnit;
   batch: TeamBatch;
   /** Position within the stage. */
@@ -98,9 +98,13 @@ export interface AgentUpdate {
   result: TrustRegionResult;
   certificate: UpdateCertificate;
   occupancyGap: OccupancyGapEstimate | null;
+  droppedGroups: number;
+}
+
+/** An update once the team after it was measured out of sample (Stage.measureUpdate). */
+export interface AgentUpdate extends CertifiedUpdate {
   /** The update's paired reward change on the held-out prompts (null when not measured). */
   heldOut: { improvement: number; standardError: number } | null;
-  droppedGroups: number;
 }
 
 /** Where an update sits in the run. */

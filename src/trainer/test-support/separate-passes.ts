@@ -13,6 +13,7 @@ import { collectUnitTokens, rowValues } from '../update/token-grid.js';
 import type { TrustRegionResult, TrustRegionUpdateOptions } from '../update/trust-region.js';
 import { isOnService } from '../update/engines.js';
 import type { LocalUnit } from '../update/units.js';
+import type { RandomGenerator } from '../../util/random.js';
 
 /**
  * The trust-region update as it ran before measurements shared the gradient steps' forward
@@ -23,7 +24,10 @@ import type { LocalUnit } from '../update/units.js';
  * that sum in one order: their gradients' last bits depend on it).
  * The reference that trustRegionUpdate must reproduce bit for bit (trust-region-passes.test.ts).
  */
-export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRegionResult {
+export function separatePassesUpdate(
+  options: TrustRegionUpdateOptions,
+  random: RandomGenerator,
+): TrustRegionResult {
   const { unit, settings } = options;
   if (isOnService(unit)) throw new Error('separatePassesUpdate: a local unit only');
   const tokens = collectUnitTokens(options.batch, unit.agentIndices);
@@ -42,7 +46,7 @@ export function separatePassesUpdate(options: TrustRegionUpdateOptions): TrustRe
   const summary = { stepsTaken: 0, stepsUndone: 0, lastStepScale: 1, gradientNorm: 0 };
   const losses: number[] = [];
   const clipFractions: number[] = [];
-  for (const minibatch of minibatches(options, tokens)) {
+  for (const minibatch of minibatches(options, tokens, random)) {
     const step = gradientStep(
       unit.model,
       minibatch,

@@ -9,22 +9,25 @@ export interface MinibatchOptions {
   /** Trajectories that take part (dynamic sampling drops the rest). */
   trajectories: readonly number[];
   settings: { epochs: number; minibatches: number };
-  random: RandomGenerator;
 }
 
 /**
  * The minibatches of `settings.epochs` epochs over the participating trajectories, each epoch
- * shuffled when it begins (lazily: an update that stops early draws no further shuffles). A
- * unit on a Tinker service draws its minibatches here too, from the same random stream.
+ * shuffled by `random` when it begins (lazily: an update that stops early draws no further
+ * shuffles). A unit on a Tinker service draws its minibatches here too, from the same stream.
  */
-export function* minibatches(options: MinibatchOptions, tokens: UnitTokens): Generator<UnitTokens> {
+export function* minibatches(
+  options: MinibatchOptions,
+  tokens: UnitTokens,
+  random: RandomGenerator,
+): Generator<UnitTokens> {
   const { batch, unit, settings } = options;
   const participating = options.trajectories.filter((index) =>
     tokens.rowTrajectories.includes(index),
   );
   if (participating.length === 0 || tokens.totalTokens === 0) return;
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
-    const shuffled = options.random.shuffle([...participating]);
+    const shuffled = random.shuffle([...participating]);
     const size = Math.ceil(shuffled.length / settings.minibatches);
     for (let start = 0; start < shuffled.length; start += size) {
       const minibatch = collectUnitTokens(
@@ -50,9 +53,9 @@ export class MinibatchDraws {
   private readonly random: RandomGenerator;
   private peeked: { minibatch: UnitTokens | null; stateBefore: RandomState } | null = null;
 
-  constructor(options: MinibatchOptions, tokens: UnitTokens) {
-    this.source = minibatches(options, tokens);
-    this.random = options.random;
+  constructor(options: MinibatchOptions, tokens: UnitTokens, random: RandomGenerator) {
+    this.source = minibatches(options, tokens, random);
+    this.random = random;
   }
 
   /** The next minibatch, or null after the last. */

@@ -41,14 +41,16 @@ describe('trust-region update', () => {
       learningRate: 1e-4,
     };
     const trajectories = batch.trajectories.map((_trajectory, index) => index);
-    const result = await trustRegionUpdate({
-      unit,
-      batch,
-      advantages,
-      trajectories,
-      settings,
-      random: new RandomGenerator(1),
-    });
+    const result = await trustRegionUpdate(
+      {
+        unit,
+        batch,
+        advantages,
+        trajectories,
+        settings,
+      },
+      new RandomGenerator(1),
+    );
     assert.equal(result.stepsTaken, 1);
     assert.ok(result.kl > 0);
     // The same step by hand: PPO's clipped surrogate, its gradient, clipping, AdamW.
@@ -93,14 +95,16 @@ describe('trust-region update', () => {
         const { model, batch, advantages } = await oneAgentBatch();
         const unit = soloUnit(model, 0.002, learningRate);
         const trajectories = batch.trajectories.map((_trajectory, index) => index);
-        const result = await trustRegionUpdate({
-          unit,
-          batch,
-          advantages,
-          trajectories,
-          settings: { ...settings, epochs: 4, minibatches: 2, backoff },
-          random: new RandomGenerator(2),
-        });
+        const result = await trustRegionUpdate(
+          {
+            unit,
+            batch,
+            advantages,
+            trajectories,
+            settings: { ...settings, epochs: 4, minibatches: 2, backoff },
+          },
+          new RandomGenerator(2),
+        );
         assert.ok(
           result.kl <= 0.002 + 1e-9 && result.inRegion,
           `lr ${learningRate} ${backoff}: KL ${result.kl}`,
@@ -116,14 +120,16 @@ describe('trust-region update', () => {
     const { model, batch, advantages } = await oneAgentBatch();
     const before = model.stateDict();
     const unit = soloUnit(model, 0, 1e-3);
-    await trustRegionUpdate({
-      unit,
-      batch,
-      advantages,
-      trajectories: batch.trajectories.map((_t, index) => index),
-      settings,
-      random: new RandomGenerator(3),
-    });
+    await trustRegionUpdate(
+      {
+        unit,
+        batch,
+        advantages,
+        trajectories: batch.trajectories.map((_t, index) => index),
+        settings,
+      },
+      new RandomGenerator(3),
+    );
     model
       .stateDict()
       .forEach((entry, index) =>
@@ -139,16 +145,18 @@ describe('trust-region update in bounded memory', () => {
   ) {
     const { model, batch, advantages } = await oneAgentBatch();
     const unit = soloUnit(model, 0.002, 1e-2);
-    const result = await trustRegionUpdate({
-      unit,
-      batch,
-      advantages,
-      trajectories: batch.trajectories.map((_t, index) => index),
-      settings: { ...settings, epochs: 2, minibatches: 2 },
-      random: new RandomGenerator(4),
-      distributionBudgetBytes,
-      activationBudgetBytes,
-    });
+    const result = await trustRegionUpdate(
+      {
+        unit,
+        batch,
+        advantages,
+        trajectories: batch.trajectories.map((_t, index) => index),
+        settings: { ...settings, epochs: 2, minibatches: 2 },
+        distributionBudgetBytes,
+        activationBudgetBytes,
+      },
+      new RandomGenerator(4),
+    );
     return { result, parameters: model.stateDict(), vocab: model.config.vocabSize };
   }
 

@@ -54,7 +54,6 @@ export interface TrustRegionUpdateOptions {
   /** Trajectories that take part (dynamic sampling drops the rest). */
   trajectories: readonly number[];
   settings: TrustRegionSettings;
-  random: RandomGenerator;
   /** Exact-KL memory budget of a local unit (UpdatePlan). @default 64 MiB */
   distributionBudgetBytes?: number;
   /** Activation budget of a local unit's gradient steps (UpdatePlan). @default 512 MiB */
@@ -69,10 +68,12 @@ const lineSearchScales = [0.5, 0.25, 0.125, 0.0625];
  * the whole batch against the pre-update policy is measured, and the first step that leaves the
  * region is backed off (line search along it, or undone), which ends the update. The accepted
  * parameters are always in region, and the evidence returned is that of their own measurement
- * (only parameters back at the start are measured again).
+ * (only parameters back at the start are measured again). The minibatches' shuffles are drawn
+ * from `random` (the stage's stream, which the next update goes on drawing from).
  */
 export async function trustRegionUpdate(
   options: TrustRegionUpdateOptions,
+  random: RandomGenerator,
 ): Promise<TrustRegionResult> {
   const { unit, settings } = options;
   const delta = unit.delta;
@@ -85,7 +86,7 @@ export async function trustRegionUpdate(
     distributionBudgetBytes: options.distributionBudgetBytes,
     activationBudgetBytes: options.activationBudgetBytes,
   });
-  const draws = new MinibatchDraws(options, tokens);
+  const draws = new MinibatchDraws(options, tokens, random);
   const tally = new StepTally();
   let kept: Measurement | null = null; // null: the starting parameters, not measured
   for (let minibatch = draws.next(); minibatch; minibatch = draws.next()) {

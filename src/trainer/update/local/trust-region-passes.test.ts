@@ -95,13 +95,13 @@ async function agentUpdate(setup: Setup) {
       .map((_trajectory, index) => index)
       .slice(0, setup.participating),
     settings: { ...settings, backoff: setup.backoff },
-    random: new RandomGenerator('minibatch order'),
     distributionBudgetBytes:
       setup.distributionPositions && 4 * model.config.vocabSize * setup.distributionPositions,
     activationBudgetBytes:
       setup.activationShare && activationBytes(model, tokens.items) * setup.activationShare,
   };
-  return { options, model, positions: countForwardPositions(model) };
+  const random = new RandomGenerator('minibatch order');
+  return { options, random, model, positions: countForwardPositions(model) };
 }
 
 /**
@@ -131,8 +131,8 @@ function countForwardPositions(model: TransformerLM) {
 async function bothUpdates(setup: Setup) {
   const shared = await agentUpdate(setup);
   const separate = await agentUpdate(setup);
-  const result = await trustRegionUpdate(shared.options);
-  const expected = separatePassesUpdate(separate.options);
+  const result = await trustRegionUpdate(shared.options, shared.random);
+  const expected = separatePassesUpdate(separate.options, separate.random);
   return { shared, separate, result, expected };
 }
 
@@ -141,8 +141,8 @@ async function assertBothUpdatesAgree(setup: Setup): Promise<string> {
   const { shared, separate, result, expected } = await bothUpdates(setup);
   assertSameUpdate(
     JSON.stringify(setup),
-    { result, model: shared.model, random: shared.options.random },
-    { result: expected, model: separate.model, random: separate.options.random },
+    { result, model: shared.model, random: shared.random },
+    { result: expected, model: separate.model, random: separate.random },
   );
   return `${result.stepsTaken}/${result.lastStepScale}`;
 }
@@ -253,8 +253,8 @@ describe('trust-region update sharing forward passes', () => {
         const { shared, separate, result, expected } = await bothUpdates(setup);
         assertSameUpdate(
           JSON.stringify(setup),
-          { result, model: shared.model, random: shared.options.random },
-          { result: expected, model: separate.model, random: separate.options.random },
+          { result, model: shared.model, random: shared.random },
+          { result: expected, model: separate.model, random: separate.random },
         );
         const tokens = collectUnitTokens(shared.options.batch, [1]);
         assert.ok(tokens.items.every((item) => item.completion.length > 0));

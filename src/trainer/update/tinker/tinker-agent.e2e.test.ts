@@ -181,21 +181,23 @@ describe('an agent trained on a Tinker service, in a TeamTR team', () => {
     const localBefore = scoreToArrays(model, tokens.items).map((score) => score.logProbs);
     assert.ok(maxDifference(localBefore, recorded) < 1e-5, 'the replica is the service model');
 
-    const update = await stage.update(unit, batch);
+    const update = await stage.measureUpdate(await stage.update(unit, batch));
     const estimate = settings.objective.advantages({
       rewards: batch.trajectories.map((trajectory) => trajectory.reward),
       problemIds: batch.trajectories.map((trajectory) => trajectory.problemIndex),
       agentActs: batch.trajectories.map(() => 1),
       settings: settings.objectiveSettings,
     });
-    const localResult = await trustRegionUpdate({
-      unit: local,
-      batch,
-      advantages: estimate.advantages,
-      trajectories: estimate.keptTrajectories,
-      settings: settings.trustRegion,
-      random: new RandomGenerator(`${plan.seed}/updates`),
-    });
+    const localResult = await trustRegionUpdate(
+      {
+        unit: local,
+        batch,
+        advantages: estimate.advantages,
+        trajectories: estimate.keptTrajectories,
+        settings: settings.trustRegion,
+      },
+      new RandomGenerator(`${plan.seed}/updates`),
+    );
     assert.equal(update.result.stepsTaken, 4);
     assert.equal(localResult.stepsTaken, 4);
     const remoteAfter = await unit.agent.completionLogProbs(tokens.items);
