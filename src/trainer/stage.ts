@@ -16,7 +16,11 @@ import {
   type UpdateRecord,
 } from './update-record.js';
 import { unitEngine } from './update/engines.js';
-import { trustRegionUpdate, type TrustRegionSettings } from './update/trust-region.js';
+import {
+  trustRegionUpdate,
+  type TrustRegionResult,
+  type TrustRegionSettings,
+} from './update/trust-region.js';
 import { refuseDivergedUpdate } from './run/divergence.js';
 import type { UnitEngine } from './update/engine.js';
 import type { TrainableUnit } from './update/units.js';
@@ -293,7 +297,7 @@ export class Stage {
   private async advanceOccupancy(
     unit: TrainableUnit,
     engine: UnitEngine,
-    result: CertifiedUpdate['result'],
+    result: TrustRegionResult,
   ): Promise<void> {
     const known = result.scoredLogProbs && {
       items: result.tokens.items,
