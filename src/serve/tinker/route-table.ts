@@ -46,6 +46,18 @@ export interface TinkerRoute {
   handle(call: RouteCall): Answer | Promise<Answer>;
 }
 
+/**
+ * A POST route (`body` JSON unless said otherwise) whose answer a repeated X-Idempotency-Key gets
+ * again, as every training and sampling call's.
+ */
+export function postRoute(
+  path: string,
+  handle: TinkerRoute['handle'],
+  body: TinkerRoute['body'] = 'json',
+): TinkerRoute {
+  return { method: 'POST', path, body, idempotent: true, handle };
+}
+
 /** The call's body checked against `schema`, refusals naming the route and the field. */
 export function parseBody<Schema extends z.ZodType>(
   call: Pick<RouteCall, 'path' | 'body'>,

@@ -11,6 +11,7 @@ import {
   future,
   now,
   parseBody,
+  postRoute,
   sessionRequest,
   type Answer,
   type RouteCall,
@@ -95,14 +96,8 @@ function sampler({ state, params }: RouteCall): Answer {
 }
 
 export const samplingRoutes: TinkerRoute[] = [
-  {
-    method: 'POST',
-    path: routes.createSamplingSession,
-    body: 'json',
-    idempotent: true,
-    handle: createSamplingSession,
-  },
-  { method: 'POST', path: routes.sample, body: 'json', idempotent: true, handle: sample },
+  postRoute(routes.createSamplingSession, createSamplingSession),
+  postRoute(routes.sample, sample),
   {
     method: 'GET',
     path: `${routes.samplers}/:id`,

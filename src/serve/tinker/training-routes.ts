@@ -20,6 +20,7 @@ import {
   future,
   now,
   parseBody,
+  postRoute,
   sessionRequest,
   type Answer,
   type RouteCall,
@@ -213,22 +214,14 @@ function unloadModel(call: RouteCall): Answer {
   );
 }
 
-const post = (path: string, handle: TinkerRoute['handle'], body: TinkerRoute['body'] = 'json') => ({
-  method: 'POST' as const,
-  path,
-  body,
-  idempotent: true,
-  handle,
-});
-
 export const trainingRoutes: TinkerRoute[] = [
-  post(routes.createModel, createModel),
-  post(routes.getInfo, modelInfo),
-  post(routes.unloadModel, unloadModel),
-  post(routes.forwardBackward, forwardBackward, 'protobuf'),
-  post(routes.optimStep, optimStep),
-  post(routes.saveWeights, saveWeights),
-  post(routes.saveWeightsForSampler, saveWeightsForSampler),
-  post(routes.loadWeights, loadWeights),
-  post(routes.weightsInfo, weightsInfo),
+  postRoute(routes.createModel, createModel),
+  postRoute(routes.getInfo, modelInfo),
+  postRoute(routes.unloadModel, unloadModel),
+  postRoute(routes.forwardBackward, forwardBackward, 'protobuf'),
+  postRoute(routes.optimStep, optimStep),
+  postRoute(routes.saveWeights, saveWeights),
+  postRoute(routes.saveWeightsForSampler, saveWeightsForSampler),
+  postRoute(routes.loadWeights, loadWeights),
+  postRoute(routes.weightsInfo, weightsInfo),
 ];
