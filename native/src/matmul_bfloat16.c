@@ -52,11 +52,15 @@
 
 /*
  * Streamed B rows are fetched into L2 (prefetcht1), not L1, and two 4-row blocks ahead, not
- * one: a batch-1 decode step stalled on the prefetches themselves (L1's fill buffers full),
- * and the two changes with the one-instruction widening below ran SmolLM2-135M's decode
- * products at 1 row 1.11x as fast (0.90 of the time: one thread, CPU time, a decode step's 269
- * MB of weights walked with the old and new code alternating in one process). Further ahead
- * (4, 8 blocks) measured the same as 2.
+ * one: a batch-1 decode step stalled on the prefetches themselves (perf put 70% of the
+ * kernel's samples on them: L1's fill buffers full). SmolLM2-135M's decode products at 1 row
+ * (a step's 269 MB of weights, 30 layers and the LM head, walked by the old and new code
+ * alternating in one process; one thread, CPU time, medians of 150-200 pairs): L2 alone 0.98
+ * of the time, then two blocks ahead 0.96 of that, the one-instruction widening
+ * (bfloat16_product.h) 0.94, both 0.90; all together 0.88 (1.13x), and with few_row_columns on
+ * two threads, wall time, 0.90. Four and eight blocks ahead measured the same as two; 4 rows
+ * and 16 rows were 0.97 and 1.00. A block of 16 B rows for the lone row (one reduction for 16
+ * entries instead of a 4×4 tile's 16 with 12 empty) ran 1.05x the time.
  */
 #define PREFETCH_LOCALITY 2
 #define BLOCKS_AHEAD 2
