@@ -173,7 +173,7 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
       );
     });
 
-    test("a rope source shorter than the data is a RangeError naming it", () => {
+    test('a rope source shorter than the data is a RangeError naming it', () => {
       assert.throws(
         () =>
           backend.rope({
