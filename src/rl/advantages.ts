@@ -31,6 +31,26 @@ function expectSameLength(a: NumberArray, b: NumberArray, names: string, caller:
   }
 }
 
+/**
+ * How both normalizations below standardize a set of values: centred on their mean, then, with
+ * normalizeStd, divided by their standard deviation plus epsilon (which standard deviation is
+ * each function's own: GRPO's sample one, Dr. MAS's weighted one).
+ */
+export interface Standardization {
+  /** Divide by the standard deviation; false only centres. @default true */
+  normalizeStd?: boolean;
+  /** Added to the standard deviation before dividing. @default 1e-6 */
+  epsilon?: number;
+}
+
+/** The factor a centred value is multiplied by: 1 / (σ + epsilon), or 1 without normalizeStd. */
+function standardScale(
+  { normalizeStd = true, epsilon = 1e-6 }: Standardization,
+  standardDeviation: number,
+): number {
+  return normalizeStd ? 1 / (standardDeviation + epsilon) : 1;
+}
+
 export interface GrpoAdvantagesResult {
   /** [trajectories] */
   advantages: Float64Array;
@@ -61,21 +81,16 @@ export interface GrpoAdvantagesResult {
 export function grpoAdvantages({
   rewards,
   groupIds,
-  normalizeStd = true,
   leaveOneOut = false,
-  epsilon = 1e-6,
+  ...standardization
 }: {
   /** [trajectories] team reward of each trajectory. */
   rewards: NumberArray;
   /** [trajectories] the prompt group of each trajectory. */
   groupIds: NumberArray;
-  /** Divide by the group's sample standard deviation. @default true */
-  normalizeStd?: boolean;
   /** Baseline = mean of the OTHER members of the group. @default false */
   leaveOneOut?: boolean;
-  /** Added to the standard deviation before dividing. @default 1e-6 */
-  epsilon?: number;
-}): GrpoAdvantagesResult {
+} & Standardization): GrpoAdvantagesResult {
   expectSameLength(rewards, groupIds, 'rewards and groupIds', 'grpoAdvantages');
   const advantages = new Float64Array(rewards.length);
   const groups = membersByGroup(groupIds, 'grpoAdvantages');
@@ -98,7 +113,7 @@ export function grpoAdvantages({
     let squares = 0;
     for (const index of members) squares += (rewards[index] - mean) ** 2;
     const standardDeviation = Math.sqrt(squares / (size - 1));
-    const scale = normalizeStd ? 1 / (standardDeviation + epsilon) : 1;
+    const scale = standardScale(standardization, standardDeviation);
     for (const index of members) {
       const baseline = leaveOneOut ? (sum - rewards[index]) / (size - 1) : mean;
       advantages[index] = (rewards[index] - baseline) * scale;
@@ -158,8 +173,7 @@ export function agentWiseNormalize({
   agentIds,
   groupIds,
   weights,
-  normalizeStd = true,
-  epsilon = 1e-6,
+  ...standardization
 }: {
   /** [samples] */
   values: NumberArray;
@@ -169,11 +183,7 @@ export function agentWiseNormalize({
   groupIds?: NumberArray;
   /** [samples] non-negative weights. @default all 1 */
   weights?: NumberArray;
-  /** @default true */
-  normalizeStd?: boolean;
-  /** @default 1e-6 */
-  epsilon?: number;
-}): AgentWiseNormalizeResult {
+} & Standardization): AgentWiseNormalizeResult {
   const caller = 'agentWiseNormalize';
   expectSameLength(values, agentIds, 'values and agentIds', caller);
   if (groupIds) expectSameLength(values, groupIds, 'values and groupIds', caller);
@@ -204,7 +214,7 @@ export function agentWiseNormalize({
     statistics.push({ agentId, groupId, mean, standardDeviation, weight: totalWeight });
     // Exact equality (also true for an empty cell): a rounded mean of equal values can differ.
     if (weighted.every((index) => values[index] === values[weighted[0]])) continue;
-    const scale = normalizeStd ? 1 / (standardDeviation + epsilon) : 1;
+    const scale = standardScale(standardization, standardDeviation);
     for (const index of members) normalized[index] = (values[index] - mean) * scale;
   }
   return { normalized, statistics };

@@ -113,8 +113,7 @@ export interface UpdateGeometry {
   readonly positions: readonly number[];
   /** U, positions where π differs from π_ref (stale schedule only; ascending). */
   readonly earlierPositions: readonly number[];
-  readonly surrogate: number;
-  /** certificate.ts's certificate of the same update. */
+  /** certificate.ts's certificate of the same update (and its surrogate L). */
   readonly certificate: UpdateCertificate;
 }
 
@@ -267,7 +266,7 @@ export function computeTighterCertificates(geometry: UpdateGeometry): TighterCer
       Math.abs(change.errorTerm[state]!),
     );
   }
-  const surrogate = geometry.surrogate;
+  const { surrogate } = geometry.certificate;
   return {
     current: geometry.certificate.certificate,
     lmCurrent: surrogate - pairwise(() => epsilon, true),

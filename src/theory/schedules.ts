@@ -72,7 +72,6 @@ function sequentialTighterCertificates(
       : computeOccupancy(game, update.next),
     positions: update.positions,
     earlierPositions: state.earlierShifts.map((shift) => shift.position),
-    surrogate: update.change.surrogate,
     certificate: update.certificate,
   });
 }
@@ -250,7 +249,6 @@ export const jointSchedule: StageSchedule = {
       nextOccupancy: computeOccupancy(game, next),
       positions,
       earlierPositions: [],
-      surrogate: change.surrogate,
       certificate,
     });
     const update: UpdateRecord = {

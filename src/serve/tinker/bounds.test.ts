@@ -188,6 +188,28 @@ describe('teamtr serve --tinker: bounds and guards', () => {
     assert.match(String(refused.json.detail), /unknown parameter "sdk_verison"/);
   });
 
+  test('a refusal names its route; a session route refuses an unknown session_id', async () => {
+    const bodies: [string, Record<string, unknown>][] = [
+      ['/api/v1/session_heartbeat', { session_id: 'nope' }],
+      ['/api/v1/create_model', { session_id: 'nope', model_seq_id: 0, base_model: 'tiny-qwen' }],
+      ['/api/v1/create_sampling_session', { session_id: 'nope', sampling_session_seq_id: 0 }],
+    ];
+    for (const [route, body] of bodies) {
+      const refused = await post(route, body);
+      assert.equal(refused.status, 404, route);
+      assert.equal(refused.json.detail, 'unknown session_id "nope" (call create_session first)');
+    }
+    const malformed = await post('/api/v1/optim_step', { model_id: 'x' });
+    assert.equal(malformed.status, 400);
+    assert.match(String(malformed.json.detail), /^\/api\/v1\/optim_step: adam_params: /);
+    const noLora = await post('/api/v1/create_model', {
+      session_id: await newSession(),
+      model_seq_id: 0,
+      base_model: 'tiny-qwen',
+    });
+    assert.match(String(noLora.json.detail), /^\/api\/v1\/create_model: lora_config is required/);
+  });
+
   test('lora rank past the model, num_samples past the limit: clear user errors', async () => {
     const session = await newSession();
     const created = await post('/api/v1/create_model', {

@@ -23,6 +23,8 @@ export interface TinkerState {
 
 export interface RouteCall {
   state: TinkerState;
+  /** The route's path pattern, e.g. `/api/v1/create_model`: the name its refusals give it. */
+  path: string;
   /** The parsed JSON body, or the raw bytes of a protobuf one; undefined without a body. */
   body: unknown;
   params: Record<string, string>;
@@ -44,13 +46,38 @@ export interface TinkerRoute {
   handle(call: RouteCall): Answer | Promise<Answer>;
 }
 
-/** `body` checked against `schema`, refusals naming the route and the field. */
+/**
+ * A POST route (`body` JSON unless said otherwise) whose answer a repeated X-Idempotency-Key gets
+ * again, as every training and sampling call's.
+ */
+export function postRoute(
+  path: string,
+  handle: TinkerRoute['handle'],
+  body: TinkerRoute['body'] = 'json',
+): TinkerRoute {
+  return { method: 'POST', path, body, idempotent: true, handle };
+}
+
+/** The call's body checked against `schema`, refusals naming the route and the field. */
 export function parseBody<Schema extends z.ZodType>(
-  route: string,
-  body: unknown,
+  call: Pick<RouteCall, 'path' | 'body'>,
   schema: Schema,
 ): z.output<Schema> {
-  return parseRequest(schema, body, route);
+  return parseRequest(schema, call.body, call.path);
+}
+
+/** A request made within a session: its body checked, then its session_id known (else 404). */
+export function sessionRequest<Schema extends z.ZodType<{ session_id: string }>>(
+  call: RouteCall,
+  schema: Schema,
+): z.output<Schema> {
+  const request = parseBody(call, schema);
+  if (!call.state.sessions.has(request.session_id))
+    throw new HttpError(
+      404,
+      `unknown session_id "${request.session_id}" (call create_session first)`,
+    );
+  return request;
 }
 
 /** Runs `work` in the queue; the answer is the future to retrieve its outcome with. */
@@ -71,11 +98,6 @@ export function now<Value>(status: number, work: () => Value): Value {
     if (error instanceof EngineUserError) throw new HttpError(status, error.message);
     throw error;
   }
-}
-
-export function checkSession(state: TinkerState, sessionId: string): void {
-  if (!state.sessions.has(sessionId))
-    throw new HttpError(404, `unknown session_id "${sessionId}" (call create_session first)`);
 }
 
 /** A Map that forgets its oldest entries past `limit` (ids clients create without bound). */

@@ -8,10 +8,11 @@ import {
 import type { SamplingParameters } from '../../tinker/types.js';
 import { encodeSampleResponse } from '../../tinker/wire-codec.js';
 import {
-  checkSession,
   future,
   now,
   parseBody,
+  postRoute,
+  sessionRequest,
   type Answer,
   type RouteCall,
   type TinkerRoute,
@@ -20,9 +21,9 @@ import type { SamplerSource } from './local-engine.js';
 
 /** The sampling routes: sampling sessions, asample, and what a sampler samples from. */
 
-function createSamplingSession({ state, body }: RouteCall): Answer {
-  const request = parseBody(routes.createSamplingSession, body, createSamplingSessionRequestSchema);
-  checkSession(state, request.session_id);
+function createSamplingSession(call: RouteCall): Answer {
+  const { state } = call;
+  const request = sessionRequest(call, createSamplingSessionRequestSchema);
   const source = { modelPath: request.model_path, baseModel: request.base_model };
   now(400, () => state.engine.checkSamplerSource(source));
   const samplingSessionId = `sampler-${randomUUID()}`;
@@ -47,13 +48,13 @@ function samplerSource(
 }
 
 function sample(call: RouteCall): Answer {
-  const request = parseBody(routes.sample, call.body, sampleRequestSchema);
+  const request = parseBody(call, sampleRequestSchema);
   const source = samplerSource(call, request);
   const prompt = request.prompt.chunks.flatMap((chunk, index) => {
     if (chunk.type !== 'encoded_text' || !chunk.tokens)
       throw new HttpError(
         400,
-        `${routes.sample}: prompt.chunks[${index}] is a "${chunk.type}" chunk; the local engine takes encoded_text chunks (token ids) only`,
+        `${call.path}: prompt.chunks[${index}] is a "${chunk.type}" chunk; the local engine takes encoded_text chunks (token ids) only`,
       );
     return chunk.tokens;
   });
@@ -95,14 +96,8 @@ function sampler({ state, params }: RouteCall): Answer {
 }
 
 export const samplingRoutes: TinkerRoute[] = [
-  {
-    method: 'POST',
-    path: routes.createSamplingSession,
-    body: 'json',
-    idempotent: true,
-    handle: createSamplingSession,
-  },
-  { method: 'POST', path: routes.sample, body: 'json', idempotent: true, handle: sample },
+  postRoute(routes.createSamplingSession, createSamplingSession),
+  postRoute(routes.sample, sample),
   {
     method: 'GET',
     path: `${routes.samplers}/:id`,

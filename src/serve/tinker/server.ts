@@ -93,6 +93,7 @@ function mount(
     if (remembered) return respond(context, remembered);
     const answer = await route.handle({
       state,
+      path: route.path,
       body: await readRequest(context, route, settings.maxBodyBytes),
       params: context.req.param() as Record<string, string>,
       query: context.req.query(),

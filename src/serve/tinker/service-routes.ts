@@ -10,8 +10,8 @@ import {
 } from '../../tinker/json-wire.js';
 import { protobufContentType } from '../../tinker/wire-codec.js';
 import {
-  checkSession,
   parseBody,
+  sessionRequest,
   type Answer,
   type RouteCall,
   type TinkerRoute,
@@ -36,12 +36,9 @@ const clientConfig = {
   sample_no_retries: false,
 };
 
-async function retrieve({ state, body, accept }: RouteCall): Promise<Answer> {
-  const { request_id: requestId } = parseBody(
-    routes.retrieveFuture,
-    body,
-    retrieveFutureRequestSchema,
-  );
+async function retrieve(call: RouteCall): Promise<Answer> {
+  const { state, accept } = call;
+  const { request_id: requestId } = parseBody(call, retrieveFutureRequestSchema);
   const found = state.futures.lookup(requestId);
   if (found.state === 'unknown')
     throw new HttpError(404, `unknown request_id "${requestId}" (not issued by this server run)`);
@@ -91,8 +88,8 @@ export const serviceRoutes: TinkerRoute[] = [
     path: routes.clientConfig,
     body: 'json',
     idempotent: false,
-    handle: ({ body }) => {
-      parseBody(routes.clientConfig, body, clientConfigRequestSchema);
+    handle: (call) => {
+      parseBody(call, clientConfigRequestSchema);
       return { json: clientConfig };
     },
   },
@@ -101,8 +98,8 @@ export const serviceRoutes: TinkerRoute[] = [
     path: routes.clientDynamicConfig,
     body: 'json',
     idempotent: false,
-    handle: ({ body }) => {
-      parseBody(routes.clientDynamicConfig, body, clientConfigRequestSchema);
+    handle: (call) => {
+      parseBody(call, clientConfigRequestSchema);
       return { json: { refresh_interval_sec: 3600 } };
     },
   },
@@ -111,9 +108,9 @@ export const serviceRoutes: TinkerRoute[] = [
     path: routes.telemetry,
     body: 'json',
     idempotent: true,
-    handle: ({ state, body }) => {
-      parseBody(routes.telemetry, body, telemetryRequestSchema);
-      state.telemetryBatches++;
+    handle: (call) => {
+      parseBody(call, telemetryRequestSchema);
+      call.state.telemetryBatches++;
       return { json: { status: 'accepted' } };
     },
   },
@@ -122,10 +119,10 @@ export const serviceRoutes: TinkerRoute[] = [
     path: routes.createSession,
     body: 'json',
     idempotent: true,
-    handle: ({ state, body }) => {
-      parseBody(routes.createSession, body, createSessionRequestSchema);
+    handle: (call) => {
+      parseBody(call, createSessionRequestSchema);
       const sessionId = `session-${randomUUID()}`;
-      state.sessions.set(sessionId, { createdAt: Date.now() });
+      call.state.sessions.set(sessionId, { createdAt: Date.now() });
       return { json: { type: 'create_session', session_id: sessionId } };
     },
   },
@@ -134,9 +131,8 @@ export const serviceRoutes: TinkerRoute[] = [
     path: routes.sessionHeartbeat,
     body: 'json',
     idempotent: false,
-    handle: ({ state, body }) => {
-      const request = parseBody(routes.sessionHeartbeat, body, sessionHeartbeatRequestSchema);
-      checkSession(state, request.session_id);
+    handle: (call) => {
+      sessionRequest(call, sessionHeartbeatRequestSchema);
       return { json: { type: 'session_heartbeat' } };
     },
   },

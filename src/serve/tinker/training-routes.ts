@@ -17,10 +17,11 @@ import {
   WireFormatError,
 } from '../../tinker/wire-codec.js';
 import {
-  checkSession,
   future,
   now,
   parseBody,
+  postRoute,
+  sessionRequest,
   type Answer,
   type RouteCall,
   type TinkerRoute,
@@ -28,14 +29,14 @@ import {
 
 /** The training routes: models, forward_backward, optim_step, saving and loading weights. */
 
-function createModel({ state, body }: RouteCall): Answer {
-  const request = parseBody(routes.createModel, body, createModelRequestSchema);
-  checkSession(state, request.session_id);
+function createModel(call: RouteCall): Answer {
+  const { state } = call;
+  const request = sessionRequest(call, createModelRequestSchema);
   const lora = request.lora_config;
   if (!lora)
     throw new HttpError(
       400,
-      `${routes.createModel}: lora_config is required (the local engine trains LoRA adapters only)`,
+      `${call.path}: lora_config is required (the local engine trains LoRA adapters only)`,
     );
   return future(state, async () => ({
     kind: 'json',
@@ -52,13 +53,12 @@ function createModel({ state, body }: RouteCall): Answer {
   }));
 }
 
-function forwardBackward({ state, body }: RouteCall): Answer {
+function forwardBackward({ state, body, path }: RouteCall): Answer {
   let request;
   try {
     request = decodeForwardBackwardRequest(body as Uint8Array);
   } catch (error) {
-    if (error instanceof WireFormatError)
-      throw new HttpError(400, `${routes.forwardBackward}: ${error.message}`);
+    if (error instanceof WireFormatError) throw new HttpError(400, `${path}: ${error.message}`);
     throw error;
   }
   const { modelId, data, lossFunction, forwardOnly } = request;
@@ -74,8 +74,9 @@ function forwardBackward({ state, body }: RouteCall): Answer {
   );
 }
 
-function optimStep({ state, body }: RouteCall): Answer {
-  const request = parseBody(routes.optimStep, body, optimStepRequestSchema);
+function optimStep(call: RouteCall): Answer {
+  const { state } = call;
+  const request = parseBody(call, optimStepRequestSchema);
   const adam = request.adam_params;
   return future(
     state,
@@ -96,8 +97,9 @@ function optimStep({ state, body }: RouteCall): Answer {
   );
 }
 
-function saveWeights({ state, body }: RouteCall): Answer {
-  const request = parseBody(routes.saveWeights, body, saveWeightsRequestSchema);
+function saveWeights(call: RouteCall): Answer {
+  const { state } = call;
+  const request = parseBody(call, saveWeightsRequestSchema);
   const name = request.path ?? `step-${randomUUID()}`;
   return future(
     state,
@@ -119,8 +121,9 @@ function saveWeights({ state, body }: RouteCall): Answer {
  * With a path: named sampler weights. Without one (save_weights_and_get_sampling_client): an
  * unnamed snapshot, kept in memory, and a sampling session over it, whose id is the answer.
  */
-function saveWeightsForSampler({ state, body }: RouteCall): Answer {
-  const request = parseBody(routes.saveWeightsForSampler, body, saveWeightsForSamplerRequestSchema);
+function saveWeightsForSampler(call: RouteCall): Answer {
+  const { state } = call;
+  const request = parseBody(call, saveWeightsForSamplerRequestSchema);
   const named = request.path ?? null;
   return future(
     state,
@@ -144,13 +147,14 @@ function saveWeightsForSampler({ state, body }: RouteCall): Answer {
   );
 }
 
-function loadWeights({ state, body }: RouteCall): Answer {
-  const request = parseBody(routes.loadWeights, body, loadWeightsRequestSchema);
+function loadWeights(call: RouteCall): Answer {
+  const { state } = call;
+  const request = parseBody(call, loadWeightsRequestSchema);
   const modelId = request.model_id;
   if (!modelId)
     throw new HttpError(
       400,
-      `${routes.loadWeights}: give model_id (this server creates models with create_model; loading a checkpoint into a new model by session_id is not supported)`,
+      `${call.path}: give model_id (this server creates models with create_model; loading a checkpoint into a new model by session_id is not supported)`,
     );
   return future(
     state,
@@ -165,8 +169,9 @@ function loadWeights({ state, body }: RouteCall): Answer {
   );
 }
 
-function modelInfo({ state, body }: RouteCall): Answer {
-  const { model_id: modelId } = parseBody(routes.getInfo, body, getInfoRequestSchema);
+function modelInfo(call: RouteCall): Answer {
+  const { state } = call;
+  const { model_id: modelId } = parseBody(call, getInfoRequestSchema);
   const info = now(404, () => state.engine.info(modelId));
   return {
     json: {
@@ -180,12 +185,9 @@ function modelInfo({ state, body }: RouteCall): Answer {
   };
 }
 
-function weightsInfo({ state, body }: RouteCall): Answer {
-  const { tinker_path: weightsPath } = parseBody(
-    routes.weightsInfo,
-    body,
-    weightsInfoRequestSchema,
-  );
+function weightsInfo(call: RouteCall): Answer {
+  const { state } = call;
+  const { tinker_path: weightsPath } = parseBody(call, weightsInfoRequestSchema);
   const entry = now(404, () => state.engine.store.entry(weightsPath));
   return {
     json: {
@@ -199,8 +201,9 @@ function weightsInfo({ state, body }: RouteCall): Answer {
   };
 }
 
-function unloadModel({ state, body }: RouteCall): Answer {
-  const { model_id: modelId } = parseBody(routes.unloadModel, body, unloadModelRequestSchema);
+function unloadModel(call: RouteCall): Answer {
+  const { state } = call;
+  const { model_id: modelId } = parseBody(call, unloadModelRequestSchema);
   return future(
     state,
     () => {
@@ -211,22 +214,14 @@ function unloadModel({ state, body }: RouteCall): Answer {
   );
 }
 
-const post = (path: string, handle: TinkerRoute['handle'], body: TinkerRoute['body'] = 'json') => ({
-  method: 'POST' as const,
-  path,
-  body,
-  idempotent: true,
-  handle,
-});
-
 export const trainingRoutes: TinkerRoute[] = [
-  post(routes.createModel, createModel),
-  post(routes.getInfo, modelInfo),
-  post(routes.unloadModel, unloadModel),
-  post(routes.forwardBackward, forwardBackward, 'protobuf'),
-  post(routes.optimStep, optimStep),
-  post(routes.saveWeights, saveWeights),
-  post(routes.saveWeightsForSampler, saveWeightsForSampler),
-  post(routes.loadWeights, loadWeights),
-  post(routes.weightsInfo, weightsInfo),
+  postRoute(routes.createModel, createModel),
+  postRoute(routes.getInfo, modelInfo),
+  postRoute(routes.unloadModel, unloadModel),
+  postRoute(routes.forwardBackward, forwardBackward, 'protobuf'),
+  postRoute(routes.optimStep, optimStep),
+  postRoute(routes.saveWeights, saveWeights),
+  postRoute(routes.saveWeightsForSampler, saveWeightsForSampler),
+  postRoute(routes.loadWeights, loadWeights),
+  postRoute(routes.weightsInfo, weightsInfo),
 ];
