@@ -52,8 +52,9 @@ static inline vfloat vload_bfloat16(const uint16_t *source) {
  * 256-bit halves (two loads, two extends, an insert, a shift), three times the instructions of
  * one 512-bit zero-extend and shift. That matters where several rows of A share each widened
  * vector and the loop is bound by arithmetic: 16 rows ran 1.4x as fast (same process, one
- * thread). With one row the loop waits on memory and the split form measured 4-10% faster, so
- * that path keeps it.
+ * thread). With one row the loop waits on memory: the split form once measured 4-10% faster
+ * there, but with B prefetched into L2 (matmul_bfloat16.c) this form is part of the 1.11x
+ * that change gave batch-1 decode products, so every row count now takes it.
  */
 static inline vfloat vload_bfloat16_compute(const uint16_t *source) {
 #if VECTOR_WIDTH == 16

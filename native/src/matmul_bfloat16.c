@@ -51,6 +51,21 @@
 /* ---- B [n×k]: dot products of A rows with B rows ------------------------------------------ */
 
 /*
+ * Streamed B rows are fetched into L2 (prefetcht1), not L1, and two 4-row blocks ahead, not
+ * one: a batch-1 decode step stalled on the prefetches themselves (perf put 70% of the
+ * kernel's samples on them: L1's fill buffers full). SmolLM2-135M's decode products at 1 row
+ * (a step's 269 MB of weights, 30 layers and the LM head, walked by the old and new code
+ * alternating in one process; one thread, CPU time, medians of 150-200 pairs): L2 alone 0.98
+ * of the time, then two blocks ahead 0.96 of that, the one-instruction widening
+ * (bfloat16_product.h) 0.94, both 0.90; all together 0.88 (1.13x), and with few_row_columns on
+ * two threads, wall time, 0.90. Four and eight blocks ahead measured the same as two; 4 rows
+ * and 16 rows were 0.97 and 1.00. A block of 16 B rows for the lone row (one reduction for 16
+ * entries instead of a 4×4 tile's 16 with 12 empty) ran 1.05x the time.
+ */
+#define PREFETCH_LOCALITY 2
+#define BLOCKS_AHEAD 2
+
+/*
  * total + Σ a[q]·b[c][q] for p ≤ q < k, one FMA at a time in index order. Written with explicit
  * fmaf and kept out of the vectorizer: GCC otherwise vectorizes such a tail in some inlined
  * copies (products rounded by vmulps, then added in order) and not in others (scalar FMAs),
@@ -90,11 +105,11 @@ dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows,
     if (streamed) {
       if (prefetch) {
         for (int line = 0; line < VECTOR_WIDTH / 8; line += shares)
-          __builtin_prefetch(prefetch + ahead + line * 32);
+          __builtin_prefetch(prefetch + ahead + line * 32, 0, PREFETCH_LOCALITY);
       }
       for (int c = 0; c < 4; c++) {
         const uint16_t *source = b->half + c * k + p;
-        bv[c] = in_register(rows > 1 ? vload_bfloat16_compute(source) : vload_bfloat16(source));
+        bv[c] = in_register(vload_bfloat16_compute(source));
       }
     } else {
       for (int c = 0; c < 4; c++) bv[c] = in_register(vload(b->single + c * k + p));
@@ -166,7 +181,9 @@ static void dots_columns(const bfloat16_problem *g, const weight_rows *block, in
       weight_rows b = *block;
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
-      const uint16_t *next = prefetch && g->b && j + 8 <= g->n ? g->b + (j + 4) * g->k : NULL;
+      const uint16_t *next = prefetch && g->b && j + 4 + 4 * BLOCKS_AHEAD <= g->n
+                                 ? g->b + (j + 4 * BLOCKS_AHEAD) * g->k
+                                 : NULL;
       /* Every row block fetches its share of the next B rows, so that memory streams while
          all of them compute, not during the first alone. */
       int shares = (int)((last - first + 3) / 4);
@@ -212,6 +229,19 @@ static void dots_task(void *context, size_t index, int thread) {
   dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, g->b != NULL);
 }
 
+/*
+ * Columns per task with few rows: COLUMN_BLOCK, or 48 or 32 when that makes a task count the
+ * threads divide. SmolLM2's 576 and 192 columns made 9 and 3 tasks of 64 for 2 threads, one
+ * thread idle for the last; 12 and 4 tasks of 48 keep both streaming to the end.
+ */
+static int64_t few_row_columns(int64_t n) {
+  int64_t threads = pool_thread_count();
+  for (int64_t columns = COLUMN_BLOCK; columns >= 32; columns -= 16) {
+    if (chunk_count(n, columns) % threads == 0) return columns;
+  }
+  return COLUMN_BLOCK;
+}
+
 /* Whether a B [n×k] product runs on the packed register tile (matmul_bfloat16_lanes.c). */
 static bool on_lanes(const bfloat16_problem *g) {
   return g->m >= LANE_ROWS && g->n >= LANE_COLUMNS;
@@ -246,7 +276,8 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     return;
   }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
-  product_tasks tasks = {g, plan_tasks(g, COLUMN_BLOCK, 4)};
+  int64_t columns = g->m <= IN_PLACE_ROWS ? few_row_columns(g->n) : COLUMN_BLOCK;
+  product_tasks tasks = {g, plan_tasks(g, columns, 4)};
   run_maybe_parallel(task_count(&tasks.grid), dots_task, &tasks, share);
 }
 

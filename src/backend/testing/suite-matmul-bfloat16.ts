@@ -129,6 +129,8 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           [70, 19],
           [67, 300],
           [129, 33],
+          // With few rows on 2 threads, 3 column tasks of 64 become 4 of 48, the last ragged.
+          [150, 37],
         ] as const) {
           for (const transposeB of [false, true])
             runCase(backend, kind, { m, n, k, transposeB }, seed++);
@@ -163,6 +165,7 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           [70, 300],
           [129, 576],
           [131, 8],
+          [150, 37],
         ] as const) {
           // Past 128 rows with few column blocks, the rows are cut between tasks too.
           // 5 and 16: few-row blocks of four and one, and a decode batch (all prefetching);
