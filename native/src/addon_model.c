@@ -14,8 +14,8 @@ KERNEL_ENTRY(rope) {
     arguments_range_error(&args, "headDim must be even, got %lld", (long long)head_dim);
     return NULL;
   }
-  rope_arguments call = {.data = data.data, .positions = positions.data, .batch = batch,
-                         .length = length, .heads = heads, .head_dim = head_dim,
+  rope_arguments call = {.data = data.data, .source = source.data, .positions = positions.data,
+                         .batch = batch, .length = length, .heads = heads, .head_dim = head_dim,
                          .theta = theta, .inverse = inverse};
   kernel_rope(&call);
   return NULL;

@@ -204,19 +204,34 @@ double kernel_sum_of_squares(const float *input, int64_t length) {
   return total;
 }
 
+/*
+ * Elements per task of a one-pass kernel over gradient-sized arrays (axpy, addScaled): at most
+ * 4 · ELEMENT_CHUNK, and small enough to give every thread two tasks. A LoRA step's residual
+ * gradients (512 × 576 floats) made 3 tasks of 131,072 before, so on two threads one thread
+ * ran two of them while the other waited.
+ */
+static int64_t pass_chunk(int64_t length) {
+  int64_t tasks = 2 * (int64_t)pool_thread_count();
+  int64_t chunk = (length + tasks - 1) / tasks;
+  chunk = (chunk + 63) / 64 * 64;
+  if (chunk < ELEMENT_CHUNK) chunk = ELEMENT_CHUNK;
+  return chunk > 4 * ELEMENT_CHUNK ? 4 * ELEMENT_CHUNK : chunk;
+}
+
 typedef struct {
   float alpha;
   const float *x;
   float *y;
   int64_t length;
   bool overwrite;
+  int64_t chunk;
 } axpy_task_context;
 
 static void axpy_task(void *context, size_t index, int thread) {
   (void)thread;
   const axpy_task_context *t = context;
   int64_t begin, end;
-  chunk_range((int64_t)index, 4 * ELEMENT_CHUNK, t->length, &begin, &end);
+  chunk_range((int64_t)index, t->chunk, t->length, &begin, &end);
   const float alpha = t->alpha;
   if (t->overwrite) {
 #pragma omp simd
@@ -228,8 +243,8 @@ static void axpy_task(void *context, size_t index, int thread) {
 }
 
 void kernel_axpy(float alpha, const float *x, float *y, int64_t length, bool overwrite) {
-  axpy_task_context context = {alpha, x, y, length, overwrite};
-  pool_run((size_t)chunk_count(length, 4 * ELEMENT_CHUNK), axpy_task, &context);
+  axpy_task_context context = {alpha, x, y, length, overwrite, pass_chunk(length)};
+  pool_run((size_t)chunk_count(length, context.chunk), axpy_task, &context);
 }
 
 /*
@@ -242,14 +257,14 @@ typedef struct {
   double scale;
   const float *a, *b;
   float *output;
-  int64_t length;
+  int64_t length, chunk;
 } add_scaled_task_context;
 
 static void add_scaled_task(void *context, size_t index, int thread) {
   (void)thread;
   const add_scaled_task_context *t = context;
   int64_t begin, end;
-  chunk_range((int64_t)index, 4 * ELEMENT_CHUNK, t->length, &begin, &end);
+  chunk_range((int64_t)index, t->chunk, t->length, &begin, &end);
   const double scale = t->scale;
   const float *a = t->a, *b = t->b;
   float *output = t->output;
@@ -262,6 +277,6 @@ static void add_scaled_task(void *context, size_t index, int thread) {
 
 void kernel_add_scaled(const float *a, const float *b, double scale, float *output,
                        int64_t length) {
-  add_scaled_task_context context = {scale, a, b, output, length};
-  pool_run((size_t)chunk_count(length, 4 * ELEMENT_CHUNK), add_scaled_task, &context);
+  add_scaled_task_context context = {scale, a, b, output, length, pass_chunk(length)};
+  pool_run((size_t)chunk_count(length, context.chunk), add_scaled_task, &context);
 }

@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "bda8fe1074487a1f"
+#define KERNEL_SIGNATURES_FINGERPRINT "07db849a854af94d"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -78,9 +78,9 @@
 #define LAYER_NORM_BACKWARD_SIZES(X) X("input", input, ((double)rows * (double)columns), FLOATS) X("weight", weight, ((double)columns), FLOATS) X("mean", mean, ((double)rows), FLOATS) X("inverseStd", inverse_std, ((double)rows), FLOATS) X("gradOutput", grad_output, ((double)rows * (double)columns), FLOATS) X("gradInput", grad_input, ((double)rows * (double)columns), FLOATS) X("gradWeight", grad_weight, ((double)columns), OPTIONAL_FLOATS) X("gradBias", grad_bias, ((double)columns), OPTIONAL_FLOATS)
 
 #define ROPE_NAME "rope"
-#define ROPE_ARGUMENT_COUNT 8
-#define ROPE_ARGUMENTS(X) X(0, data, "data", FLOATS) X(1, positions, "positions", INTS) X(2, batch, "batch", SIZE) X(3, length, "length", SIZE) X(4, heads, "heads", SIZE) X(5, head_dim, "headDim", SIZE) X(6, theta, "theta", NUMBER) X(7, inverse, "inverse", BOOLEAN)
-#define ROPE_SIZES(X) X("data", data, ((double)batch * (double)length * (double)heads * (double)head_dim), FLOATS) X("positions", positions, ((double)batch * (double)length), INTS)
+#define ROPE_ARGUMENT_COUNT 9
+#define ROPE_ARGUMENTS(X) X(0, data, "data", FLOATS) X(1, source, "source", FLOATS) X(2, positions, "positions", INTS) X(3, batch, "batch", SIZE) X(4, length, "length", SIZE) X(5, heads, "heads", SIZE) X(6, head_dim, "headDim", SIZE) X(7, theta, "theta", NUMBER) X(8, inverse, "inverse", BOOLEAN)
+#define ROPE_SIZES(X) X("data", data, ((double)batch * (double)length * (double)heads * (double)head_dim), FLOATS) X("source", source, ((double)batch * (double)length * (double)heads * (double)head_dim), FLOATS) X("positions", positions, ((double)batch * (double)length), INTS)
 
 #define ATTENTION_NAME "attention"
 #define ATTENTION_ARGUMENT_COUNT 15

@@ -104,6 +104,7 @@ void kernel_layer_norm_backward(const norm_backward_arguments *arguments);
 
 typedef struct {
   float *data;
+  const float *source; /* rotated into data; may be data itself */
   const int32_t *positions;
   int64_t batch, length, heads, head_dim;
   double theta;

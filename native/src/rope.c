@@ -66,15 +66,21 @@ typedef struct {
   int64_t rows_per_task;
 } rope_context;
 
-static void rotate_row(const rope_arguments *a, float *row, const float *cosines,
-                       const float *sines) {
+/*
+ * One token's heads from `source` into `row` (the same row when in place: each pair is read
+ * before it is written). Reading another array spares the caller a copy: the LoRA step's rope
+ * took one of every query and key (and of their gradients) on the JavaScript thread first.
+ */
+static void rotate_row(const rope_arguments *a, float *row, const float *source,
+                       const float *cosines, const float *sines) {
   int64_t half = a->head_dim / 2;
   float direction = a->inverse ? -1.0f : 1.0f;
   for (int64_t h = 0; h < a->heads; h++) {
     float *first = row + h * a->head_dim, *second = first + half;
+    const float *source_first = source + h * a->head_dim, *source_second = source_first + half;
 #pragma omp simd
     for (int64_t i = 0; i < half; i++) {
-      float x1 = first[i], x2 = second[i], sine = direction * sines[i];
+      float x1 = source_first[i], x2 = source_second[i], sine = direction * sines[i];
       first[i] = x1 * cosines[i] - x2 * sine;
       second[i] = x2 * cosines[i] + x1 * sine;
     }
@@ -99,7 +105,8 @@ static void rope_task(void *context, size_t index, int thread) {
       cosines = scratch;
       sines = scratch + half;
     }
-    rotate_row(a, a->data + r * a->heads * a->head_dim, cosines, sines);
+    int64_t offset = r * a->heads * a->head_dim;
+    rotate_row(a, a->data + offset, a->source + offset, cosines, sines);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,13 +21,22 @@
 #define MAX_THREADS 64
 #define SCRATCH_SLOTS 5
 /*
- * After a job, workers spin this many pause-iterations (a few tens of microseconds) before
- * sleeping: kernels often arrive back to back. The caller never waits for a sleeping worker
- * (it claims every task nobody else has), so a short spin costs little parallelism.
+ * After a job, workers spin this long before sleeping: kernels arrive back to back, a few to
+ * a few hundred microseconds of JavaScript apart (a LoRA step at SmolLM2's shape makes ~1,500
+ * calls in ~1.3 s). The caller never waits for a sleeping worker (it claims every task nobody
+ * else has), so a worker that sleeps between two kernels misses the next one while it wakes.
+ * The spin used to be 1,500 pause instructions: ~20 µs on an Intel Xeon (cpuid model 207),
+ * shorter than many of those gaps, and in profiles of the step the one-pass kernels (axpy,
+ * addScaled, swiglu, the norms' backward) ran almost wholly on the calling thread. A spin
+ * yields the CPU every 64 steps, so on a busy machine it gives way to other work.
  */
-#define WORKER_SPIN 1500
-/* The caller spins this long for tasks other threads are still running, then sleeps. */
-#define CALLER_SPIN 4000
+#define WORKER_SPIN_NANOSECONDS 300000
+/*
+ * The caller spins this long for tasks other threads are still running, then sleeps: at most
+ * one task's time, unless the machine is oversubscribed (it was 4,000 pause instructions,
+ * ~55 µs, less than one panel task of a LoRA step's products).
+ */
+#define CALLER_SPIN_NANOSECONDS 500000
 
 /*
  * One step of a spin-wait. Every 64th step yields the CPU: when the machine is oversubscribed
@@ -135,14 +145,32 @@ static void run_tasks(int thread) {
 /* Generation current when each worker was created: it only waits for jobs posted later. */
 static unsigned start_generation[MAX_THREADS];
 
+static int64_t monotonic_nanoseconds(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/*
+ * Whether a spin that began at `started` (0: not read yet) should go on for `limit`
+ * nanoseconds; the clock is read once every 64 steps.
+ */
+static bool keep_spinning(int spins, int64_t *started, int64_t limit) {
+  if ((spins & 63) != 0) return true;
+  int64_t now = monotonic_nanoseconds();
+  if (*started == 0) *started = now;
+  return now - *started < limit;
+}
+
 static void *worker_main(void *argument) {
   int thread = (int)(intptr_t)argument;
   unsigned seen = start_generation[thread];
   for (;;) {
     unsigned generation;
     int spins = 0;
+    int64_t spin_started = 0;
     while ((generation = atomic_load_explicit(&pool.generation, memory_order_acquire)) == seen) {
-      if (++spins < WORKER_SPIN) {
+      if (keep_spinning(++spins, &spin_started, WORKER_SPIN_NANOSECONDS)) {
         spin_step(spins);
         continue;
       }
@@ -152,6 +180,7 @@ static void *worker_main(void *argument) {
       pool.sleeping_workers--;
       pthread_mutex_unlock(&pool.mutex);
       spins = 0;
+      spin_started = 0;
     }
     seen = generation;
     run_tasks(thread);
@@ -177,9 +206,10 @@ static int ensure_workers(int wanted) {
 }
 
 static void wait_for_completion(size_t count) {
-  for (int spins = 0; atomic_load_explicit(&pool.completed, memory_order_acquire) < count;
+  int64_t spin_started = 0;
+  for (int spins = 1; atomic_load_explicit(&pool.completed, memory_order_acquire) < count;
        spins++) {
-    if (spins < CALLER_SPIN) {
+    if (keep_spinning(spins, &spin_started, CALLER_SPIN_NANOSECONDS)) {
       spin_step(spins);
       continue;
     }

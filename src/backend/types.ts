@@ -321,12 +321,14 @@ export const kernelSignatures = {
     columns: size,
   },
   /**
-   * Rotary position embedding, Hugging Face "rotate_half" convention (pairs i and i + D/2),
-   * on x laid out [batch, length, heads, headDim], in place. positions: [batch, length].
-   * inverse = true rotates by −angle (the backward pass).
+   * Rotary position embedding, Hugging Face "rotate_half" convention (pairs i and i + D/2):
+   * `source` rotated into `data`, both laid out [batch, length, heads, headDim]; the same
+   * array for in place. positions: [batch, length]. inverse = true rotates by −angle (the
+   * backward pass).
    */
   rope: {
     data: sized(floats, 'batch * length * heads * headDim'),
+    source: sized(floats, 'batch * length * heads * headDim'),
     positions: sized(ints, 'batch * length'),
     batch: size,
     length: size,

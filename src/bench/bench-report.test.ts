@@ -5,7 +5,7 @@ import { allocateZeroed, release } from '../tensor/index.js';
 import { boundOf } from './bound.js';
 import { hostLines, pathLines } from './host-report.js';
 import { benchRecord, type BenchRun } from './result-record.js';
-import { measureTimeSplit, splitLines } from './time-split.js';
+import { measureTimeSplit, measureTimeSplitSync, splitLines } from './time-split.js';
 
 describe("the machine's bound", () => {
   it('is the fastest of ours, OpenBLAS and PyTorch, naming whose', () => {
@@ -92,6 +92,36 @@ describe('the time split', () => {
     const lines = splitLines(split);
     assert.match(lines.at(-2)!, /^ {2}JavaScript between kernels: \d+\.\d\d s/);
     assert.match(lines.at(-1)!, /page faults: \d+ minor/);
+    assert.equal(product.cpuSeconds, undefined);
+    assert.doesNotMatch(lines.join('\n'), /threads busy/);
+  });
+
+  it('with cpu, reads the CPU time of each part, a synchronous run restoring nothing itself', () => {
+    const backend = createTypeScriptBackend();
+    const rows = 256;
+    const { result, split } = measureTimeSplitSync(
+      backend,
+      (timed) => {
+        const input = new Float32Array(rows * rows).fill(1);
+        timed.softmax({ input, output: new Float32Array(rows * rows), rows, columns: rows });
+        return 'done';
+      },
+      { cpu: true },
+    );
+    assert.equal(result, 'done');
+    const softmax = split.parts.find((part) => part.part === 'softmax')!;
+    assert.ok(softmax.cpuSeconds! > 0, `softmax took ${softmax.cpuSeconds} CPU seconds`);
+    assert.match(splitLines(split, 0).join('\n'), /softmax: .* calls, \d+\.\d threads busy/);
+  });
+
+  it('finishes the split when the run throws, and throws on', () => {
+    assert.throws(
+      () =>
+        measureTimeSplitSync(createTypeScriptBackend(), () => {
+          throw new RangeError('inside');
+        }),
+      /inside/,
+    );
   });
 });
 

@@ -1,5 +1,5 @@
 import { benchmarkSgemm } from './timing.js';
-import { getBackend } from '../backend/index.js';
+import { getBackend, setBackend } from '../backend/index.js';
 import { applyLora } from '../nn/lora.js';
 import type { ModelConfigInput } from '../nn/config.js';
 import { generate } from '../nn/generate.js';
@@ -9,6 +9,7 @@ import { crossEntropy, tidy } from '../tensor/index.js';
 import { RandomGenerator } from '../util/random.js';
 import {
   medianSeconds,
+  recordTimeSplit,
   timePrefillAndTotal,
   type Workload,
   type WorkloadContext,
@@ -21,6 +22,7 @@ import {
   throughput,
   type LoraShape,
 } from './flops.js';
+import { measureTimeSplitSync, type TimeSplit } from './time-split.js';
 
 /**
  * A real small model's cost on this machine: random weights with the exact shape of
@@ -238,15 +240,13 @@ function loraStepOf(shape: RealModelShape, context: WorkloadContext): WorkloadFi
       const vocab = shape.config.vocabSize;
       const ids = Int32Array.from(randomIds(random, batch * length, vocab));
       const targets = Int32Array.from(randomIds(random, batch * length, vocab));
-      const seconds = medianSeconds(
-        () => {
-          tidy(() => crossEntropy(model.forward({ ids, batch, length }), targets).backward());
-          optimizer.update();
-          optimizer.zeroGrad();
-        },
-        context.warmup,
-        context.repeats,
-      );
+      const step = () => {
+        tidy(() => crossEntropy(model.forward({ ids, batch, length }), targets).backward());
+        optimizer.update();
+        optimizer.zeroGrad();
+      };
+      const seconds = medianSeconds(step, context.warmup, context.repeats);
+      recordTimeSplit(`${shape.name}-lora-train-step`, timedStep(step));
       return [
         throughput(`${shape.name}-lora-train-step`, {
           units: batch * length,
@@ -258,6 +258,23 @@ function loraStepOf(shape: RealModelShape, context: WorkloadContext): WorkloadFi
     },
     addAdapters,
   );
+}
+
+/**
+ * One more run of `step` through the timing backend, apart from the timed ones: where its time
+ * goes (time-split.ts), with the threads busy in each part, which shows what runs serially.
+ */
+function timedStep(step: () => void): TimeSplit {
+  const backend = getBackend();
+  const run = (timed: typeof backend) => {
+    setBackend(timed);
+    try {
+      step();
+    } finally {
+      setBackend(backend);
+    }
+  };
+  return measureTimeSplitSync(backend, run, { cpu: true }).split;
 }
 
 /** The LoRA step on SmolLM2's shape (float32 weights). */

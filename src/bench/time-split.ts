@@ -16,6 +16,13 @@ export interface SplitPart {
   calls: number;
   /** Multiply-adds of the products in this part (0 for the others). */
   multiplyAdds: number;
+  /**
+   * CPU seconds of every thread of the process during this part's calls, when the split was
+   * asked to read them (`cpu`): over `seconds`, the threads that took part (a kernel that
+   * runs on the calling thread alone shows 1, whatever the pool's size). Workers waiting for a
+   * task spin for a while and count as busy, so it is an upper bound.
+   */
+  cpuSeconds?: number;
 }
 
 export interface TimeSplit {
@@ -52,17 +59,32 @@ function productPart(kernel: string, args: Arguments): { part: string; multiplyA
   };
 }
 
-/** A backend that times every call of `inner` into `parts`. */
-function timedBackend(inner: KernelBackend, parts: Map<string, SplitPart>): KernelBackend {
+/** The process's CPU seconds so far (all threads, user and system). */
+function processCpuSeconds(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1e6;
+}
+
+/**
+ * A backend that times every call of `inner` into `parts`, and with `cpu` also the process's
+ * CPU time around it (two getrusage calls, ~1 µs: for a split taken apart from the timed run).
+ */
+function timedBackend(
+  inner: KernelBackend,
+  parts: Map<string, SplitPart>,
+  cpu: boolean,
+): KernelBackend {
   const timed: Record<string, unknown> = {};
   for (const name of Object.keys(inner) as Array<KernelName | 'name' | 'description'>) {
     const kernel = inner[name];
     if (typeof kernel !== 'function') continue;
     const call = kernel.bind(inner) as (args: Arguments) => unknown;
     timed[name] = (args: Arguments) => {
+      const cpuBefore = cpu ? processCpuSeconds() : 0;
       const started = performance.now();
       const result = call(args);
       const seconds = (performance.now() - started) / 1000;
+      const cpuSeconds = cpu ? processCpuSeconds() - cpuBefore : 0;
       const { part, multiplyAdds } = products.has(name)
         ? productPart(name, args)
         : { part: name, multiplyAdds: 0 };
@@ -70,6 +92,7 @@ function timedBackend(inner: KernelBackend, parts: Map<string, SplitPart>): Kern
       entry.seconds += seconds;
       entry.calls += 1;
       entry.multiplyAdds += multiplyAdds;
+      if (cpu) entry.cpuSeconds = (entry.cpuSeconds ?? 0) + cpuSeconds;
       parts.set(part, entry);
       return result;
     };
@@ -83,6 +106,50 @@ function timedBackend(inner: KernelBackend, parts: Map<string, SplitPart>): Kern
   } as KernelBackend;
 }
 
+/** A split being measured: the timed backend to install, and `finish` to stop and read it. */
+export interface RunningTimeSplit {
+  timed: KernelBackend;
+  finish: () => TimeSplit;
+}
+
+/**
+ * Starts measuring a time split around calls through the returned timed backend; the caller
+ * installs it, runs, restores its own backend and calls `finish` (once, also on failure).
+ * `cpu`: also each part's CPU seconds (`SplitPart.cpuSeconds`).
+ */
+export function startTimeSplit(
+  backend: KernelBackend,
+  options: { cpu?: boolean } = {},
+): RunningTimeSplit {
+  const parts = new Map<string, SplitPart>();
+  const memoryBefore = memoryStatistics();
+  const usageBefore = process.resourceUsage();
+  timeZeroFilling(true);
+  const started = performance.now();
+  const finish = (): TimeSplit => {
+    timeZeroFilling(false);
+    const wallSeconds = (performance.now() - started) / 1000;
+    const memory = memoryStatistics();
+    const usage = process.resourceUsage();
+    const zeroFill: SplitPart = {
+      part: 'zero-filling (tensor allocateZeroed)',
+      seconds: memory.zeroFillSeconds - memoryBefore.zeroFillSeconds,
+      calls: 0,
+      multiplyAdds: 0,
+    };
+    return {
+      wallSeconds,
+      parts: [...parts.values(), zeroFill].sort((left, right) => right.seconds - left.seconds),
+      zeroFilledBytes: memory.zeroFilledBytes - memoryBefore.zeroFilledBytes,
+      freshBytes: memory.freshBytes - memoryBefore.freshBytes,
+      minorPageFaults: usage.minorPageFault - usageBefore.minorPageFault,
+      majorPageFaults: usage.majorPageFault - usageBefore.majorPageFault,
+      systemSeconds: (usage.systemCPUTime - usageBefore.systemCPUTime) / 1e6,
+    };
+  };
+  return { timed: timedBackend(backend, parts, options.cpu ?? false), finish };
+}
+
 /**
  * Measures `run` (given the timed backend to install) and returns its time split. `run` must
  * restore the backend it replaces.
@@ -91,38 +158,35 @@ export async function measureTimeSplit<T>(
   backend: KernelBackend,
   run: (timed: KernelBackend) => Promise<T>,
 ): Promise<{ result: T; split: TimeSplit }> {
-  const parts = new Map<string, SplitPart>();
-  const memoryBefore = memoryStatistics();
-  const usageBefore = process.resourceUsage();
-  timeZeroFilling(true);
-  const started = performance.now();
+  const running = startTimeSplit(backend);
   let result: T;
   try {
-    result = await run(timedBackend(backend, parts));
-  } finally {
-    timeZeroFilling(false);
+    result = await run(running.timed);
+  } catch (error) {
+    running.finish();
+    throw error;
   }
-  const wallSeconds = (performance.now() - started) / 1000;
-  const memory = memoryStatistics();
-  const usage = process.resourceUsage();
-  const zeroFill: SplitPart = {
-    part: 'zero-filling (tensor allocateZeroed)',
-    seconds: memory.zeroFillSeconds - memoryBefore.zeroFillSeconds,
-    calls: 0,
-    multiplyAdds: 0,
-  };
-  return {
-    result,
-    split: {
-      wallSeconds,
-      parts: [...parts.values(), zeroFill].sort((left, right) => right.seconds - left.seconds),
-      zeroFilledBytes: memory.zeroFilledBytes - memoryBefore.zeroFilledBytes,
-      freshBytes: memory.freshBytes - memoryBefore.freshBytes,
-      minorPageFaults: usage.minorPageFault - usageBefore.minorPageFault,
-      majorPageFaults: usage.majorPageFault - usageBefore.majorPageFault,
-      systemSeconds: (usage.systemCPUTime - usageBefore.systemCPUTime) / 1e6,
-    },
-  };
+  return { result, split: running.finish() };
+}
+
+/**
+ * `measureTimeSplit` for a synchronous `run`, which installs and restores the timed backend
+ * itself; `cpu` as in `startTimeSplit`.
+ */
+export function measureTimeSplitSync<T>(
+  backend: KernelBackend,
+  run: (timed: KernelBackend) => T,
+  options: { cpu?: boolean } = {},
+): { result: T; split: TimeSplit } {
+  const running = startTimeSplit(backend, options);
+  let result: T;
+  try {
+    result = run(running.timed);
+  } catch (error) {
+    running.finish();
+    throw error;
+  }
+  return { result, split: running.finish() };
 }
 
 /**
@@ -138,7 +202,11 @@ export function splitLines(split: TimeSplit, smallestShare = 0.005): string[] {
       part.multiplyAdds > 0
         ? `, ${((2 * part.multiplyAdds) / part.seconds / 1e9).toFixed(0)} GFLOP/s`
         : '';
-    return `  ${part.part}: ${part.seconds.toFixed(2)} s (${percent(part.seconds)}), ${part.calls} calls${rate}`;
+    const threads =
+      part.cpuSeconds !== undefined && part.seconds > 0
+        ? `, ${(part.cpuSeconds / part.seconds).toFixed(1)} threads busy`
+        : '';
+    return `  ${part.part}: ${part.seconds.toFixed(2)} s (${percent(part.seconds)}), ${part.calls} calls${rate}${threads}`;
   };
   const largest = split.parts.filter((part) => part.seconds >= smallestShare * split.wallSeconds);
   const shown = largest.length;

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { saveCheckpoint } from '../io/checkpoint.js';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.js';
+import { applyLora } from '../nn/lora.js';
+import { tinyLlamaConfig } from '../nn/test-support/tiny-llama.js';
 import { TransformerLM } from '../nn/transformer.js';
 import { CharTokenizer } from '../tokenizer/char.js';
 import { FileFormatError } from '../util/errors.js';
@@ -12,6 +14,7 @@ import { RandomGenerator } from '../util/random.js';
 import { loadModel } from './load.js';
 import { attachLora, loraConfigSchema } from './lora-config.js';
 import { loadPeftAdapter, peftFiles, savePeftAdapter } from './peft.js';
+import { nonFiniteParameter } from './weight-checks.js';
 import { writeHuggingFaceFixture } from './test-support/huggingface-fixture.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'teamtr-weight-checks-'));
@@ -133,5 +136,62 @@ describe('weights that load but cannot run are refused at load, naming the tenso
     const loaded = await loadModel(base);
     const attached = await loadPeftAdapter(loaded.model, adapter);
     assert.ok(attached.size > 0);
+  });
+});
+
+describe('nonFiniteParameter', () => {
+  /** A tiny Llama with rank-2 adapters, its frozen weights in bfloat16. */
+  function bfloat16Model(): TransformerLM {
+    const model = new TransformerLM(tinyLlamaConfig, new RandomGenerator(11));
+    applyLora(model, {
+      rank: 2,
+      alpha: 4,
+      targetModules: ['queryProjection'],
+      random: new RandomGenerator(12),
+    });
+    model.storeFrozenWeightsAsBfloat16();
+    return model;
+  }
+
+  test('finds NaN and ±Inf in a weight stored in bfloat16 on its bits, naming index and value', () => {
+    const model = bfloat16Model();
+    assert.equal(nonFiniteParameter(model), null);
+    const { name, tensor } = model.namedParameters().find(({ tensor }) => tensor.bfloat16)!;
+    // Reading `data` would widen the whole weight into a new float32 array.
+    for (const { tensor: frozen } of model
+      .namedParameters()
+      .filter(({ tensor }) => tensor.bfloat16))
+      Object.defineProperty(frozen, 'data', {
+        get: () => assert.fail('a bfloat16 weight was widened to be checked'),
+      });
+    for (const [bits, value] of [
+      [0xff80, -Infinity],
+      [0x7f80, Infinity],
+      [0x7fc1, Number.NaN],
+    ] as const) {
+      const saved = tensor.bfloat16![5]!;
+      tensor.bfloat16![5] = bits;
+      assert.deepEqual(nonFiniteParameter(model), { name, index: 5, value });
+      tensor.bfloat16![5] = saved;
+    }
+    // The largest finite bfloat16 (exponent 0xfe) is finite.
+    tensor.bfloat16![5] = 0x7f7f;
+    assert.equal(nonFiniteParameter(model), null);
+  });
+
+  test("with 'trainable', reads only the parameters that train (an update changes no other)", () => {
+    const model = bfloat16Model();
+    const frozen = model.namedParameters().find(({ tensor }) => tensor.bfloat16)!;
+    frozen.tensor.bfloat16![0] = 0x7fc0;
+    assert.equal(nonFiniteParameter(model)?.name, frozen.name);
+    assert.equal(nonFiniteParameter(model, 'trainable'), null);
+    const trained = model.trainableParameters()[0]!;
+    trained.tensor.data[1] = Infinity;
+    assert.deepEqual(nonFiniteParameter(model, 'trainable'), {
+      name: trained.name,
+      index: 1,
+      value: Infinity,
+    });
+    model.destroy();
   });
 });

@@ -2,7 +2,13 @@ import { loraLayers } from '../nn/lora.js';
 import type { TransformerLM } from '../nn/transformer.js';
 import { noGrad, tidy } from '../tensor/index.js';
 import { FileFormatError } from '../util/errors.js';
-import { firstNonFinite, firstNonFiniteValue, type NonFiniteValue } from '../util/finite.js';
+import {
+  bfloat16Value,
+  firstNonFinite,
+  firstNonFiniteBfloat16,
+  firstNonFiniteValue,
+  type NonFiniteValue,
+} from '../util/finite.js';
 
 /**
  * Weights that load without complaint and then sample garbage: NaN or ±Inf (a damaged file, a
@@ -14,11 +20,27 @@ import { firstNonFinite, firstNonFiniteValue, type NonFiniteValue } from '../uti
 const damaged =
   'the file is damaged or came from a diverged run — use another checkpoint (an earlier one of the run, if it diverged)';
 
-/** The first parameter (LoRA factors included) holding NaN or ±Inf, or null. */
-export function nonFiniteParameter(model: TransformerLM): NonFiniteValue | null {
-  return firstNonFiniteValue(
-    model.namedParameters().map(({ name, tensor }) => ({ name, data: tensor.data })),
-  );
+/**
+ * The first parameter (LoRA factors included) holding NaN or ±Inf, or null; with `trainable`,
+ * of the parameters that train only (all an update can change). Weights stored in bfloat16 are
+ * checked on their bits.
+ */
+export function nonFiniteParameter(
+  model: TransformerLM,
+  which: 'all' | 'trainable' = 'all',
+): NonFiniteValue | null {
+  const parameters = which === 'all' ? model.namedParameters() : model.trainableParameters();
+  for (const { name, tensor } of parameters) {
+    const bits = tensor.bfloat16;
+    if (!bits) {
+      const found = firstNonFiniteValue([{ name, data: tensor.data }]);
+      if (found) return found;
+      continue;
+    }
+    const index = firstNonFiniteBfloat16(bits);
+    if (index >= 0) return { name, index, value: bfloat16Value(bits[index]!) };
+  }
+  return null;
 }
 
 /** NaN or ±Inf in any parameter (LoRA factors included), or a scaling beyond float32. */

@@ -29,3 +29,19 @@ export function firstNonFiniteValue(
   }
   return null;
 }
+
+/**
+ * Index of the first NaN or ±Infinity among bfloat16 bit patterns (the exponent's 8 bits all
+ * ones), or -1: read in place, where widening a frozen weight to float32 to check it allocated
+ * twice its bytes anew on every check.
+ */
+export function firstNonFiniteBfloat16(bits: Uint16Array): number {
+  for (let index = 0; index < bits.length; index++)
+    if ((bits[index]! & 0x7f80) === 0x7f80) return index;
+  return -1;
+}
+
+/** The value of one bfloat16 bit pattern (the upper half of a float32's). */
+export function bfloat16Value(bits: number): number {
+  return new Float32Array(Uint32Array.of(bits << 16).buffer)[0]!;
+}

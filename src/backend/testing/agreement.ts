@@ -194,6 +194,7 @@ export function runAgreementSuite(candidate: KernelBackend, reference: KernelBac
         const positions = int32ViewOf(Array.from({ length: 16 * 128 }, (_, i) => i % 128));
         backend.rope({
           data: rotated,
+          source: rotated,
           positions,
           batch: 16,
           length: 128,

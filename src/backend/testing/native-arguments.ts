@@ -46,6 +46,7 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
         () =>
           backend.rope({
             data: allocate(4),
+            source: allocate(4),
             positions: new Float32Array(1) as unknown as Int32Array,
             batch: 1,
             length: 1,
@@ -172,11 +173,30 @@ export function runNativeArgumentTests(backend: KernelBackend): void {
       );
     });
 
+    test('a rope source shorter than the data is a RangeError naming it', () => {
+      assert.throws(
+        () =>
+          backend.rope({
+            data: allocate(8),
+            source: allocate(4),
+            positions: int32ViewOf([0, 1]),
+            batch: 1,
+            length: 2,
+            heads: 1,
+            headDim: 4,
+            theta: 10000,
+            inverse: false,
+          }),
+        (error: unknown) => error instanceof RangeError && /source/.test(error.message),
+      );
+    });
+
     test('an odd headDim for rope is a RangeError', () => {
       assert.throws(
         () =>
           backend.rope({
             data: allocate(3),
+            source: allocate(3),
             positions: int32ViewOf([0]),
             batch: 1,
             length: 1,

@@ -263,6 +263,7 @@ export function normTests(backend: KernelBackend): void {
       const data = viewOf([1, 2, 3, 4, 1, 2, 3, 4]);
       backend.rope({
         data,
+        source: data,
         positions: int32ViewOf([0, 1]),
         batch: 1,
         length: 2,
@@ -289,13 +290,33 @@ export function normTests(backend: KernelBackend): void {
       const original = randomArray(random, count);
       const positions = int32ViewOf([0, 1, 2, 3, 4, 7, 100, 2047, 9, 31]);
       const data = viewOf(original);
-      backend.rope({ data, positions, ...shape, inverse: false });
+      backend.rope({ data, source: data, positions, ...shape, inverse: false });
       assertClose(data, rope64(original, positions, shape, false), FORWARD, 'rope forward');
-      backend.rope({ data, positions, ...shape, inverse: true });
+      backend.rope({ data, source: data, positions, ...shape, inverse: true });
       assertClose(data, original, FORWARD, 'inverse ∘ rope');
       const rotatedBack = viewOf(original);
-      backend.rope({ data: rotatedBack, positions, ...shape, inverse: true });
+      backend.rope({ data: rotatedBack, source: rotatedBack, positions, ...shape, inverse: true });
       assertClose(rotatedBack, rope64(original, positions, shape, true), FORWARD, 'rope inverse');
+    });
+
+    test('from another array gives the bits of in place and leaves the source as it was', () => {
+      const random = createRandom(206);
+      // Odd shapes: 7 tokens, 5 heads, a head dimension that is no multiple of a vector.
+      for (const headDim of [2, 6, 18, 64]) {
+        const shape = { batch: 1, length: 7, heads: 5, headDim, theta: 10000 };
+        const count = shape.length * shape.heads * headDim;
+        const original = randomArray(random, count);
+        const positions = int32ViewOf([0, 3, 1, 8, 2, 70000, 5]);
+        for (const inverse of [false, true]) {
+          const inPlace = viewOf(original);
+          backend.rope({ data: inPlace, source: inPlace, positions, ...shape, inverse });
+          const source = viewOf(original);
+          const target = allocate(count).fill(Number.NaN);
+          backend.rope({ data: target, source, positions, ...shape, inverse });
+          assert.deepEqual(target, inPlace, `headDim ${headDim}, inverse ${inverse}`);
+          assert.deepEqual(source, viewOf(original), 'the source is untouched');
+        }
+      }
     });
   });
 }

@@ -33,11 +33,11 @@ export function rope(
     throw new ShapeError(`rope: ${positions.length} positions for ${batch}×${length} tokens`);
   }
   const backend = getBackend();
-  /** A copy of `values` rotated by each token's position angles, or rotated back (`inverse`). */
+  /** `values` rotated by each token's position angles into a new buffer, or back (`inverse`). */
   const rotatedCopy = (values: Float32Array, inverse: boolean): Float32Array => {
     const rotated = allocate(input.size);
-    rotated.set(values);
-    backend.rope({ data: rotated, positions, batch, length, heads, headDim, theta, inverse });
+    const shape = { positions, batch, length, heads, headDim, theta, inverse };
+    backend.rope({ data: rotated, source: values, ...shape });
     return rotated;
   };
   const output = rotatedCopy(input.data, false);

@@ -34,7 +34,8 @@ export function divergenceHook(built: BuiltTeam, config: TrainConfig): StageHook
 /**
  * Stops the run the moment an update leaves `unit`'s weights non-finite, naming the update.
  * (The trust-region loop already undoes a step whose KL is not finite; this catches whatever
- * else could slip through, before the next agent samples with the model.)
+ * else could slip through, before the next agent samples with the model.) Only the parameters
+ * that train are read: the others an update leaves as they were.
  */
 export function refuseDivergedUpdate(
   team: Team,
@@ -42,7 +43,9 @@ export function refuseDivergedUpdate(
   where: { stage: number; update: number },
 ): void {
   const agents = { ...team, agents: unit.agentIndices.map((index) => team.agents[index]!) };
-  const found = firstDiverged(agents);
+  // An update changes the parameters that train, nothing else: the frozen base (135M weights
+  // at SmolLM2's shape, read for each update before) was checked at load and by the hooks.
+  const found = firstDiverged(agents, 'trainable');
   if (found)
     throw new NonFiniteWeightsError(
       found.agents.join(', '),
@@ -57,14 +60,14 @@ interface Diverged {
   weight: NonFiniteValue;
 }
 
-function firstDiverged(team: Team): Diverged | null {
+function firstDiverged(team: Team, which: 'all' | 'trainable' = 'all'): Diverged | null {
   const agentsOf = new Map<TransformerLM, string[]>();
   for (const agent of team.agents) {
     const model = agent.policy.model;
     if (model) agentsOf.set(model, [...(agentsOf.get(model) ?? []), agent.name]);
   }
   for (const [model, agents] of agentsOf) {
-    const weight = nonFiniteParameter(model);
+    const weight = nonFiniteParameter(model, which);
     if (weight) return { agents, weight };
   }
   return null;
