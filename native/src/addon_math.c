@@ -95,7 +95,7 @@ KERNEL_ENTRY(gather_log_probs_backward) {
 KERNEL_ENTRY(sample_rows) {
   READ_KERNEL_ARGUMENTS(SAMPLE_ROWS)
   sample_rows_arguments call = {logits.data, rows,         columns,    uniforms.data,
-                                tokens.data, maximum.data, total.data};
+                                tokens.data, maximum.data, total.data, log_probs.data};
   kernel_sample_rows(&call);
   return NULL;
 }

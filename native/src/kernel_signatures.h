@@ -5,7 +5,7 @@
 #ifndef TEAMTR_KERNEL_SIGNATURES_H
 #define TEAMTR_KERNEL_SIGNATURES_H
 
-#define KERNEL_SIGNATURES_FINGERPRINT "07db849a854af94d"
+#define KERNEL_SIGNATURES_FINGERPRINT "053b240bfc034e2f"
 
 #define MATMUL_NAME "matmul"
 #define MATMUL_ARGUMENT_COUNT 13
@@ -43,9 +43,9 @@
 #define GATHER_LOG_PROBS_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("targets", targets, ((double)rows), INTS) X("logProbs", log_probs, ((double)rows), FLOATS) X("entropy", entropy, ((double)rows), OPTIONAL_FLOATS) X("logSumExp", log_sum_exp, ((double)rows), OPTIONAL_FLOATS)
 
 #define SAMPLE_ROWS_NAME "sampleRows"
-#define SAMPLE_ROWS_ARGUMENT_COUNT 7
-#define SAMPLE_ROWS_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, rows, "rows", SIZE) X(2, columns, "columns", SIZE) X(3, uniforms, "uniforms", DOUBLES) X(4, tokens, "tokens", INTS) X(5, maximum, "maximum", FLOATS) X(6, total, "total", DOUBLES)
-#define SAMPLE_ROWS_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("uniforms", uniforms, ((double)rows), DOUBLES) X("tokens", tokens, ((double)rows), INTS) X("maximum", maximum, ((double)rows), FLOATS) X("total", total, ((double)rows), DOUBLES)
+#define SAMPLE_ROWS_ARGUMENT_COUNT 8
+#define SAMPLE_ROWS_ARGUMENTS(X) X(0, logits, "logits", FLOATS) X(1, rows, "rows", SIZE) X(2, columns, "columns", SIZE) X(3, uniforms, "uniforms", DOUBLES) X(4, tokens, "tokens", INTS) X(5, maximum, "maximum", FLOATS) X(6, total, "total", DOUBLES) X(7, log_probs, "logProbs", OPTIONAL_FLOATS)
+#define SAMPLE_ROWS_SIZES(X) X("logits", logits, ((double)rows * (double)columns), FLOATS) X("uniforms", uniforms, ((double)rows), DOUBLES) X("tokens", tokens, ((double)rows), INTS) X("maximum", maximum, ((double)rows), FLOATS) X("total", total, ((double)rows), DOUBLES) X("logProbs", log_probs, ((double)rows), OPTIONAL_FLOATS)
 
 #define GATHER_LOG_PROBS_BACKWARD_NAME "gatherLogProbsBackward"
 #define GATHER_LOG_PROBS_BACKWARD_ARGUMENT_COUNT 9

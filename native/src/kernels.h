@@ -62,8 +62,12 @@ typedef struct {
   int32_t *tokens;
   float *maximum;
   double *total;
+  float *log_probs; /* NULL: not asked for */
 } sample_rows_arguments;
 void kernel_sample_rows(const sample_rows_arguments *arguments);
+
+/* gatherLogProbs' log-probability of `target` in one row, the same bits (softmax.c). */
+float row_log_prob(const float *row, int64_t columns, int64_t target, int thread);
 
 typedef struct {
   const float *logits;

@@ -12,7 +12,10 @@
  *   shared suite's exp sweep fails without the pragma).
  * - the sum and the threshold walk stay sequential in float64 (the order is the definition)
  *   but run at the adder's latency instead of the JavaScript loop's;
- * - rows are independent, so the pool takes blocks of rows.
+ * - rows are independent, so the pool takes blocks of rows;
+ * - the drawn token's log-probability (gatherLogProbs' float32 formula, softmax.c) is taken
+ *   while the row is still in L2, when asked for: a second kernel re-read every row of the
+ *   64 × 49,152 logits from memory, one more pass and one more job a decode step.
  *
  * Against the JavaScript loop it replaces, 64 rows of 49,152 logits (one SmolLM2-shape decode
  * step at rollout batch size): 4–6× faster, measured on a loaded 2-core machine.
@@ -20,7 +23,11 @@
 #pragma GCC optimize("fp-contract=off")
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +148,23 @@ static inline vdouble exp_nonpositive(vdouble x, double three_halves_ln2, double
   return select_vector(x > -tiny, 1.0 + x, y * scale);
 }
 
+/* Whether every lane of a comparison's result is true. */
+static inline bool all_lanes(vlong mask) {
+#if defined(__AVX512F__)
+  return _mm512_cmpneq_epi64_mask((__m512i)mask, _mm512_setzero_si512()) == 0xFF;
+#else
+  int every = 1;
+  for (int lane = 0; lane < LANES; lane++) every &= mask[lane] != 0;
+  return every;
+#endif
+}
+
+/* total + values[0] + … + values[LANES − 1], left to right. */
+static inline double add_lanes(double total, const double *values) {
+  for (int lane = 0; lane < LANES; lane++) total += values[lane];
+  return total;
+}
+
 /*
  * weights[j] = exp(logits[j] − maximum) in float64, as Math.exp computes it; returns their sum
  * added left to right. The sum is a chain of dependent additions; adding each block as soon as
@@ -163,14 +187,15 @@ static double row_exponentials(const float *logits, double maximum, double *weig
     vlong in_range = (x > vector_lowest) & (x <= 0.0);
     vdouble value =
         exp_nonpositive(select_vector(in_range, x, stand_in), three_halves_ln2, half_ln2, tiny);
-    int every = 1;
-    for (int lane = 0; lane < LANES; lane++) every &= in_range[lane] != 0;
-    if (!every)
+    if (!all_lanes(in_range))
       for (int lane = 0; lane < LANES; lane++)
         if (!in_range[lane]) value[lane] = fdlibm_exp(x[lane]);
     memcpy(weights + j, &value, sizeof value);
-    for (int lane = 0; lane < LANES; lane++) total += value[lane];
+    /* The block before this one, read back from memory: scalar loads use the load ports,
+       where taking lanes out of the register took shuffles from the vector math's port. */
+    if (j > 0) total = add_lanes(total, weights + j - LANES);
   }
+  if (j > 0) total = add_lanes(total, weights + j - LANES);
   for (; j < columns; j++) {
     weights[j] = fdlibm_exp((double)logits[j] - maximum);
     total += weights[j];
@@ -229,16 +254,21 @@ static void sample_task(void *context, size_t index, int thread) {
   const sample_rows_arguments *call = task->call;
   int64_t begin, end;
   chunk_range((int64_t)index, task->rows_per_task, call->rows, &begin, &end);
-  double *weights = pool_scratch(thread, 0, (size_t)call->columns * sizeof(double));
-  if (!weights) abort();
   for (int64_t r = begin; r < end; r++) {
+    /* Slot 0 is also row_log_prob's scratch: taken again for every row. */
+    double *weights = pool_scratch(thread, 0, (size_t)call->columns * sizeof(double));
+    if (!weights) abort();
     const float *logits = call->logits + r * call->columns;
     float maximum = row_maximum(logits, call->columns);
     double total = row_exponentials(logits, (double)maximum, weights, call->columns);
     call->maximum[r] = maximum;
     call->total[r] = total;
     double uniform = call->uniforms[r];
-    if (uniform >= 0) call->tokens[r] = draw(weights, call->columns, uniform * total);
+    if (!(uniform >= 0)) continue; /* negative (or NaN): no draw */
+    int32_t token = draw(weights, call->columns, uniform * total);
+    call->tokens[r] = token;
+    if (call->log_probs)
+      call->log_probs[r] = row_log_prob(logits, call->columns, token, thread);
   }
 }
 

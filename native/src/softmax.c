@@ -97,6 +97,17 @@ static double row_log_sum(const float *row, int64_t columns, float *maximum_out,
   return log(sum);
 }
 
+/* log p(target) from the row's maximum and log S: gatherLogProbs' and sampleRows' one formula. */
+static inline float log_prob_of(const float *row, int64_t target, float maximum, double log_sum) {
+  return (float)((double)(row[target] - maximum) - log_sum);
+}
+
+float row_log_prob(const float *row, int64_t columns, int64_t target, int thread) {
+  float maximum;
+  double log_sum = row_log_sum(row, columns, &maximum, NULL, thread);
+  return log_prob_of(row, target, maximum, log_sum);
+}
+
 typedef struct {
   const gather_arguments *arguments;
   int64_t rows_per_task;
@@ -111,7 +122,7 @@ static void gather_task(void *context, size_t index, int thread) {
     const float *row = a->logits + r * a->columns;
     float entropy = 0, maximum;
     double log_sum = row_log_sum(row, a->columns, &maximum, a->entropy ? &entropy : NULL, thread);
-    a->log_probs[r] = (float)((double)(row[a->targets[r]] - maximum) - log_sum);
+    a->log_probs[r] = log_prob_of(row, a->targets[r], maximum, log_sum);
     if (a->entropy) a->entropy[r] = entropy;
     if (a->log_sum_exp) a->log_sum_exp[r] = (float)((double)maximum + log_sum);
   }

@@ -218,6 +218,12 @@ export const kernelSignatures = {
     tokens: sized(ints, 'rows'),
     maximum: sized(floats, 'rows'),
     total: sized(doubles, 'rows'),
+    /**
+     * When given, logProbs[r] of each row that draws: what this backend's gatherLogProbs gives
+     * for tokens[r], bit for bit, computed while the row is at hand instead of in a second
+     * pass over the logits; rows that draw nothing leave theirs as it was.
+     */
+    logProbs: sized(optionalFloats, 'rows'),
   },
   /**
    * Backward of gatherLogProbs: gradLogits[r, c] += g[r]·(1[c = target] − softmax_c)

@@ -25,10 +25,11 @@ export interface SampledToken {
  *
  * The row statistics (maximum, Σ exp) and plain sampling run in the `sampleRows` kernel, which
  * computes exactly what a JavaScript loop would, so the tokens for a seed are the same on every
- * backend; only truncated sampling walks the row here. The log-probability is read by the
- * `gatherLogProbs` kernel, the one scoring uses (score.ts), so that a token's recorded log-prob
+ * backend; only truncated sampling walks the row here. The log-probability is the
+ * `gatherLogProbs` kernel's, the one scoring uses (score.ts), so that a token's recorded log-prob
  * has the bits scoring gives it from the same logits: the importance ratio of an unchanged
- * policy is exactly 1.
+ * policy is exactly 1. Plain sampling has `sampleRows` compute it with the draw (the same bits,
+ * without a second pass over the logits); truncated sampling calls `gatherLogProbs` itself.
  */
 export function sampleTokens(
   logits: Float32Array,
@@ -50,10 +51,21 @@ export function sampleTokens(
       if (random) uniforms[row] = random.nextDouble();
     }
   const tokens = new Int32Array(rows);
+  const logProbs = new Float32Array(rows);
   if (untruncated) {
     const maximum = new Float32Array(rows);
     const total = new Float64Array(rows);
-    getBackend().sampleRows({ logits, rows, columns: vocab, uniforms, tokens, maximum, total });
+    // Each drawn token's log-prob comes with it (gatherLogProbs' bits, one pass fewer).
+    getBackend().sampleRows({
+      logits,
+      rows,
+      columns: vocab,
+      uniforms,
+      tokens,
+      maximum,
+      total,
+      logProbs,
+    });
   }
   for (let row = 0; row < rows; row++) {
     const random = randoms[row];
@@ -63,16 +75,16 @@ export function sampleTokens(
     else if (!untruncated)
       tokens[row] = drawTruncated(logits, offset, drawableVocab, settings, random);
   }
-  const logProbs = new Float32Array(rows);
-  getBackend().gatherLogProbs({
-    logits,
-    targets: tokens,
-    rows,
-    columns: vocab,
-    logProbs,
-    entropy: null,
-    logSumExp: null,
-  });
+  if (!untruncated)
+    getBackend().gatherLogProbs({
+      logits,
+      targets: tokens,
+      rows,
+      columns: vocab,
+      logProbs,
+      entropy: null,
+      logSumExp: null,
+    });
   return Array.from({ length: rows }, (_, row) =>
     randoms[row] ? { token: tokens[row]!, logProb: logProbs[row]! } : null,
   );

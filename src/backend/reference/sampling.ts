@@ -1,4 +1,5 @@
 import type { KernelArguments } from '../types.js';
+import { rowLogProb } from './softmax.js';
 
 /**
  * Untruncated sampling at temperature 1, in float64, written as plain JavaScript: Math.max,
@@ -14,6 +15,7 @@ export function sampleRows({
   tokens,
   maximum,
   total,
+  logProbs,
 }: KernelArguments<'sampleRows'>): void {
   for (let row = 0; row < rows; row++) {
     const offset = row * columns;
@@ -26,7 +28,10 @@ export function sampleRows({
     maximum[row] = rowMaximum;
     total[row] = sum;
     const uniform = uniforms[row]!;
-    if (uniform >= 0) tokens[row] = drawRow(logits, offset, columns, rowMaximum, uniform * sum);
+    if (!(uniform >= 0)) continue;
+    const token = drawRow(logits, offset, columns, rowMaximum, uniform * sum);
+    tokens[row] = token;
+    if (logProbs) logProbs[row] = rowLogProb(logits, offset, columns, token);
   }
 }
 

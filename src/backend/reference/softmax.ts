@@ -69,6 +69,20 @@ function checkTarget(target: number, row: number, columns: number): void {
   }
 }
 
+function logProbOf(logits: Float32Array, start: number, target: number, rowLse: number): number {
+  return logits[start + target]! - rowLse;
+}
+
+/** gatherLogProbs' log-probability of `target` in the row at `start` (sampleRows shares it). */
+export function rowLogProb(
+  logits: Float32Array,
+  start: number,
+  columns: number,
+  target: number,
+): number {
+  return logProbOf(logits, start, target, rowLogSumExp(logits, start, columns));
+}
+
 /**
  * logProbs[r] = logits[r, targets[r]] − logsumexp(logits[r]); optionally the entropy
  * −Σ p log p (terms with p = 0 contribute 0, so −∞ logits are fine) and the logsumexp.
@@ -80,7 +94,7 @@ export function gatherLogProbs(args: KernelArguments<'gatherLogProbs'>): void {
     const target = targets[r];
     checkTarget(target, r, columns);
     const rowLse = rowLogSumExp(logits, start, columns);
-    logProbs[r] = logits[start + target] - rowLse;
+    logProbs[r] = logProbOf(logits, start, target, rowLse);
     if (logSumExp) logSumExp[r] = rowLse;
     if (entropy) entropy[r] = rowEntropy(logits, start, columns, rowLse);
   }

@@ -55,11 +55,19 @@ function checkRows(
   const tokens = new Int32Array(rows + 2).subarray(1, rows + 1).fill(-7);
   const maximum = allocate(rows);
   const total = float64View(new Array<number>(rows).fill(0));
-  backend.sampleRows({ logits, rows, columns, uniforms, tokens, maximum, total });
+  const logProbs = allocate(rows).fill(-7);
+  backend.sampleRows({ logits, rows, columns, uniforms, tokens, maximum, total, logProbs });
   const expected = definition(logits, rows, columns, uniforms);
+  const gathered = gatheredLogProbs(backend, logits, rows, columns, expected.tokens);
   for (let row = 0; row < rows; row++) {
     const where = `${label}, row ${row}`;
     assert.equal(tokens[row], expected.tokens[row], `${where}: token`);
+    // A drawing row's log-prob is gatherLogProbs' for its token, to the bit; others untouched.
+    const logProb = uniforms[row]! >= 0 ? gathered[row] : -7;
+    assert.ok(
+      Object.is(logProbs[row], logProb),
+      `${where}: log-prob ${logProbs[row]} ≠ ${logProb} (gatherLogProbs)`,
+    );
     assert.ok(
       Object.is(maximum[row], expected.maximum[row]),
       `${where}: maximum ${maximum[row]} ≠ ${expected.maximum[row]}`,
@@ -69,6 +77,28 @@ function checkRows(
       `${where}: total ${total[row]} ≠ ${expected.total[row]}`,
     );
   }
+}
+
+/** This backend's gatherLogProbs of `tokens` (rows that draw nothing: token 0). */
+function gatheredLogProbs(
+  backend: KernelBackend,
+  logits: Float32Array,
+  rows: number,
+  columns: number,
+  tokens: readonly number[],
+): Float32Array {
+  const logProbs = allocate(rows);
+  const targets = Int32Array.from(tokens, (token) => Math.max(0, token));
+  backend.gatherLogProbs({
+    logits,
+    targets,
+    rows,
+    columns,
+    logProbs,
+    entropy: null,
+    logSumExp: null,
+  });
+  return logProbs;
 }
 
 function uniformsFor(random: RandomGenerator, rows: number): Float64Array {
@@ -162,6 +192,7 @@ export function samplingTests(backend: KernelBackend): void {
         tokens,
         maximum: allocate(2),
         total: float64View([0, 0]),
+        logProbs: null,
       });
       assert.deepEqual([...tokens], [0, 2]);
     });
