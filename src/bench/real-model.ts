@@ -22,7 +22,7 @@ import {
   throughput,
   type LoraShape,
 } from './flops.js';
-import { measureTimeSplitSync, type TimeSplit } from './time-split.js';
+import { measureTimeSplitSync, splitDifference, type TimeSplit } from './time-split.js';
 
 /**
  * A real small model's cost on this machine: random weights with the exact shape of
@@ -153,10 +153,7 @@ function timeGeneration(
   batch: number,
   context: WorkloadContext,
 ): { prefill: number; total: number } {
-  const random = new RandomGenerator(`smollm2-generate-${batch}`);
-  const prompts = Array.from({ length: batch }, () =>
-    randomIds(random, promptTokens, model.config.vocabSize),
-  );
+  const { random, prompts } = generationPrompts(model, batch);
   const seconds = (maxNewTokens: number): number => {
     const start = process.hrtime.bigint();
     generate(model, { prompts, maxNewTokens, random, temperature: 1 });
@@ -164,6 +161,33 @@ function timeGeneration(
   };
   // A whole generation is 10+ s at batch 64, so warm-ups are prompt passes only.
   return timePrefillAndTotal(seconds, newTokens, context);
+}
+
+/** `batch` random prompts of 32 tokens, and the generator that made them (it samples on). */
+function generationPrompts(
+  model: TransformerLM,
+  batch: number,
+): { random: RandomGenerator; prompts: number[][] } {
+  const random = new RandomGenerator(`smollm2-generate-${batch}`);
+  const prompts = Array.from({ length: batch }, () =>
+    randomIds(random, promptTokens, model.config.vocabSize),
+  );
+  return { random, prompts };
+}
+
+/**
+ * Where one more generation's time goes, apart from the timed ones: the prompt pass (1 new
+ * token) and the 31 decode steps after it (32 new tokens less 1), each a time split.
+ */
+function recordGenerationSplits(model: TransformerLM, batch: number, name: string): void {
+  const { random, prompts } = generationPrompts(model, batch);
+  const split = (maxNewTokens: number) =>
+    timedStep(() => generate(model, { prompts, maxNewTokens, random, temperature: 1 }), {
+      cpu: false,
+    });
+  const prefill = split(1);
+  recordTimeSplit(`${name}-prefill-batch${batch}`, prefill);
+  recordTimeSplit(`${name}-decode-batch${batch}`, splitDifference(split(newTokens), prefill));
 }
 
 /**
@@ -177,7 +201,7 @@ function timeGeneration(
 export function generation(
   shape: RealModelShape,
   batch: number,
-  options: { parameterCount?: boolean } = {},
+  options: { parameterCount?: boolean; timeSplits?: boolean } = {},
 ): Workload {
   const { config } = shape;
   const prefix = shape.name;
@@ -188,6 +212,7 @@ export function generation(
         throw new Error(
           `generation at batch ${batch}: 32 new tokens took no longer than 1 (${total} s ≤ ${prefill} s); the machine was too busy to split prefill from decode, run again`,
         );
+      if (options.timeSplits) recordGenerationSplits(model, batch, prefix);
       const promptFlops = batch * prefillFlops(config, promptTokens);
       const decodeFlops = batch * (newTokens - 1) * forwardFlopsPerToken(config);
       const figures = (name: string, units: number, seconds: number, flops: number) =>
@@ -207,7 +232,7 @@ export function generation(
 /** Generation at one batch size on SmolLM2's shape (float32 weights). */
 export function smolLM2Generation(
   batch: number,
-  options: { parameterCount?: boolean } = {},
+  options: { parameterCount?: boolean; timeSplits?: boolean } = {},
 ): Workload {
   return generation(smolLM2, batch, options);
 }
@@ -264,7 +289,7 @@ function loraStepOf(shape: RealModelShape, context: WorkloadContext): WorkloadFi
  * One more run of `step` through the timing backend, apart from the timed ones: where its time
  * goes (time-split.ts), with the threads busy in each part, which shows what runs serially.
  */
-function timedStep(step: () => void): TimeSplit {
+function timedStep(step: () => void, options: { cpu: boolean } = { cpu: true }): TimeSplit {
   const backend = getBackend();
   const run = (timed: typeof backend) => {
     setBackend(timed);
@@ -274,7 +299,7 @@ function timedStep(step: () => void): TimeSplit {
       setBackend(backend);
     }
   };
-  return measureTimeSplitSync(backend, run, { cpu: true }).split;
+  return measureTimeSplitSync(backend, run, options).split;
 }
 
 /** The LoRA step on SmolLM2's shape (float32 weights). */

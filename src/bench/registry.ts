@@ -24,7 +24,7 @@ export const realModelWorkloads: Readonly<Record<string, Workload>> = {
   // The parameter count (millions) comes with the first workload.
   'smollm2-135m-shape-generate-batch1': smolLM2Generation(1, { parameterCount: true }),
   'smollm2-135m-shape-generate-batch8': smolLM2Generation(8),
-  'smollm2-135m-shape-generate-batch64': smolLM2Generation(64),
+  'smollm2-135m-shape-generate-batch64': smolLM2Generation(64, { timeSplits: true }),
   'smollm2-135m-shape-bfloat16-batch1': (context) =>
     benchmarkBfloat16Decode({ config: smolLM2Shape, name: 'smollm2-135m-shape', ...context }),
   // The stage's sampling: 16 rows on a bfloat16 base with LoRA adapters (about 25 s).

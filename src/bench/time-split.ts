@@ -190,6 +190,41 @@ export function measureTimeSplitSync<T>(
 }
 
 /**
+ * What `total` measured beyond `part`, a run of its first steps alone (a generation of 32
+ * tokens less one of 1: its decode steps): each part's seconds, calls, multiply-adds and CPU
+ * seconds less `part`'s, and so the wall time, faults and bytes; a part whose calls all fell in
+ * `part` is left out. On a busy machine a part may read a little below zero: kept at zero.
+ */
+export function splitDifference(total: TimeSplit, part: TimeSplit): TimeSplit {
+  const before = new Map(part.parts.map((entry) => [entry.part, entry]));
+  const less = (value: number, subtracted = 0) => Math.max(0, value - subtracted);
+  const parts: SplitPart[] = [];
+  for (const entry of total.parts) {
+    const earlier = before.get(entry.part);
+    const calls = entry.calls - (earlier?.calls ?? 0);
+    if (entry.calls > 0 && calls <= 0) continue;
+    const difference: SplitPart = {
+      part: entry.part,
+      seconds: less(entry.seconds, earlier?.seconds),
+      calls,
+      multiplyAdds: less(entry.multiplyAdds, earlier?.multiplyAdds),
+    };
+    if (entry.cpuSeconds !== undefined)
+      difference.cpuSeconds = less(entry.cpuSeconds, earlier?.cpuSeconds);
+    parts.push(difference);
+  }
+  return {
+    wallSeconds: less(total.wallSeconds, part.wallSeconds),
+    parts: parts.sort((left, right) => right.seconds - left.seconds),
+    zeroFilledBytes: less(total.zeroFilledBytes, part.zeroFilledBytes),
+    freshBytes: less(total.freshBytes, part.freshBytes),
+    minorPageFaults: less(total.minorPageFaults, part.minorPageFaults),
+    majorPageFaults: less(total.majorPageFaults, part.majorPageFaults),
+    systemSeconds: less(total.systemSeconds, part.systemSeconds),
+  };
+}
+
+/**
  * The split as lines: every part of at least `smallestShare` of the wall time (products at
  * their GFLOP/s), the smaller ones together, and the JavaScript between kernels (the wall time
  * no kernel or fill accounts for), then page faults and system time.
