@@ -43,8 +43,6 @@
  */
 #define MAX_TASKS_PER_THREAD 8
 #define MIN_TASK_GROUPS 4
-/* A smaller A is transposed on the calling thread alone. */
-#define TRANSPOSE_PARALLEL_FLOATS 16384
 
 typedef struct {
   const gemm_problem *g;
@@ -222,41 +220,12 @@ bool gemm_weight_rows_applies(const gemm_problem *g) {
          g->n >= GROUP_COLUMNS;
 }
 
-/* Aᵀ by slices of k, one task each: at[p·rows + i] = A[i][p] for p in the task's slice. */
-typedef struct {
-  const gemm_problem *g;
-  float *at;
-  int64_t rows, depth_per_task;
-} transpose_context;
-
-static void transpose_task(void *context, size_t index, int thread) {
-  (void)thread;
-  const transpose_context *t = context;
-  int64_t p0 = (int64_t)index * t->depth_per_task;
-  int64_t depth = t->g->k - p0 < t->depth_per_task ? t->g->k - p0 : t->depth_per_task;
-  transpose_rows(t->g->a + p0, t->g->k, t->g->m, depth, t->at + p0 * t->rows, t->rows);
-}
-
-/*
- * Aᵀ into `at`, on every thread when `parallel`: the calling thread alone used to transpose
- * it while the workers waited, 1–3% of a decode step's CPU time (64 × 576 floats, 210
- * products a step). The same floats, whatever the split.
- */
-static void transpose_a(const gemm_problem *g, float *at, int64_t rows, bool parallel) {
-  int64_t threads = parallel ? pool_thread_count() : 1;
-  int64_t slices = chunk_count(g->k, VECTOR_WIDTH);
-  int64_t per_task = chunk_count(slices, threads) * VECTOR_WIDTH;
-  transpose_context context = {g, at, rows, per_task};
-  run_maybe_parallel((size_t)chunk_count(g->k, per_task), transpose_task, &context,
-                     parallel && g->m * g->k >= TRANSPOSE_PARALLEL_FLOATS);
-}
-
 void gemm_weight_rows(const gemm_problem *g, bool parallel) {
   int64_t rows = chunk_count(g->m, VECTOR_WIDTH) * VECTOR_WIDTH;
   /* Slot 3: the calling thread's buffer its workers read (threadpool.h). */
   float *at = pool_scratch(0, 3, (size_t)(rows * g->k) * sizeof(float));
   if (!at) abort();
-  transpose_a(g, at, rows, parallel);
+  transpose_rows(g->a, g->k, g->m, g->k, at, rows);
   int64_t groups = chunk_count(g->n, GROUP_COLUMNS);
   int64_t threads = parallel ? pool_thread_count() : 1;
   int64_t per_thread = groups / (MIN_TASK_GROUPS * threads);
