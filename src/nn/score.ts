@@ -184,8 +184,8 @@ export function completionDistributionsAndLogProbs(
     tidy(() => {
       const { logits, packed } = completionLogits(model, items);
       return {
-        distributions: logSoftmax(logits).data.slice(),
-        logProbs: gatherLogProbs(logits, packed.targets).logProbs.data.slice(),
+        distributions: logSoftmax(logits).takeData(),
+        logProbs: gatherLogProbs(logits, packed.targets).logProbs.takeData(),
       };
     }),
   );
@@ -204,7 +204,7 @@ export function completionHiddenStates(
   return noGrad(() =>
     tidy(() => {
       const hidden = model.forwardHidden(forwardInput(packed));
-      return selectRows(hidden, packed.rows).data.slice();
+      return selectRows(hidden, packed.rows).takeData();
     }),
   );
 }
@@ -218,7 +218,7 @@ export function logDistributionsFromHidden(
   return noGrad(() =>
     tidy(() => {
       const logits = model.head(tensor(hidden, [rows, model.config.hiddenSize]));
-      return logSoftmax(logits).data.slice();
+      return logSoftmax(logits).takeData();
     }),
   );
 }
@@ -237,8 +237,8 @@ export function logDistributionsAndLogProbsFromHidden(
     tidy(() => {
       const logits = model.head(tensor(hidden, [targets.length, model.config.hiddenSize]));
       return {
-        distributions: logSoftmax(logits).data.slice(),
-        logProbs: gatherLogProbs(logits, targets).logProbs.data.slice(),
+        distributions: logSoftmax(logits).takeData(),
+        logProbs: gatherLogProbs(logits, targets).logProbs.takeData(),
       };
     }),
   );

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
-import { allocate, clearPool, memoryStatistics, release, setMaximumPooledBytes } from './memory.js';
+import {
+  allocate,
+  clearPool,
+  memoryStatistics,
+  release,
+  setMaximumPooledBytes,
+  tidy,
+} from './memory.js';
+import { add } from './ops/elementwise.js';
+import { Tensor } from './tensor.js';
 
 describe('buffer pool', () => {
   let previousBound = 0;
@@ -61,5 +70,27 @@ describe('buffer pool', () => {
   test('a negative bound is refused', () => {
     previousBound = setMaximumPooledBytes(1);
     assert.throws(() => setMaximumPooledBytes(-1), /≥ 0 bytes/);
+  });
+
+  test("takeData hands a tensor's pooled buffer out of its scope, for release to reuse", () => {
+    clearPool();
+    previousBound = setMaximumPooledBytes(16 * 2 ** 20);
+    const input = new Tensor(
+      Float32Array.from({ length: 1000 }, (_, index) => index / 1000),
+      [10, 100],
+    );
+    const expected = add(input, 1).data.slice();
+    let taken: Tensor | null = null;
+    const values = tidy(() => {
+      taken = add(input, 1);
+      return taken.takeData();
+    });
+    assert.deepEqual(values, expected);
+    assert.equal(taken!.isDisposed, true);
+    // tidy disposed the taken tensor without giving its buffer back: nothing else holds it.
+    assert.notEqual(allocate(1000).buffer, values.buffer);
+    release(values);
+    assert.equal(allocate(1000).buffer, values.buffer, 'the released buffer is reused');
+    assert.throws(() => input.keep().takeData(), /persistent tensor of shape \[10, 100\]/);
   });
 });
