@@ -1,6 +1,14 @@
 import { roundToBfloat16, widenBfloat16 } from '../backend/bfloat16.js';
 import { ShapeError } from '../util/errors.js';
-import { allocate, allocateZeroed, keep, release, track, type Disposable } from './memory.js';
+import {
+  allocate,
+  allocateZeroed,
+  disown,
+  keep,
+  release,
+  track,
+  type Disposable,
+} from './memory.js';
 
 /**
  * The backward rule of one op: given the gradient of the op's output, accumulate the gradient
@@ -179,6 +187,7 @@ export class Tensor implements Disposable {
         `takeData() on a persistent tensor of shape ${formatShape(this.shape)}: copy its data instead`,
       );
     const values = this.data;
+    if (this.storage) disown(this.storage);
     this.forget();
     return values;
   }
