@@ -163,6 +163,10 @@ export function scoreToArrays(
 /**
  * The full predictive log-distribution at every completion token: [totalTokens, vocab], item
  * by item. Cached before an update, it is the reference for exact per-token KL afterwards.
+ *
+ * This function and the ones below return the arrays their tensors computed, not copies (a
+ * chunk of distributions is up to 64 MB): the caller owns them and may give them back to the
+ * tensor memory pool with `release` once done with them.
  */
 export function completionLogDistributions(
   model: TransformerLM,
