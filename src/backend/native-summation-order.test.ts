@@ -91,6 +91,33 @@ describe('native bfloat16 product: the documented summation order', { skip: !nat
     }
   });
 
+  test('many rows past L2: sampled rows, every column, equal the order written out', () => {
+    // A of 700 × 600 floats is past the L2 of the hosts this runs on and its micro-panel fits
+    // L1, so the lane tile runs by chunks of B (matmul_bfloat16_lanes.c): 500 columns read A in
+    // place, 1,100 pack it; both leave partial last chunks, panels and micro-panels, and
+    // k = 600 a tail past the last whole vector.
+    const random = createRandom(13);
+    const [m, k] = [700, 600];
+    for (const n of [500, 1100]) {
+      const a = coarseValues(random, m * k, 12);
+      const bits = roundToBfloat16(coarseValues(random, n * k, 8));
+      const weights = widenBfloat16(bits);
+      const c = new Float32Array(m * n);
+      native!.matmulBfloat16({ a, b: bits, c, m, n, k, transposeB: true });
+      const rows = [...Array.from({ length: Math.ceil(m / 37) }, (_value, i) => i * 37), m - 1];
+      for (const row of rows) {
+        for (let column = 0; column < n; column++) {
+          const expected = documentedEntry(
+            a.subarray(row * k, (row + 1) * k),
+            weights.subarray(column * k, (column + 1) * k),
+            width,
+          );
+          assert.equal(c[row * n + column], expected, `n ${n}, entry (${row}, ${column})`);
+        }
+      }
+    }
+  });
+
   test('the order is seen: summing the lanes one after another gives other bits', () => {
     const random = createRandom(12);
     const k = 8 * width;

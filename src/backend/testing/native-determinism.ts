@@ -66,6 +66,20 @@ function outputs(backend: KernelBackend): Float32Array[] {
     });
     bfloat16Products.push(product);
   }
+  // x·Wᵀ with A past L2 and k = 600: the lane tile run by chunks of B, rows split by the thread
+  // count (matmul_bfloat16_lanes.c).
+  const [chunkM, chunkN, chunkK] = [700, 1100, 600];
+  const chunked = allocate(chunkM * chunkN);
+  backend.matmulBfloat16({
+    a: randomArray(random, chunkM * chunkK),
+    b: new Uint16Array(chunkN * chunkK).map((_value, index) => (index * 7919) % 0x7f00),
+    c: chunked,
+    m: chunkM,
+    n: chunkN,
+    k: chunkK,
+    transposeB: true,
+  });
+  bfloat16Products.push(chunked);
   const [rows, columns] = [1000, 300];
   const input = randomArray(random, rows * columns);
   const weight = randomArray(random, columns);
