@@ -13,6 +13,8 @@
 // (an older one, for a before-and-after comparison in the same conditions). --against <file>
 // loads a second build in the same process and times its products too, each round alternating
 // the builds, and adds two columns: this build's speed over the other's, bfloat16 and float32.
+// --cpu times by the process's CPU time instead of wall time (with --threads 1, a core's own
+// rate, which other processes on a shared machine disturb far less).
 import { parseArgs } from 'node:util';
 import { roundToBfloat16 } from '../src/backend/bfloat16.ts';
 import {
@@ -47,6 +49,7 @@ const { values: options } = parseArgs({
     rounds: { type: 'string', default: '7' },
     seconds: { type: 'string', default: '0.1' },
     against: { type: 'string' },
+    cpu: { type: 'boolean', default: false },
   },
 });
 
@@ -83,9 +86,16 @@ function median(list) {
 
 /** Seconds per call of `run`, over enough calls to last about `--seconds`. */
 function secondsPerCall(run, calls) {
-  const start = process.hrtime.bigint();
+  const start = clockSeconds();
   for (let call = 0; call < calls; call++) run();
-  return Number(process.hrtime.bigint() - start) / 1e9 / calls;
+  return (clockSeconds() - start) / calls;
+}
+
+/** Wall time, or the process's CPU time with --cpu, in seconds. */
+function clockSeconds() {
+  if (!options.cpu) return Number(process.hrtime.bigint()) / 1e9;
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1e6;
 }
 
 /** One shape, one layout: float32 and bfloat16 timed alternately for `rounds` rounds. */

@@ -388,10 +388,11 @@ static void plan_lanes(lane_plan *plan, int threads) {
  * (at least 512 rows, or every row when read in place) from L3 for every panel of B. By chunks,
  * B's panels are widened once per chunk, and a task keeps one A micro-panel in L1 while the
  * chunk's panels stream from its L2, as gemm_packed.c does; A is re-packed once per chunk, which
- * pays only while its micro-panel fits L1. Measured on an Intel Xeon (cpuid model 207, two
- * threads, 2,048 rows, this build against the one before in one process): by chunks at k = 576
- * ran 1.19–1.20× as fast for 576 and 192 columns, 1.11× for 1,536, 1.01× for 49,152; at
- * k = 1,536 it ran 0.96–1.05× and at k = 8,960 0.57×, so deeper products stay by panels.
+ * pays only while its micro-panel fits L1. Measured on an Intel Xeon (cpuid model 207), this
+ * build against the one before in one process, 2,048 rows: by chunks at k = 576 ran 1.23–1.28×
+ * as fast for 576 and 192 columns (A was read in place, every row per B panel), 0.97–1.05× for
+ * 1,536 and 49,152 (one thread, CPU time); at k = 1,536 0.96–1.05× and at k = 8,960 0.57×
+ * (two threads), so deeper products stay by panels.
  */
 static void run_by_chunks(const bfloat16_problem *g, bool share) {
   lane_plan plan = {.problem = g, .in_place = reads_in_place(g)};
