@@ -157,11 +157,8 @@ static void lanes_tile_in_place(const bfloat16_problem *g, const float *b, int64
   lanes_tile(g, &a, b, r0, PANEL_ROWS, j0, columns);
 }
 
-/*
- * The product's plan and the chunk of B being run: one pool job per chunk of B's column
- * panels, whose first tasks widen the next chunk into the other buffer and the rest each run
- * a block of rows against this chunk.
- */
+/* The plan by chunks: a pool job per chunk of B's panels, whose first tasks widen the next
+   chunk into the other buffer and the rest each run a block of rows against this one. */
 typedef struct {
   const bfloat16_problem *problem;
   float *packed_b[2];          /* even chunks' widened panels, odd chunks' */
@@ -169,7 +166,7 @@ typedef struct {
   int64_t a_panels, b_panels;  /* micro-panels of A, of B, in the product */
   int64_t row_blocks, block_panels; /* equal blocks of A's micro-panels, a task each */
   int64_t chunks, chunk_panels;     /* equal chunks of B's panels, each kept in L2 */
-  int64_t chunk;                    /* the chunk this job runs */
+  int64_t chunk;                    /* the chunk this job runs (-1: none, only the first packed) */
   int64_t next_pack_tasks;          /* this job's tasks widening the next chunk (first) */
 } lane_plan;
 
@@ -181,13 +178,8 @@ static void pack_chunk_panel(const lane_plan *plan, int64_t chunk, int64_t index
 }
 
 static int64_t chunk_panel_count(const lane_plan *plan, int64_t chunk) {
-  int64_t left = plan->b_panels - chunk * plan->chunk_panels;
+  int64_t left = chunk < plan->chunks ? plan->b_panels - chunk * plan->chunk_panels : 0;
   return left < plan->chunk_panels ? left : plan->chunk_panels;
-}
-
-static void pack_first_chunk_task(void *context, size_t index, int thread) {
-  (void)thread;
-  pack_chunk_panel(context, 0, (int64_t)index);
 }
 
 /* Rows of one block against the chunk: each A micro-panel packed (or read in place) right
@@ -205,9 +197,9 @@ static void chunk_task(void *context, size_t index, int thread) {
   if (last > plan->a_panels) last = plan->a_panels;
   int64_t j_first = plan->chunk * plan->chunk_panels * PANEL_COLUMNS;
   int64_t panels = chunk_panel_count(plan, plan->chunk);
-  int64_t j_last = j_first + panels * PANEL_COLUMNS < g->n ? j_first + panels * PANEL_COLUMNS : g->n;
   int64_t r_last = last * PANEL_ROWS < g->m ? last * PANEL_ROWS : g->m;
-  prepare_c(g, first * PANEL_ROWS, r_last, j_first, j_last);
+  int64_t j_last = j_first + panels * PANEL_COLUMNS;
+  prepare_c(g, first * PANEL_ROWS, r_last, j_first, j_last < g->n ? j_last : g->n);
   float *packed_a = pool_scratch(thread, 1, (size_t)(PANEL_ROWS * g->k) * sizeof(float));
   if (!packed_a) abort();
   const float *chunk_b = plan->packed_b[plan->chunk & 1];
@@ -226,10 +218,8 @@ static void chunk_task(void *context, size_t index, int thread) {
   }
 }
 
-/*
- * One block of rows: A packed (by the first pool job) for every task, cut into column panels
- * and, when there are too few panels for the threads, parts of its rows.
- */
+/* By panels, one block of rows: A packed (by the first pool job) for every task, cut into
+   column panels and, when there are too few panels for the threads, parts of its rows. */
 typedef struct {
   const bfloat16_problem *problem;
   float *packed_a;             /* every micro-panel, or in place only the last if partial */
@@ -402,11 +392,10 @@ static void run_by_chunks(const bfloat16_problem *g, bool share) {
   if (!packed_b) abort();
   plan.packed_b[0] = packed_b;
   plan.packed_b[1] = packed_b + chunk_floats;
-  run_maybe_parallel((size_t)chunk_panel_count(&plan, 0), pack_first_chunk_task, &plan, share);
-  for (plan.chunk = 0; plan.chunk < plan.chunks; plan.chunk++) {
-    plan.next_pack_tasks =
-        plan.chunk + 1 < plan.chunks ? chunk_panel_count(&plan, plan.chunk + 1) : 0;
-    run_maybe_parallel((size_t)(plan.next_pack_tasks + plan.row_blocks), chunk_task, &plan, share);
+  for (plan.chunk = -1; plan.chunk < plan.chunks; plan.chunk++) {
+    plan.next_pack_tasks = chunk_panel_count(&plan, plan.chunk + 1);
+    int64_t row_tasks = plan.chunk >= 0 ? plan.row_blocks : 0;
+    run_maybe_parallel((size_t)(plan.next_pack_tasks + row_tasks), chunk_task, &plan, share);
   }
 }
 
