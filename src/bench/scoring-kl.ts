@@ -28,6 +28,7 @@ function exactTokenKl(reference: ReferenceDistributions, totalTokens: number): F
       vocab: smolLM2Shape.vocabSize,
     });
     perToken.set(perPosition, pair.chunk.start);
+    pair.release();
   }
   return perToken;
 }

@@ -163,6 +163,10 @@ export function scoreToArrays(
 /**
  * The full predictive log-distribution at every completion token: [totalTokens, vocab], item
  * by item. Cached before an update, it is the reference for exact per-token KL afterwards.
+ *
+ * This function and the ones below return the arrays their tensors computed, not copies (a
+ * chunk of distributions is up to 64 MB): the caller owns them and may give them back to the
+ * tensor memory pool with `release` once done with them.
  */
 export function completionLogDistributions(
   model: TransformerLM,
@@ -184,8 +188,8 @@ export function completionDistributionsAndLogProbs(
     tidy(() => {
       const { logits, packed } = completionLogits(model, items);
       return {
-        distributions: logSoftmax(logits).data.slice(),
-        logProbs: gatherLogProbs(logits, packed.targets).logProbs.data.slice(),
+        distributions: logSoftmax(logits).takeData(),
+        logProbs: gatherLogProbs(logits, packed.targets).logProbs.takeData(),
       };
     }),
   );
@@ -204,7 +208,7 @@ export function completionHiddenStates(
   return noGrad(() =>
     tidy(() => {
       const hidden = model.forwardHidden(forwardInput(packed));
-      return selectRows(hidden, packed.rows).data.slice();
+      return selectRows(hidden, packed.rows).takeData();
     }),
   );
 }
@@ -218,7 +222,7 @@ export function logDistributionsFromHidden(
   return noGrad(() =>
     tidy(() => {
       const logits = model.head(tensor(hidden, [rows, model.config.hiddenSize]));
-      return logSoftmax(logits).data.slice();
+      return logSoftmax(logits).takeData();
     }),
   );
 }
@@ -237,8 +241,8 @@ export function logDistributionsAndLogProbsFromHidden(
     tidy(() => {
       const logits = model.head(tensor(hidden, [targets.length, model.config.hiddenSize]));
       return {
-        distributions: logSoftmax(logits).data.slice(),
-        logProbs: gatherLogProbs(logits, targets).logProbs.data.slice(),
+        distributions: logSoftmax(logits).takeData(),
+        logProbs: gatherLogProbs(logits, targets).logProbs.takeData(),
       };
     }),
   );

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
-import { allocate, clearPool, memoryStatistics, release, setMaximumPooledBytes } from './memory.js';
+import {
+  allocate,
+  clearPool,
+  memoryStatistics,
+  release,
+  setMaximumPooledBytes,
+  tidy,
+} from './memory.js';
+import { add } from './ops/elementwise.js';
+import { Tensor } from './tensor.js';
 
 describe('buffer pool', () => {
   let previousBound = 0;
@@ -41,25 +50,61 @@ describe('buffer pool', () => {
     assert.equal(memoryStatistics().pooledBytes, 4 * 500_000);
   });
 
-  test('a new buffer trims the pool to half its bound; reused buffers trim nothing', () => {
+  test('a new buffer trims the pool to leave room under its bound, or to half of it', () => {
     clearPool();
-    previousBound = setMaximumPooledBytes(16 * 2 ** 20);
+    const megabyte = 2 ** 20;
+    const pooled = () => memoryStatistics().pooledBytes / megabyte;
+    previousBound = setMaximumPooledBytes(16 * megabyte);
     // A phase that used twelve 1 MB buffers (12 MB pooled), then one that needs 2 MB buffers.
     const first = Array.from({ length: 12 }, () => allocate(2 ** 18));
     for (const buffer of first) release(buffer);
-    assert.equal(memoryStatistics().pooledBytes, 12 * 2 ** 20);
-    const second = allocate(2 ** 19);
-    assert.equal(memoryStatistics().pooledBytes, 6 * 2 ** 20, 'at most 8 MB − 2 MB pooled');
-    release(second);
-    // Six reused and one new: the pool (the 2 MB buffer) is under 8 − 1 MB, nothing is trimmed.
-    const again = Array.from({ length: 7 }, () => allocate(2 ** 18));
-    assert.equal(memoryStatistics().pooledBytes, 2 * 2 ** 20);
-    for (const buffer of again) release(buffer);
-    assert.equal(memoryStatistics().pooledBytes, 9 * 2 ** 20);
+    assert.equal(pooled(), 12);
+    // With little in use, the pool keeps what fits beside it and the new buffer.
+    const second = [allocate(2 ** 19), allocate(2 ** 19)];
+    assert.equal(pooled(), 12, '2 MB in use + 12 pooled + 2 new');
+    second.push(allocate(2 ** 19));
+    assert.equal(pooled(), 10, '4 MB in use + 10 pooled + 2 new');
+    // Once more than half the bound is in use, it keeps half the bound less the new buffer.
+    for (let count = 0; count < 3; count++) second.push(allocate(2 ** 19));
+    assert.equal(pooled(), 6, '10 MB in use, 8 − 2 MB pooled');
+    // Reused buffers trim nothing.
+    const again = Array.from({ length: 6 }, () => allocate(2 ** 18));
+    assert.equal(pooled(), 0);
+    for (const buffer of [...second, ...again]) release(buffer);
+    assert.equal(memoryStatistics().outstandingBytes, 0);
   });
 
   test('a negative bound is refused', () => {
     previousBound = setMaximumPooledBytes(1);
     assert.throws(() => setMaximumPooledBytes(-1), /≥ 0 bytes/);
+  });
+
+  test("takeData hands a tensor's pooled buffer out of its scope, for release to reuse", () => {
+    clearPool();
+    previousBound = setMaximumPooledBytes(16 * 2 ** 20);
+    const input = new Tensor(
+      Float32Array.from({ length: 1000 }, (_, index) => index / 1000),
+      [10, 100],
+    );
+    const expected = add(input, 1).data.slice();
+    let taken: Tensor | null = null;
+    const inUse = memoryStatistics().outstandingBytes;
+    const values = tidy(() => {
+      taken = add(input, 1);
+      return taken.takeData();
+    });
+    assert.deepEqual(values, expected);
+    assert.equal(taken!.isDisposed, true);
+    // tidy disposed the taken tensor without giving its buffer back: nothing else holds it.
+    // Out of the pool's count of buffers in use until released, if ever.
+    assert.equal(memoryStatistics().outstandingBytes, inUse);
+    const other = allocate(1000);
+    assert.notEqual(other.buffer, values.buffer);
+    release(values);
+    const reused = allocate(1000);
+    assert.equal(reused.buffer, values.buffer, 'the released buffer is reused');
+    for (const buffer of [other, reused]) release(buffer);
+    assert.equal(memoryStatistics().outstandingBytes, inUse);
+    assert.throws(() => input.keep().takeData(), /persistent tensor of shape \[10, 100\]/);
   });
 });

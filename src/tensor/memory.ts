@@ -33,6 +33,8 @@ const usedBytes = new WeakMap<ArrayBuffer, number>();
 let pooledBytes = 0;
 /** Bytes handed out by `allocate` (pooled sizes only) and not yet given back to `release`. */
 let outstandingBytes = 0;
+/** The same buffers' used bytes (usedBytes): with pooledBytes, the pages the pool's buffers hold. */
+let outstandingUsedBytes = 0;
 let peakOutstandingBytes = 0;
 /** Bytes of new (zero-filled by the OS, paid in page faults) and of zero-filled pooled buffers. */
 let freshBytes = 0;
@@ -70,12 +72,14 @@ function allocateFrom(length: number): { buffer: Float32Array; fresh: boolean } 
     const used = usedBytes.get(reused)!;
     pooledBytes -= used;
     if (4 * length > used) usedBytes.set(reused, 4 * length);
+    outstandingUsedBytes += Math.max(used, 4 * length);
     return { buffer: new Float32Array(reused, 0, length), fresh: false };
   }
   freshBytes += bytes;
   dropPooled(bytes);
   const buffer = new ArrayBuffer(bytes);
   usedBytes.set(buffer, 4 * length);
+  outstandingUsedBytes += 4 * length;
   return { buffer: new Float32Array(buffer, 0, length), fresh: true };
 }
 
@@ -95,35 +99,67 @@ export function allocateZeroed(length: number): Float32Array {
 }
 
 /**
- * Before a new buffer of `bytes` is made, leaves pooled buffers (of other size classes: this
- * one has none) to the garbage collector until the pool holds at most half its bound less
- * `bytes`. A loop that reuses its buffers (training steps of one shape) makes no new ones and
- * keeps its whole working set pooled, up to the bound; a workload that moves on to other shapes
- * (sampling's activations, then an update's) trims what it no longer uses instead of keeping a
- * full pool of it beside the new buffers.
+ * Before a new buffer of `bytes` is made, leaves pooled buffers (of other size
+ * classes: this one has none) to the garbage collector until the buffers in use, the pooled ones
+ * and the new one together take at most the pool's bound — or, when those in use alone take
+ * more than half of it, until the pool holds at most half its bound less `bytes`. A loop that
+ * reuses its buffers (training steps of one shape) makes no new ones and keeps its whole working
+ * set pooled, up to the bound; a workload that moves on to other shapes (sampling's activations,
+ * then an update's) trims what it no longer uses instead of keeping a full pool of it beside the
+ * new buffers. (Trimming to half the bound whatever was in use made a SmolLM2-shape stage, whose
+ * tensors in use never pass 0.7 GB, drop and make anew 7.1 GiB of buffers: 1.5 M page faults.)
  */
 function dropPooled(bytes: number): void {
-  const target = maximumPooledBytes / 2 - bytes;
+  const target =
+    Math.max(maximumPooledBytes / 2, maximumPooledBytes - outstandingUsedBytes) - bytes;
   for (const bucket of pool.values()) {
     if (pooledBytes <= target) return;
     while (bucket.length > 0 && pooledBytes > target) pooledBytes -= usedBytes.get(bucket.pop()!)!;
   }
 }
 
+/** Whether `buffer` is a whole size-class buffer as `allocate` hands out (the ones pooled). */
+function isPooledSize(buffer: Float32Array): boolean {
+  return (
+    buffer.byteOffset === 0 &&
+    buffer.length >= smallestPooledLength &&
+    buffer.buffer.byteLength === sizeClassBytes(buffer.length)
+  );
+}
+
+/** Buffers `disown` took out of the count of those in use (a later `release` is welcome). */
+const disowned = new WeakSet<ArrayBufferLike>();
+
+/** Stops counting the buffer as in use; it may or may not come back through `release`. */
+function stopCounting(buffer: Float32Array): number {
+  const arrayBuffer = buffer.buffer;
+  const used = usedBytes.get(arrayBuffer as ArrayBuffer) ?? arrayBuffer.byteLength;
+  if (disowned.delete(arrayBuffer)) return used;
+  outstandingBytes -= arrayBuffer.byteLength;
+  // An array `allocate` did not hand out (one of a pooled size made elsewhere) was never counted.
+  outstandingUsedBytes = Math.max(0, outstandingUsedBytes - used);
+  return used;
+}
+
+/**
+ * For a buffer whose owner may drop it to the garbage collector instead of releasing it (a
+ * tensor's data handed out by `takeData`): the pool stops counting it as in use now, so that a
+ * dropped one does not count forever. Releasing it later still pools it.
+ */
+export function disown(buffer: Float32Array): void {
+  if (!isPooledSize(buffer) || disowned.has(buffer.buffer)) return;
+  stopCounting(buffer);
+  disowned.add(buffer.buffer);
+}
+
 /** Returns a buffer to the pool. The caller must not touch it afterwards. */
 export function release(buffer: Float32Array): void {
   // Only whole size-class buffers from `allocate` are pooled; other arrays (views into larger
   // data, arrays made elsewhere) are simply dropped.
+  if (!isPooledSize(buffer)) return;
   const bytes = buffer.buffer.byteLength;
-  if (
-    buffer.byteOffset !== 0 ||
-    buffer.length < smallestPooledLength ||
-    bytes !== sizeClassBytes(buffer.length)
-  )
-    return;
-  outstandingBytes -= bytes;
   const arrayBuffer = buffer.buffer as ArrayBuffer;
-  const used = usedBytes.get(arrayBuffer) ?? bytes;
+  const used = stopCounting(buffer);
   if (pooledBytes + used > maximumPooledBytes) return;
   let bucket = pool.get(bytes);
   if (!bucket) {

@@ -21,6 +21,7 @@ import {
   tensor,
   Tensor,
 } from './index.js';
+import { allocate, clearPool, memoryStatistics, release } from './memory.js';
 import { backwardFrom } from './tensor.js';
 import { checkGradients, forEachBackend, randomLeaf } from './test-support/gradient-check.js';
 
@@ -195,6 +196,48 @@ describe('neural-network ops on every backend', () => {
     assert.deepEqual(joined.data.subarray(8, 16), own.data.subarray(0, 8));
     checkGradients({ inputs: [source, own], fn: ([s, x]) => prependRows(s!, indices, x!), random });
     assert.throws(() => prependRows(source, Int32Array.from([6, 0, 0]), own), /prependRows/);
+  });
+
+  test("prependRows' backward: the bits of adding row by row in sequence order, unfilled input gradient", () => {
+    // The loop the backward rule was: each picked row added in float32, sequences in order.
+    const expected = (indices: Int32Array, gradOutput: Float32Array, shape: number[]) => {
+      const [sourceRows, batch, length, features] = shape as [number, number, number, number];
+      const before = indices.length / batch;
+      const width = before + length;
+      const source = new Float32Array(sourceRows * features);
+      const input = new Float32Array(batch * length * features);
+      for (let b = 0; b < batch; b++) {
+        for (let s = 0; s < before; s++) {
+          const row = indices[b * before + s]!;
+          for (let column = 0; row >= 0 && column < features; column++)
+            source[row * features + column]! += gradOutput[(b * width + s) * features + column]!;
+        }
+        for (let index = 0; index < length * features; index++)
+          input[b * length * features + index]! +=
+            gradOutput[(b * width + before) * features + index]!;
+      }
+      return { source, input };
+    };
+    forEachBackend((backendName) => {
+      const random = new RandomGenerator(`prepend-rows-${backendName}`);
+      // Odd shapes: 11 source rows of 37; 3 sequences of 5 own rows after 6 prefix slots, with
+      // runs, a row picked twice in one sequence, rows shared across sequences and −1s.
+      const [sourceRows, batch, length, features] = [11, 3, 5, 37];
+      const indices = Int32Array.from([-1, -1, 2, 3, 4, 5, 7, 8, 9, 3, 4, 7, -1, 10, 2, 3, 4, 0]);
+      const source = randomLeaf([sourceRows, features], random);
+      const own = randomLeaf([batch, length, features], random);
+      clearPool();
+      const joined = prependRows(source, indices, own);
+      const gradOutput = Float32Array.from({ length: joined.size }, () => random.normal() * 1e3);
+      // Pooled buffers of the gradients' sizes, so that a zero-fill would be counted.
+      for (const buffer of [allocate(own.size), allocate(source.size)]) release(buffer);
+      const filled = memoryStatistics().zeroFilledBytes;
+      joined.backward(gradOutput);
+      assert.equal(memoryStatistics().zeroFilledBytes - filled, 4 * source.size, backendName);
+      const reference = expected(indices, gradOutput, [sourceRows, batch, length, features]);
+      assert.deepEqual(source.grad, reference.source, backendName);
+      assert.deepEqual(own.grad, reference.input, backendName);
+    });
   });
 
   test('backwardFrom: several roots of one graph pass their shared part on once, complete', () => {

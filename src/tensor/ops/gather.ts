@@ -1,6 +1,7 @@
+import { getBackend } from '../../backend/index.js';
 import { ShapeError } from '../../util/errors.js';
 import { allocate } from '../memory.js';
-import { createResult, formatShape, gradientOf, Tensor } from '../tensor.js';
+import { createResult, formatShape, gradientOf, gradientToWrite, Tensor } from '../tensor.js';
 
 /**
  * Rows of x seen as [rows, features] (every axis but the last folded): output
@@ -68,25 +69,54 @@ export function prependRows(source: Tensor, indices: Int32Array, input: Tensor):
   }
   const outputShape = [batch, width, features];
   return createResult(output, outputShape, 'prependRows', [source, input], (gradOutput) => {
+    const backend = getBackend();
     if (source.requiresGrad) {
+      // Rows of the source are summed into in sequence order. A prefix's tokens sit in
+      // consecutive source rows, so each sequence's picked rows are one run: one `axpy` (y + 1·x,
+      // the bits of a float32 +=) per run instead of a JavaScript loop over every entry.
       const gradient = gradientOf(source);
       for (let b = 0; b < batch; b++)
-        for (let s = 0; s < before; s++) {
-          const row = indices[b * before + s]!;
-          if (row < 0) continue;
-          const from = (b * width + s) * features;
-          for (let column = 0; column < features; column++)
-            gradient[row * features + column]! += gradOutput[from + column]!;
-        }
+        forEachRun(indices, b * before, (b + 1) * before, (first, row, rows) => {
+          const from = (b * width + first - b * before) * features;
+          backend.axpy({
+            alpha: 1,
+            x: gradOutput.subarray(from, from + rows * features),
+            y: gradient.subarray(row * features, (row + rows) * features),
+          });
+        });
     }
     if (input.requiresGrad) {
-      const gradient = gradientOf(input);
+      // Every entry of the input's gradient gets exactly one row: written, not added to zeros.
+      const { gradient, beta } = gradientToWrite(input);
       for (let b = 0; b < batch; b++) {
         const from = (b * width + before) * features;
-        const to = b * length * features;
-        for (let index = 0; index < length * features; index++)
-          gradient[to + index]! += gradOutput[from + index]!;
+        backend.axpy({
+          alpha: 1,
+          x: gradOutput.subarray(from, from + length * features),
+          y: gradient.subarray(b * length * features, (b + 1) * length * features),
+          beta,
+        });
       }
     }
   });
+}
+
+/**
+ * Calls `run(first, row, rows)` for each maximal run of consecutive source rows (row, row + 1,
+ * …) in indices[begin, end), skipping −1s: `first` is the run's position in `indices`.
+ */
+function forEachRun(
+  indices: Int32Array,
+  begin: number,
+  end: number,
+  run: (first: number, row: number, rows: number) => void,
+): void {
+  let first = begin;
+  while (first < end) {
+    const row = indices[first]!;
+    let next = first + 1;
+    if (row >= 0) while (next < end && indices[next] === row + (next - first)) next++;
+    if (row >= 0) run(first, row, next - first);
+    first = next;
+  }
 }

@@ -77,6 +77,7 @@ function collect(old: Float32Array, current: Float32Array): EvidenceCollector {
       old: rows(old),
       current: rows(current),
       currentLogProbs: new Float32Array(chunk.positions),
+      release: () => {},
     };
     collector.add(pair);
   }

@@ -135,7 +135,10 @@ export class HeldOutEvidence {
 
   after(): CertificateEvidence {
     const collector = new EvidenceCollector(this.tokens, this.model.config.vocabSize);
-    for (const pair of this.reference.pairs()) collector.add(pair);
+    for (const pair of this.reference.pairs()) {
+      collector.add(pair);
+      pair.release();
+    }
     return collector.evidence();
   }
 }

@@ -27,7 +27,10 @@ export function measureKl(
   pairs: Iterable<DistributionPair>,
 ): KlMeasurement {
   const evidence = new EvidenceCollector(tokens, vocabSize, { rankShift: true });
-  for (const pair of pairs) evidence.add(pair);
+  for (const pair of pairs) {
+    evidence.add(pair);
+    pair.release();
+  }
   const summary = meanTokenKl({
     perTokenKl: evidence.evidence().perTokenKl,
     mask: tokens.mask,

@@ -9,7 +9,11 @@ import {
 } from '../../../nn/score.js';
 import { TransformerLM } from '../../../nn/transformer.js';
 import { RandomGenerator } from '../../../util/random.js';
-import { positionChunks, ReferenceDistributions } from './reference-distributions.js';
+import {
+  positionChunks,
+  ReferenceDistributions,
+  type DistributionPair,
+} from './reference-distributions.js';
 
 const item = (contextLength: number, completionLength: number): ScoringItem => ({
   context: Array.from({ length: contextLength }, (_, index) => (index * 5 + 1) % 17),
@@ -143,6 +147,45 @@ describe('ReferenceDistributions', () => {
       pair.old.forEach((value, index) =>
         assert.ok(Math.abs(value - before[offset + index]!) <= 1e-5, `old[${index}]`),
       );
+    }
+  });
+
+  test('released pairs hand their buffers to the next measurement, with the same values', () => {
+    // 64 entries a position: every chunk's distributions are pooled-size arrays.
+    const wide = { ...config, vocabSize: 64 };
+    const wideItems = items.map(({ context, completion }) => ({
+      context,
+      completion: completion.map((token) => (token * 7) % 64),
+    }));
+    for (const lora of [false, true]) {
+      const model = new TransformerLM(wide, new RandomGenerator(6));
+      if (lora)
+        applyLora(model, {
+          rank: 2,
+          alpha: 4,
+          targetModules: ['queryProjection', 'valueProjection'],
+          random: new RandomGenerator(7),
+        });
+      const reference = new ReferenceDistributions(model, wideItems, 4 * 64 * 8);
+      assert.equal(reference.chunks.length, 2);
+      moveParameters(model);
+      const copies = (pairs: Iterable<DistributionPair>) =>
+        [...pairs].map((pair) => [pair.old.slice(), pair.current.slice()]);
+      const expected = copies(reference.pairs());
+      // Four measurements as the KL meter runs them: each pair released once compared.
+      const buffers = new Set<ArrayBufferLike>();
+      for (let round = 0; round < 4; round++) {
+        let index = 0;
+        for (const pair of reference.pairs()) {
+          assert.deepEqual([pair.old, pair.current], expected[index], `round ${round}`);
+          buffers.add(pair.current.buffer);
+          pair.release();
+          assert.throws(() => pair.release(), /released twice/);
+          index++;
+        }
+      }
+      // New arrays every time would be 8 buffers; reused ones cycle through a few pooled ones.
+      assert.ok(buffers.size <= 4, `${buffers.size} buffers held π_current`);
     }
   });
 });

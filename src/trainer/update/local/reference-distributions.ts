@@ -12,6 +12,7 @@ import {
   sumsInOneOrder,
 } from '../../../nn/shared-prefix-scoring.js';
 import type { TransformerLM } from '../../../nn/transformer.js';
+import { release } from '../../../tensor/index.js';
 import { captureSnapshot, restoreSnapshot, type ParameterSnapshot } from '../parameter-state.js';
 
 /**
@@ -52,6 +53,16 @@ export function positionChunks(
   return chunks;
 }
 
+/** A pair's `release`: the arrays go back to the pool on the first call only. */
+function releaserOf(arrays: Float32Array[]): () => void {
+  let released = false;
+  return () => {
+    if (released) throw new Error('a distribution pair was released twice');
+    released = true;
+    for (const array of arrays) release(array);
+  };
+}
+
 const noneKnown: KnownHidden = { positions: new Int32Array(0), hidden: new Float32Array(0) };
 
 /** One chunk's log-distributions under the old policy and under the model as it is now. */
@@ -63,6 +74,13 @@ export interface DistributionPair {
   current: Float32Array;
   /** [chunk.positions] log π_current of each completion token, gathered from the same logits. */
   currentLogProbs: Float32Array;
+  /**
+   * Gives the chunk's arrays made for this pair (not a π_old kept for every measurement) back
+   * to the tensor memory pool, for the next chunk's or measurement's to reuse instead of new
+   * ones; call once done with the pair and never touch its arrays afterwards. Once only; a pair
+   * never released is left to the garbage collector.
+   */
+  release(): void;
 }
 
 /**
@@ -157,11 +175,13 @@ export class ReferenceDistributions {
               Int32Array.from(chunk.items.flatMap((item) => item.completion)),
             )
           : completionDistributionsAndLogProbs(this.model, chunk.items);
+      const old = this.stored ?? this.recompute(index);
       yield {
         chunk,
-        old: this.stored ?? this.recompute(index),
+        old,
         current: now.distributions,
         currentLogProbs: now.logProbs,
+        release: releaserOf(old === this.stored ? [now.distributions] : [now.distributions, old]),
       };
     }
   }
@@ -215,7 +235,7 @@ export class ReferenceDistributions {
   /** The rows of a chunk's tokens in hidden states of every token. */
   private chunkRows(hidden: Float32Array, chunk: PositionChunk): Float32Array {
     const width = this.model.config.hiddenSize;
-    return hidden.slice(chunk.start * width, (chunk.start + chunk.positions) * width);
+    return hidden.subarray(chunk.start * width, (chunk.start + chunk.positions) * width);
   }
 
   /** log π_old of one chunk: from its kept hidden states, or from the copied parameters. */
