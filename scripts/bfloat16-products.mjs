@@ -10,11 +10,17 @@
 // Prints, per shape, layout and row count, the median over rounds of float32 time over
 // bfloat16 time — the bfloat16 product's fraction of the float32 GEMM's speed — with its range
 // over rounds, and both rates. TEAMTR_NATIVE_ADDON=<file> times another build of the addon
-// (an older one, for a before-and-after comparison in the same conditions).
+// (an older one, for a before-and-after comparison in the same conditions). --against <file>
+// loads a second build in the same process and times its products too, each round alternating
+// the builds, and adds two columns: this build's speed over the other's, bfloat16 and float32.
+// --cpu times by the process's CPU time instead of wall time (with --threads 1, a core's own
+// rate, which other processes on a shared machine disturb far less).
 import { parseArgs } from 'node:util';
 import { roundToBfloat16 } from '../src/backend/bfloat16.ts';
 import {
+  loadAddonFile,
   loadNativeBackend,
+  nativeBackend,
   nativeBackendProblem,
   setNativeThreads,
 } from '../src/backend/native.ts';
@@ -42,6 +48,8 @@ const { values: options } = parseArgs({
     models: { type: 'string', default: 'smollm2,qwen' },
     rounds: { type: 'string', default: '7' },
     seconds: { type: 'string', default: '0.1' },
+    against: { type: 'string' },
+    cpu: { type: 'boolean', default: false },
   },
 });
 
@@ -52,6 +60,13 @@ if (!backend) {
 }
 setNativeThreads(Number(options.threads));
 const rounds = Number(options.rounds);
+const otherAddon = options.against ? loadAddonFile(options.against) : null;
+if (options.against && !otherAddon) {
+  console.error(`bfloat16-products: --against ${options.against} is not a loadable addon build`);
+  process.exit(1);
+}
+otherAddon?.setThreads(Number(options.threads));
+const other = otherAddon ? nativeBackend(otherAddon) : null;
 
 /** Values in [-0.5, 0.5) from a fixed linear congruential sequence. */
 function values(length, seed) {
@@ -71,9 +86,16 @@ function median(list) {
 
 /** Seconds per call of `run`, over enough calls to last about `--seconds`. */
 function secondsPerCall(run, calls) {
-  const start = process.hrtime.bigint();
+  const start = clockSeconds();
   for (let call = 0; call < calls; call++) run();
-  return Number(process.hrtime.bigint() - start) / 1e9 / calls;
+  return (clockSeconds() - start) / calls;
+}
+
+/** Wall time, or the process's CPU time with --cpu, in seconds. */
+function clockSeconds() {
+  if (!options.cpu) return Number(process.hrtime.bigint()) / 1e9;
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1e6;
 }
 
 /** One shape, one layout: float32 and bfloat16 timed alternately for `rounds` rounds. */
@@ -85,36 +107,52 @@ function compare({ out, inner, m, transposeB }) {
   const a = values(m * k, 2);
   const c = new Float32Array(m * n);
   const shape = { a, c, m, n, k, transposeB };
-  const single = () =>
-    backend.matmul({ ...shape, b: weights, batch: 1, transposeA: false, strideA: 0, strideB: 0 });
-  const half = () => backend.matmulBfloat16({ ...shape, b: bits });
+  const singleOn = (kernels) => () =>
+    kernels.matmul({ ...shape, b: weights, batch: 1, transposeA: false, strideA: 0, strideB: 0 });
+  const halfOn = (kernels) => () => kernels.matmulBfloat16({ ...shape, b: bits });
+  const [single, half] = [singleOn(backend), halfOn(backend)];
+  const [otherSingle, otherHalf] = other ? [singleOn(other), halfOn(other)] : [null, null];
   const flops = 2 * m * n * k;
   const calls = Math.max(1, Math.round((Number(options.seconds) * 150e9) / flops));
   single();
   half();
+  otherSingle?.();
+  otherHalf?.();
   const ratios = [];
   const rates = { single: [], half: [] };
+  const versus = { single: [], half: [] };
   for (let round = 0; round < rounds; round++) {
     const singleSeconds = secondsPerCall(single, calls);
     const halfSeconds = secondsPerCall(half, calls);
     ratios.push(singleSeconds / halfSeconds);
     rates.single.push(flops / singleSeconds / 1e9);
     rates.half.push(flops / halfSeconds / 1e9);
+    if (!other) continue;
+    versus.single.push(secondsPerCall(otherSingle, calls) / singleSeconds);
+    versus.half.push(secondsPerCall(otherHalf, calls) / halfSeconds);
   }
-  return { ratio: median(ratios), low: Math.min(...ratios), high: Math.max(...ratios), rates };
+  const ratio = median(ratios);
+  return { ratio, low: Math.min(...ratios), high: Math.max(...ratios), rates, versus };
 }
 
 console.log(`threads ${options.threads}, ${rounds} rounds, ${backend.description}`);
-console.log('weight [out×in]  layout  rows  bf16/f32 [range]      f32 GFLOP/s  bf16 GFLOP/s');
+console.log(
+  'weight [out×in]  layout  rows  bf16/f32 [range]      f32 GFLOP/s  bf16 GFLOP/s' +
+    (other ? '  bf16 this/other  f32 this/other' : ''),
+);
 for (const model of options.models.split(',')) {
   for (const [out, inner] of weightShapes[model]) {
     for (const m of options.rows.split(',').map(Number)) {
       for (const transposeB of [true, false]) {
-        const { ratio, low, high, rates } = compare({ out, inner, m, transposeB });
+        const { ratio, low, high, rates, versus } = compare({ out, inner, m, transposeB });
+        const against = other
+          ? `  ${median(versus.half).toFixed(2).padStart(15)}  ${median(versus.single).toFixed(2).padStart(15)}`
+          : '';
         console.log(
           `${`${out}×${inner}`.padEnd(16)} ${(transposeB ? 'Bᵀ' : 'B').padEnd(7)} ` +
             `${String(m).padStart(4)}  ${ratio.toFixed(2)} [${low.toFixed(2)}–${high.toFixed(2)}]` +
-            `  ${median(rates.single).toFixed(0).padStart(11)}  ${median(rates.half).toFixed(0).padStart(12)}`,
+            `  ${median(rates.single).toFixed(0).padStart(11)}  ${median(rates.half).toFixed(0).padStart(12)}` +
+            against,
         );
       }
     }

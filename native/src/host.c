@@ -165,15 +165,19 @@ static int64_t clamp(int64_t value, int64_t low, int64_t high) {
 }
 
 /*
- * Half of L2 holds the block of A a kernel re-reads (the other half: B's panels, C, the
- * prefetched next block). gemm_panels' A block is panel_rows × the whole depth; gemm_packed's
- * MC × 256; the bfloat16 product's row tile rows × depth but beside a widened B block as
- * large, hence a quarter. Unknown caches count as 1 MiB of L2.
+ * Half of L2 holds the block a kernel re-reads (the other half: the operand streaming past it,
+ * C, the prefetched next block). gemm_panels' A block is panel_rows × the whole depth;
+ * gemm_packed's is a chunk of packed B, packed_columns × 256 (1,024 columns with 2 MiB), and a
+ * task takes at most packed_rows rows (the same count as the B chunk's floats over 256: about
+ * 1,000 rows with 2 MiB, so loading the chunk from L3 is well under 1% of a task's work); the
+ * bfloat16 product's row tile rows × depth but beside a widened B block as large, hence a
+ * quarter. Unknown caches count as 1 MiB of L2.
  */
 static void derive_tuning(const host_info *host) {
   int64_t l2 = host->l2_bytes > 0 ? host->l2_bytes : 1 << 20;
   tuning.a_block_bytes = l2 / 2;
   tuning.packed_rows = clamp(l2 / 2 / (256 * (int64_t)sizeof(float)) / 48 * 48, 96, 1536);
+  tuning.packed_columns = clamp(l2 / 2 / (256 * (int64_t)sizeof(float)) / 32 * 32, 64, 2048);
   tuning.row_tile_bytes = clamp(l2 / 4, 64 * 1024, 1 << 20);
 }
 

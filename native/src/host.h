@@ -37,7 +37,8 @@ void host_kind(const host_info *host, char *buffer, int size);
  */
 typedef struct {
   int64_t a_block_bytes;  /* gemm_panels: the block of A a task re-reads per column panel */
-  int64_t packed_rows;    /* gemm_packed: rows of packed A per block (MC), kept in L2 */
+  int64_t packed_rows;    /* gemm_packed: rows of A per task at most */
+  int64_t packed_columns; /* gemm_packed: columns of packed B a task keeps in L2 */
   int64_t row_tile_bytes; /* matmul_bfloat16: rows of A a task widens B for, kept in L2 */
 } host_tuning_sizes;
 

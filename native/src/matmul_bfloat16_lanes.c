@@ -14,9 +14,11 @@
  * in index order, and C. The same additions of the same values as the few-row kernel
  * (matmul_bfloat16.c), so a row gives the same bits however many rows are multiplied.
  *
- * Each task widens and packs one 32-column panel of B and runs it over every row of a block
- * of rows. A is either read in place (few columns and a shallow depth, reads_in_place) or
- * packed once per block of rows, by a pool job of its own, for every task.
+ * Two drivers run the tiles (matmul_bfloat16_lanes at the end says which when): by panels, a
+ * task widens one 32-column panel of B and runs a block of rows against it; by chunks, B's
+ * panels are widened once per chunk that fits L2 and a task runs its rows against a chunk, one
+ * A micro-panel at a time. A is read in place (few columns and a shallow depth,
+ * reads_in_place) or packed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -155,10 +157,69 @@ static void lanes_tile_in_place(const bfloat16_problem *g, const float *b, int64
   lanes_tile(g, &a, b, r0, PANEL_ROWS, j0, columns);
 }
 
-/*
- * One block of rows: A packed (by the first pool job) for every task, cut into column panels
- * and, when there are too few panels for the threads, parts of its rows.
- */
+/* The plan by chunks: a pool job per chunk of B's panels, whose first tasks widen the next
+   chunk into the other buffer and the rest each run a block of rows against this one. */
+typedef struct {
+  const bfloat16_problem *problem;
+  float *packed_b[2];          /* even chunks' widened panels, odd chunks' */
+  bool in_place;               /* whole micro-panels read from A's rows (reads_in_place) */
+  int64_t a_panels, b_panels;  /* micro-panels of A, of B, in the product */
+  int64_t row_blocks, block_panels; /* equal blocks of A's micro-panels, a task each */
+  int64_t chunks, chunk_panels;     /* equal chunks of B's panels, each kept in L2 */
+  int64_t chunk;                    /* the chunk this job runs (-1: none, only the first packed) */
+  int64_t next_pack_tasks;          /* this job's tasks widening the next chunk (first) */
+} lane_plan;
+
+/* Widens B's panel `index` of chunk `chunk` into that chunk's buffer. */
+static void pack_chunk_panel(const lane_plan *plan, int64_t chunk, int64_t index) {
+  const bfloat16_problem *g = plan->problem;
+  int64_t panel = chunk * plan->chunk_panels + index;
+  pack_b(g, panel * PANEL_COLUMNS, plan->packed_b[chunk & 1] + index * g->k * PANEL_COLUMNS);
+}
+
+static int64_t chunk_panel_count(const lane_plan *plan, int64_t chunk) {
+  int64_t left = chunk < plan->chunks ? plan->b_panels - chunk * plan->chunk_panels : 0;
+  return left < plan->chunk_panels ? left : plan->chunk_panels;
+}
+
+/* Rows of one block against the chunk: each A micro-panel packed (or read in place) right
+   before it runs against every widened panel of the chunk. */
+static void chunk_task(void *context, size_t index, int thread) {
+  const lane_plan *plan = context;
+  const bfloat16_problem *g = plan->problem;
+  int64_t task = (int64_t)index;
+  if (task < plan->next_pack_tasks) {
+    pack_chunk_panel(plan, plan->chunk + 1, task);
+    return;
+  }
+  task -= plan->next_pack_tasks;
+  int64_t first = task * plan->block_panels, last = first + plan->block_panels;
+  if (last > plan->a_panels) last = plan->a_panels;
+  int64_t j_first = plan->chunk * plan->chunk_panels * PANEL_COLUMNS;
+  int64_t panels = chunk_panel_count(plan, plan->chunk);
+  int64_t r_last = last * PANEL_ROWS < g->m ? last * PANEL_ROWS : g->m;
+  int64_t j_last = j_first + panels * PANEL_COLUMNS;
+  prepare_c(g, first * PANEL_ROWS, r_last, j_first, j_last < g->n ? j_last : g->n);
+  float *packed_a = pool_scratch(thread, 1, (size_t)(PANEL_ROWS * g->k) * sizeof(float));
+  if (!packed_a) abort();
+  const float *chunk_b = plan->packed_b[plan->chunk & 1];
+  for (int64_t panel = first; panel < last; panel++) {
+    int64_t r0 = panel * PANEL_ROWS;
+    int rows = r_last - r0 < PANEL_ROWS ? (int)(r_last - r0) : PANEL_ROWS;
+    bool in_place = plan->in_place && rows == PANEL_ROWS;
+    if (!in_place) pack_a(g, r0, rows, packed_a);
+    for (int64_t b_index = 0; b_index < panels; b_index++) {
+      int64_t j0 = j_first + b_index * PANEL_COLUMNS;
+      int columns = g->n - j0 < PANEL_COLUMNS ? (int)(g->n - j0) : PANEL_COLUMNS;
+      const float *b = chunk_b + b_index * g->k * PANEL_COLUMNS;
+      if (in_place) lanes_tile_in_place(g, b, r0, j0, columns);
+      else lanes_tile_packed(g, packed_a, b, r0, rows, j0, columns);
+    }
+  }
+}
+
+/* By panels, one block of rows: A packed (by the first pool job) for every task, cut into
+   column panels and, when there are too few panels for the threads, parts of its rows. */
 typedef struct {
   const bfloat16_problem *problem;
   float *packed_a;             /* every micro-panel, or in place only the last if partial */
@@ -224,9 +285,13 @@ static void compute_task(void *context, size_t index, int thread) {
  */
 #define IN_PLACE_COLUMNS 1024
 
-static bool reads_in_place(const bfloat16_problem *g) {
+static bool panel_in_l1(const bfloat16_problem *g) {
   int64_t l1 = host_detect()->l1d_bytes;
-  return g->n <= IN_PLACE_COLUMNS && PANEL_ROWS * g->k * (int64_t)sizeof(float) * 5 <= l1 * 3;
+  return PANEL_ROWS * g->k * (int64_t)sizeof(float) * 5 <= l1 * 3;
+}
+
+static bool reads_in_place(const bfloat16_problem *g) {
+  return g->n <= IN_PLACE_COLUMNS && panel_in_l1(g);
 }
 
 /*
@@ -255,8 +320,14 @@ static int64_t row_parts(int64_t b_panels, int64_t a_panels) {
   return parts;
 }
 
-void matmul_bfloat16_lanes(const bfloat16_problem *g) {
-  bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
+/* Whether all of A fits in three quarters of a core's L2 (host.c's L2 is twice its A block). */
+static bool a_fits_l2(const bfloat16_problem *g) {
+  int64_t l2 = host_tuning()->a_block_bytes * 2;
+  return g->m * g->k * (int64_t)sizeof(float) * 4 <= l2 * 3;
+}
+
+/* By panels (run_by_chunks says when): blocks of rows, a task per B panel it widens itself. */
+static void run_by_panels(const bfloat16_problem *g, bool share) {
   bool in_place = reads_in_place(g);
   int64_t rows_per_block = in_place ? g->m : block_rows(g);
   int64_t packed_panels = in_place ? 1 : chunk_count(rows_per_block, PANEL_ROWS);
@@ -280,4 +351,56 @@ void matmul_bfloat16_lanes(const bfloat16_problem *g) {
     }
     run_maybe_parallel((size_t)(block.b_panels * block.parts), compute_task, &block, share);
   }
+}
+
+/* By chunks: B's panels in chunks that fit half of L2 (host.c), rows in twice as many equal
+   blocks as threads, so that none idles at the end. */
+static void plan_lanes(lane_plan *plan, int threads) {
+  const bfloat16_problem *g = plan->problem;
+  plan->a_panels = chunk_count(g->m, PANEL_ROWS);
+  plan->b_panels = chunk_count(g->n, PANEL_COLUMNS);
+  int64_t panel_bytes = g->k * PANEL_COLUMNS * (int64_t)sizeof(float);
+  int64_t chunk_limit = host_tuning()->a_block_bytes / panel_bytes;
+  if (chunk_limit < 1) chunk_limit = 1;
+  plan->chunks = chunk_count(plan->b_panels, chunk_limit);
+  plan->chunk_panels = chunk_count(plan->b_panels, plan->chunks);
+  plan->chunks = chunk_count(plan->b_panels, plan->chunk_panels);
+  plan->row_blocks = threads > 1 ? 2 * (int64_t)threads : 1;
+  if (plan->row_blocks > plan->a_panels) plan->row_blocks = plan->a_panels;
+  plan->block_panels = chunk_count(plan->a_panels, plan->row_blocks);
+  plan->row_blocks = chunk_count(plan->a_panels, plan->block_panels);
+}
+
+/*
+ * Two drivers, the same tiles (so the same bits). By panels, each task widens one B panel and
+ * runs a block of rows against it: right when all of A stays in every core's L2, where each task
+ * re-reads it, and B never crosses between cores. Past that a task re-read its whole block of A
+ * (at least 512 rows, or every row when read in place) from L3 for every panel of B. By chunks,
+ * B's panels are widened once per chunk, and a task keeps one A micro-panel in L1 while the
+ * chunk's panels stream from its L2, as gemm_packed.c does; A is re-packed once per chunk, which
+ * pays only while its micro-panel fits L1. Measured on an Intel Xeon (cpuid model 207), this
+ * build against the one before in one process, 2,048 rows: by chunks at k = 576 ran 1.23–1.28×
+ * as fast for 576 and 192 columns (A was read in place, every row per B panel), 0.97–1.05× for
+ * 1,536 and 49,152 (one thread, CPU time); at k = 1,536 0.96–1.05× and at k = 8,960 0.57×
+ * (two threads), so deeper products stay by panels.
+ */
+static void run_by_chunks(const bfloat16_problem *g, bool share) {
+  lane_plan plan = {.problem = g, .in_place = reads_in_place(g)};
+  plan_lanes(&plan, share ? pool_thread_count() : 1);
+  int64_t chunk_floats = plan.chunk_panels * g->k * PANEL_COLUMNS;
+  float *packed_b = pool_scratch(0, 2, (size_t)(2 * chunk_floats) * sizeof(float));
+  if (!packed_b) abort();
+  plan.packed_b[0] = packed_b;
+  plan.packed_b[1] = packed_b + chunk_floats;
+  for (plan.chunk = -1; plan.chunk < plan.chunks; plan.chunk++) {
+    plan.next_pack_tasks = chunk_panel_count(&plan, plan.chunk + 1);
+    int64_t row_tasks = plan.chunk >= 0 ? plan.row_blocks : 0;
+    run_maybe_parallel((size_t)(plan.next_pack_tasks + row_tasks), chunk_task, &plan, share);
+  }
+}
+
+void matmul_bfloat16_lanes(const bfloat16_problem *g) {
+  bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
+  if (a_fits_l2(g) || !panel_in_l1(g)) run_by_panels(g, share);
+  else run_by_chunks(g, share);
 }

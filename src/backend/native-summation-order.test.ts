@@ -17,7 +17,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { roundToBfloat16, widenBfloat16 } from './bfloat16.js';
-import { loadNativeBackend, nativeBuildInfo } from './native.js';
+import { loadNativeBackend, nativeBuildInfo, nativeKernelPaths } from './native.js';
 import { createRandom, type RandomGenerator } from './testing/random.js';
 
 const fround = Math.fround;
@@ -86,6 +86,33 @@ describe('native bfloat16 product: the documented summation order', { skip: !nat
             width,
           );
           assert.equal(c[row * n + column], expected, `m ${m}, entry (${row}, ${column})`);
+        }
+      }
+    }
+  });
+
+  test('many rows past L2: sampled rows, every column, equal the order written out', () => {
+    // A of 700 × 600 floats is past the L2 of the hosts this runs on and its micro-panel fits
+    // L1, so the lane tile runs by chunks of B (matmul_bfloat16_lanes.c): 500 columns read A in
+    // place, 1,100 pack it; both leave partial last chunks, panels and micro-panels, and
+    // k = 600 a tail past the last whole vector.
+    const random = createRandom(13);
+    const [m, k] = [700, 600];
+    for (const n of [500, 1100]) {
+      const a = coarseValues(random, m * k, 12);
+      const bits = roundToBfloat16(coarseValues(random, n * k, 8));
+      const weights = widenBfloat16(bits);
+      const c = new Float32Array(m * n);
+      native!.matmulBfloat16({ a, b: bits, c, m, n, k, transposeB: true });
+      const rows = [...Array.from({ length: Math.ceil(m / 37) }, (_value, i) => i * 37), m - 1];
+      for (const row of rows) {
+        for (let column = 0; column < n; column++) {
+          const expected = documentedEntry(
+            a.subarray(row * k, (row + 1) * k),
+            weights.subarray(column * k, (column + 1) * k),
+            width,
+          );
+          assert.equal(c[row * n + column], expected, `n ${n}, entry (${row}, ${column})`);
         }
       }
     }
@@ -193,3 +220,75 @@ describe('native float32 products: the GEMM order', { skip: !native }, () => {
     },
   );
 });
+
+describe(
+  'native float32 products: the packed kernel sums in the GEMM order',
+  { skip: !native },
+  () => {
+    // Shapes only the packed kernel takes on AVX-512 hosts: k past the panels' depth with more
+    // rows and columns than they keep (B in two column chunks of the task split, rows in blocks
+    // by the thread count), and A transposed past its shorter depth. k = 1,030 and 600 leave a
+    // short last slice; 1,100 and 200 columns a partial last panel.
+    const cases = [
+      { m: 400, n: 1100, k: 1030, transposeA: false },
+      { m: 301, n: 200, k: 600, transposeA: true },
+    ];
+    const ownKernels = nativeBuildInfo()?.sgemm === 'own' && width === 16;
+
+    test(
+      'sampled rows, every column, overwriting C and adding to it',
+      { skip: !ownKernels && 'large products run elsewhere than the packed kernel here' },
+      () => {
+        const random = createRandom(23);
+        for (const { m, n, k, transposeA } of cases)
+          for (const beta of [0, 1]) {
+            const a = coarseValues(random, m * k, 12);
+            const b = coarseValues(random, n * k, 8);
+            const old = coarseValues(random, m * n, 12);
+            const c = old.slice();
+            nativeKernelPaths({ reset: true });
+            native!.matmul({
+              a,
+              b,
+              c,
+              batch: 1,
+              m,
+              n,
+              k,
+              transposeA,
+              transposeB: true,
+              strideA: 0,
+              strideB: 0,
+              alpha: 1,
+              beta,
+            });
+            const paths = nativeKernelPaths()!.map((path) => path.path);
+            assert.deepEqual(paths, ['packed (matmul, matmulGemmOrder)'], `m ${m}: the path`);
+            const rowOf = (row: number) =>
+              transposeA
+                ? Float32Array.from({ length: k }, (_value, p) => a[p * m + row]!)
+                : a.subarray(row * k, (row + 1) * k);
+            const rows = [
+              ...Array.from({ length: Math.ceil(m / 37) }, (_value, i) => i * 37),
+              m - 1,
+            ];
+            for (const row of rows) {
+              const aRow = rowOf(row);
+              for (let column = 0; column < n; column++) {
+                const entry = gemmOrderEntry(
+                  aRow,
+                  b.subarray(column * k, (column + 1) * k),
+                  beta ? old[row * n + column]! : null,
+                );
+                assert.equal(
+                  c[row * n + column],
+                  entry,
+                  `m ${m}, beta ${beta}, entry (${row}, ${column})`,
+                );
+              }
+            }
+          }
+      },
+    );
+  },
+);

@@ -29,6 +29,23 @@ function outputs(backend: KernelBackend): Float32Array[] {
     strideA: 0,
     strideB: 0,
   });
+  // Deep, wide and many-rowed: the packed kernel (on AVX-512 hosts), whose tasks split the rows
+  // by the thread count and the 1,100 columns into chunks.
+  const [packedM, packedN, packedK] = [600, 1100, 1030];
+  const packed = allocate(packedM * packedN);
+  backend.matmul({
+    a: randomArray(random, packedM * packedK),
+    b: randomArray(random, packedK * packedN),
+    c: packed,
+    batch: 1,
+    m: packedM,
+    n: packedN,
+    k: packedK,
+    transposeA: false,
+    transposeB: false,
+    strideA: 0,
+    strideB: 0,
+  });
   // Both layouts of a bfloat16 weight, few and many rows.
   const bfloat16Products: Float32Array[] = [];
   const bits = new Uint16Array(k * n).map((_value, index) => (index * 7919) % 0x7f00);
@@ -49,6 +66,20 @@ function outputs(backend: KernelBackend): Float32Array[] {
     });
     bfloat16Products.push(product);
   }
+  // x·Wᵀ with A past L2 and k = 600: the lane tile run by chunks of B, rows split by the thread
+  // count (matmul_bfloat16_lanes.c).
+  const [chunkM, chunkN, chunkK] = [700, 1100, 600];
+  const chunked = allocate(chunkM * chunkN);
+  backend.matmulBfloat16({
+    a: randomArray(random, chunkM * chunkK),
+    b: new Uint16Array(chunkN * chunkK).map((_value, index) => (index * 7919) % 0x7f00),
+    c: chunked,
+    m: chunkM,
+    n: chunkN,
+    k: chunkK,
+    transposeB: true,
+  });
+  bfloat16Products.push(chunked);
   const [rows, columns] = [1000, 300];
   const input = randomArray(random, rows * columns);
   const weight = randomArray(random, columns);
@@ -109,6 +140,7 @@ function outputs(backend: KernelBackend): Float32Array[] {
   const total = new Float32Array([backend.sumOfSquares({ input })]);
   return [
     c,
+    packed,
     gradWeight,
     gradInput,
     forward.output,

@@ -1,0 +1,105 @@
+// The machine bound's product (sgemm 4096×1024×1024, src/bench/bound.ts) on this build of the
+// addon and on another, in one process, the two alternating round by round so that load from
+// other processes falls on both alike.
+//
+//   node --import tsx scripts/sgemm-builds.mjs --against <addon .node file>
+//     [--threads 2] [--rounds 9] [--seconds 0.3] [--cpu] [--shape 4096,1024,1024]
+//
+// Prints each round's GFLOP/s of both builds and the median of their ratio (this/other).
+// --cpu divides by the process's CPU time instead of wall time: with --threads 1 that is a
+// core's own rate, which a shared machine disturbs far less than two threads' wall time.
+import { parseArgs } from 'node:util';
+import {
+  loadAddonFile,
+  loadNativeBackend,
+  nativeBackend,
+  nativeBackendProblem,
+  setNativeThreads,
+} from '../src/backend/native.ts';
+
+const { values: options } = parseArgs({
+  options: {
+    against: { type: 'string' },
+    threads: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '9' },
+    seconds: { type: 'string', default: '0.3' },
+    cpu: { type: 'boolean', default: false },
+    shape: { type: 'string', default: '4096,1024,1024' },
+  },
+});
+
+const backend = loadNativeBackend();
+if (!backend) {
+  console.error(`sgemm-builds: no native backend (${nativeBackendProblem()})`);
+  process.exit(1);
+}
+const otherAddon = options.against ? loadAddonFile(options.against) : null;
+if (!otherAddon) {
+  console.error('sgemm-builds: --against <file> must name a loadable addon build (.node)');
+  process.exit(1);
+}
+const threads = Number(options.threads);
+setNativeThreads(threads);
+otherAddon.setThreads(threads);
+const builds = [backend, nativeBackend(otherAddon)];
+
+const [m, n, k] = options.shape.split(',').map(Number);
+const a = Float32Array.from(
+  { length: m * k },
+  (_value, index) => ((index * 7919) % 1000) / 1000 - 0.5,
+);
+const b = Float32Array.from(
+  { length: k * n },
+  (_value, index) => ((index * 104729) % 1000) / 1000 - 0.5,
+);
+const c = new Float32Array(m * n);
+const product = (kernels) =>
+  kernels.matmul({
+    a,
+    b,
+    c,
+    batch: 1,
+    m,
+    n,
+    k,
+    transposeA: false,
+    transposeB: false,
+    strideA: 0,
+    strideB: 0,
+  });
+
+/** Seconds of the clock in use: the process's CPU time (--cpu) or wall time. */
+function clock() {
+  if (!options.cpu) return Number(process.hrtime.bigint()) / 1e9;
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1e6;
+}
+
+/** GFLOP/s of `kernels` over at least --seconds of products. */
+function rate(kernels) {
+  const start = clock();
+  let calls = 0;
+  let now = start;
+  do {
+    product(kernels);
+    calls++;
+    now = clock();
+  } while (now - start < Number(options.seconds));
+  return (2 * m * n * k * calls) / (now - start) / 1e9;
+}
+
+const median = (list) => [...list].sort((x, y) => x - y)[list.length >> 1];
+builds.forEach((kernels) => rate(kernels));
+const ratios = [];
+console.log(`${m}×${n}×${k}, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`);
+console.log('round  this GFLOP/s  other GFLOP/s  this/other');
+for (let round = 0; round < Number(options.rounds); round++) {
+  const [mine, theirs] = builds.map(rate);
+  ratios.push(mine / theirs);
+  console.log(
+    `${String(round + 1).padStart(5)}  ${mine.toFixed(1).padStart(12)}  ${theirs.toFixed(1).padStart(13)}  ${(mine / theirs).toFixed(3).padStart(10)}`,
+  );
+}
+console.log(
+  `median this/other ${median(ratios).toFixed(3)} [${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}]`,
+);
