@@ -64,6 +64,25 @@ function documentedEntry(a: Float32Array, b: Float32Array, width: number): numbe
 const native = loadNativeBackend();
 const width = nativeBuildInfo()?.vectorWidth ?? 0;
 
+/** Asserts every column of `rows` of C [m×n] = A·Bᵀ equals the documented order's sum. */
+function assertRowsInDocumentedOrder(
+  product: { a: Float32Array; weights: Float32Array; c: Float32Array; n: number; k: number },
+  rows: readonly number[],
+  label: string,
+): void {
+  const { a, weights, c, n, k } = product;
+  for (const row of rows) {
+    for (let column = 0; column < n; column++) {
+      const expected = documentedEntry(
+        a.subarray(row * k, (row + 1) * k),
+        weights.subarray(column * k, (column + 1) * k),
+        width,
+      );
+      assert.equal(c[row * n + column], expected, `${label}, entry (${row}, ${column})`);
+    }
+  }
+}
+
 describe('native bfloat16 product: the documented summation order', { skip: !native }, () => {
   test('every entry, few rows and many, equals the order written out', () => {
     const random = createRandom(11);
@@ -78,16 +97,8 @@ describe('native bfloat16 product: the documented summation order', { skip: !nat
       const weights = widenBfloat16(bits);
       const c = new Float32Array(m * n);
       native!.matmulBfloat16({ a, b: bits, c, m, n, k, transposeB: true });
-      for (let row = 0; row < m; row++) {
-        for (let column = 0; column < n; column++) {
-          const expected = documentedEntry(
-            a.subarray(row * k, (row + 1) * k),
-            weights.subarray(column * k, (column + 1) * k),
-            width,
-          );
-          assert.equal(c[row * n + column], expected, `m ${m}, entry (${row}, ${column})`);
-        }
-      }
+      const rows = Array.from({ length: m }, (_value, row) => row);
+      assertRowsInDocumentedOrder({ a, weights, c, n, k }, rows, `m ${m}`);
     }
   });
 
@@ -105,16 +116,7 @@ describe('native bfloat16 product: the documented summation order', { skip: !nat
       const c = new Float32Array(m * n);
       native!.matmulBfloat16({ a, b: bits, c, m, n, k, transposeB: true });
       const rows = [...Array.from({ length: Math.ceil(m / 37) }, (_value, i) => i * 37), m - 1];
-      for (const row of rows) {
-        for (let column = 0; column < n; column++) {
-          const expected = documentedEntry(
-            a.subarray(row * k, (row + 1) * k),
-            weights.subarray(column * k, (column + 1) * k),
-            width,
-          );
-          assert.equal(c[row * n + column], expected, `n ${n}, entry (${row}, ${column})`);
-        }
-      }
+      assertRowsInDocumentedOrder({ a, weights, c, n, k }, rows, `n ${n}`);
     }
   });
 
