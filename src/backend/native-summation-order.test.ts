@@ -152,6 +152,33 @@ function gemmOrderEntry(a: Float32Array, b: Float32Array, old: number | null): n
   return total ?? 0;
 }
 
+/** Asserts every column of `rows` of C [m×n] (+)= A·Bᵀ equals the GEMM order's sum. */
+function assertRowsInGemmOrder(
+  product: {
+    rowOf: (row: number) => Float32Array;
+    b: Float32Array;
+    c: Float32Array;
+    old: Float32Array | null;
+    n: number;
+    k: number;
+  },
+  rows: Iterable<number>,
+  label: string,
+): void {
+  const { rowOf, b, c, old, n, k } = product;
+  for (const row of rows) {
+    const aRow = rowOf(row);
+    for (let column = 0; column < n; column++) {
+      const entry = gemmOrderEntry(
+        aRow,
+        b.subarray(column * k, (column + 1) * k),
+        old ? old[row * n + column]! : null,
+      );
+      assert.equal(c[row * n + column], entry, `${label}, entry (${row}, ${column})`);
+    }
+  }
+}
+
 describe('native float32 products: the GEMM order', { skip: !native }, () => {
   // Row counts of the weight-rows kernel (24–128: row blocks of one to four vectors, a partial
   // last vector) and past it (the column panels); n = 70 leaves a last group of 6 columns,
@@ -165,15 +192,9 @@ describe('native float32 products: the GEMM order', { skip: !native }, () => {
       const b = coarseValues(random, n * k, 8);
       const c = new Float32Array(m * n).fill(Number.NaN);
       native!.matmulGemmOrder({ a, b, c, m, n, k, transposeB: true });
-      for (let row = 0; row < m; row++)
-        for (let column = 0; column < n; column++) {
-          const entry = gemmOrderEntry(
-            a.subarray(row * k, (row + 1) * k),
-            b.subarray(column * k, (column + 1) * k),
-            null,
-          );
-          assert.equal(c[row * n + column], entry, `m ${m}, entry (${row}, ${column})`);
-        }
+      const rowOf = (row: number) => a.subarray(row * k, (row + 1) * k);
+      const rows = Array.from({ length: m }, (_value, row) => row);
+      assertRowsInGemmOrder({ rowOf, b, c, old: null, n, k }, rows, `m ${m}`);
     }
   });
 
@@ -205,19 +226,10 @@ describe('native float32 products: the GEMM order', { skip: !native }, () => {
             alpha: 1,
             beta,
           });
-          for (let row = 0; row < m; row++)
-            for (let column = 0; column < n; column++) {
-              const entry = gemmOrderEntry(
-                a.subarray(row * k, (row + 1) * k),
-                b.subarray(column * k, (column + 1) * k),
-                beta ? old[row * n + column]! : null,
-              );
-              assert.equal(
-                c[row * n + column],
-                entry,
-                `m ${m}, beta ${beta}, entry (${row}, ${column})`,
-              );
-            }
+          const rowOf = (row: number) => a.subarray(row * k, (row + 1) * k);
+          const rows = Array.from({ length: m }, (_value, row) => row);
+          const before = beta ? old : null;
+          assertRowsInGemmOrder({ rowOf, b, c, old: before, n, k }, rows, `m ${m}, beta ${beta}`);
         }
     },
   );
@@ -274,21 +286,8 @@ describe(
               ...Array.from({ length: Math.ceil(m / 37) }, (_value, i) => i * 37),
               m - 1,
             ];
-            for (const row of rows) {
-              const aRow = rowOf(row);
-              for (let column = 0; column < n; column++) {
-                const entry = gemmOrderEntry(
-                  aRow,
-                  b.subarray(column * k, (column + 1) * k),
-                  beta ? old[row * n + column]! : null,
-                );
-                assert.equal(
-                  c[row * n + column],
-                  entry,
-                  `m ${m}, beta ${beta}, entry (${row}, ${column})`,
-                );
-              }
-            }
+            const before = beta ? old : null;
+            assertRowsInGemmOrder({ rowOf, b, c, old: before, n, k }, rows, `m ${m}, beta ${beta}`);
           }
       },
     );
