@@ -64,8 +64,10 @@
  */
 #define PREFETCH_LOCALITY 2
 #define BLOCKS_AHEAD 2
-/* Depths per slice of kept B rows (kept_blocks): 4 rows of them, 8 KB, stay in L1. */
+/* Most depths per slice of kept B rows (kept_blocks): 4 rows of them, 12 KB, stay in L1. */
 #define KEPT_DEPTH 512
+/* Quads of B rows per group of kept_group. */
+#define KEPT_QUADS 2
 
 /*
  * total + Σ a[q]·b[c][q] for p ≤ q < k, one FMA at a time in index order. Written with explicit
@@ -91,12 +93,12 @@ tail_sum(float total, const float *a, const weight_rows *rows, int c, int64_t p,
  * the float32 path 6-15% slower once the streamed side gained its prefetch shares. `prefetch`:
  * this block's share of the next 4 B rows, fetched while it computes; `shares` blocks split
  * them. `keep` (streamed only, else NULL): where the widened rows are stored for the other
- * blocks of the same B rows, row c's depth p at keep[c·KEPT_DEPTH + p − p0].
+ * blocks of the same B rows, row c's depth p at keep[c·(p1 − p0) + p − p0].
  */
 static inline __attribute__((always_inline)) void
 dot_sums(const bfloat16_problem *g, const weight_rows *b, int64_t b_from, int64_t r0, int rows,
          int64_t p0, int64_t p1, const bool streamed, const uint16_t *prefetch, int shares,
-         float *keep, vfloat sums[16]) {
+         float *keep, const int spread, vfloat sums[16]) {
   int64_t k = g->k, stride = b->stride;
   vfloat acc[16];
   for (int i = 0; i < 16; i++) acc[i] = sums[i];
@@ -118,10 +120,11 @@ dot_sums(const bfloat16_problem *g, const weight_rows *b, int64_t b_from, int64_
         bv[c] = in_register(vload_bfloat16_compute(source));
       }
       if (keep) {
-        for (int c = 0; c < 4; c++) vstore(keep + c * KEPT_DEPTH + p - p0, bv[c]);
+        for (int c = 0; c < 4; c++) vstore(keep + 4 * (p - p0) + c * VECTOR_WIDTH, bv[c]);
       }
     } else {
-      for (int c = 0; c < 4; c++) bv[c] = in_register(vload(b->single + c * stride + p - b_from));
+      for (int c = 0; c < 4; c++)
+        bv[c] = in_register(vload(b->single + c * stride + (p - b_from) * spread));
       /* The A rows stream from the L2-resident row tile: fetched 8 vectors ahead into L1, the
          product ran 1.07–1.11× as fast on an Intel Xeon (one thread, CPU time, SmolLM2's
          many-row shapes: 0.67 → 0.72 of the float32 GEMM). Not with kept rows (prefetch set):
@@ -178,10 +181,11 @@ dot_finish(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows
 /* C[r0..r0+rows, j0..j0+4) from B's 4 rows `b` over the whole depth (dot_sums, dot_finish). */
 static inline __attribute__((always_inline)) void
 dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t j0,
-          const bool streamed, const uint16_t *prefetch, int shares) {
+          const bool streamed, const uint16_t *prefetch, int shares, float *keep,
+          const int spread) {
   vfloat sums[16] = {{0}};
   int64_t depth = g->k - g->k % VECTOR_WIDTH;
-  dot_sums(g, b, 0, r0, rows, 0, depth, streamed, prefetch, shares, NULL, sums);
+  dot_sums(g, b, 0, r0, rows, 0, depth, streamed, prefetch, shares, keep, spread, sums);
   dot_finish(g, b, r0, rows, j0, depth, sums);
 }
 
@@ -211,61 +215,79 @@ row_blocks(const bfloat16_problem *g, const weight_rows *b, int64_t first, int64
   int64_t share = 4 * g->k / shares;
   int64_t r = first;
   for (; r + 4 <= last; r += 4)
-    dot_block(g, b, r, 4, j, streamed, next ? next + (r - first) / 4 * share : NULL, shares);
+    dot_block(g, b, r, 4, j, streamed, next ? next + (r - first) / 4 * share : NULL, shares, NULL, 1);
   const uint16_t *last_share = next ? next + (r - first) / 4 * share : NULL;
   switch (last - r) {
-    case 3: dot_block(g, b, r, 3, j, streamed, last_share, shares); break;
-    case 2: dot_block(g, b, r, 2, j, streamed, last_share, shares); break;
-    case 1: dot_block(g, b, r, 1, j, streamed, last_share, shares); break;
+    case 3: dot_block(g, b, r, 3, j, streamed, last_share, shares, NULL, 1); break;
+    case 2: dot_block(g, b, r, 2, j, streamed, last_share, shares, NULL, 1); break;
+    case 1: dot_block(g, b, r, 1, j, streamed, last_share, shares, NULL, 1); break;
     default: break;
   }
 }
 
-/* Blocks after the first over one slice of kept rows (float32, read from L1). */
-static void kept_slice(const bfloat16_problem *g, const weight_rows *kept, int64_t first,
-                       int64_t last, int64_t p0, int64_t p1, const uint16_t *next,
+/* One slice's passes of the blocks after the first: each block's A slice, read once from L2,
+   is multiplied with every kept quad of B rows from L1. */
+static void kept_slice(const bfloat16_problem *g, const float *kept, int64_t first, int64_t last,
+                       int quads, int64_t p0, int64_t p1, const uint16_t *next,
                        vfloat *partials) {
   int shares = (int)((last - first + 3) / 4);
   int64_t share = 4 * g->k / shares;
   for (int64_t r = first + 4; r < last; r += 4) {
-    vfloat *sums = partials + (r - first) / 4 * 16;
-    const uint16_t *fetch = next ? next + (r - first) / 4 * share : NULL;
-    switch (last - r) {
-      case 3: dot_sums(g, kept, p0, r, 3, p0, p1, false, fetch, shares, NULL, sums); break;
-      case 2: dot_sums(g, kept, p0, r, 2, p0, p1, false, fetch, shares, NULL, sums); break;
-      case 1: dot_sums(g, kept, p0, r, 1, p0, p1, false, fetch, shares, NULL, sums); break;
-      default: dot_sums(g, kept, p0, r, 4, p0, p1, false, fetch, shares, NULL, sums); break;
+    int64_t block = (r - first) / 4;
+    for (int q = 0; q < quads; q++) {
+      weight_rows quad = {NULL, kept + q * 4 * KEPT_DEPTH, VECTOR_WIDTH};
+      vfloat *sums = partials + (block * KEPT_QUADS + q) * 16;
+      const uint16_t *fetch = next ? next + (q * shares + block) * share : NULL;
+      switch (last - r) {
+        case 3: dot_sums(g, &quad, p0, r, 3, p0, p1, false, fetch, shares, NULL, 4, sums); break;
+        case 2: dot_sums(g, &quad, p0, r, 2, p0, p1, false, fetch, shares, NULL, 4, sums); break;
+        case 1: dot_sums(g, &quad, p0, r, 1, p0, p1, false, fetch, shares, NULL, 4, sums); break;
+        default: dot_sums(g, &quad, p0, r, 4, p0, p1, false, fetch, shares, NULL, 4, sums); break;
+      }
     }
   }
 }
 
 /*
- * C[first..last, j..j+4) with more than 4 rows: the first 4-row block widens the 4 B rows (`b`,
- * bfloat16) as it streams them and keeps them in `kept` for the other blocks, so that each B
- * vector is widened once rather than once per block (two of the 4×4 block's three vector
- * instructions per multiply-add pair went to widening). In slices of KEPT_DEPTH depths, so
- * that the kept rows stay in L1 beside the A rows streaming past them; each block's sums wait
- * in `partials` between slices. Every entry gets the same FMAs in the same order as dot_block.
+ * C[first..last, j..j+4·quads) with more than 4 rows, from `quads` quads of B rows (`b`,
+ * bfloat16): the first 4-row block widens each quad as it streams it and keeps it in `kept`
+ * for the other blocks, so that each B vector is widened once, not once per block. In slices
+ * of KEPT_DEPTH depths: the kept rows (4·quads × a slice) stay in L1, and each block's slice
+ * of A, read from L2 once, serves every quad. Each block's sums wait in `partials` between
+ * slices. Every entry gets the same FMAs in the same order as dot_block. `next`: the next
+ * group's B rows, fetched in shares while this one computes.
  */
-static void kept_blocks(const bfloat16_problem *g, const weight_rows *b, int64_t first,
-                        int64_t last, int64_t j, const uint16_t *next, float *kept,
-                        vfloat *partials) {
-  int64_t depth = g->k - g->k % VECTOR_WIDTH;
-  int shares = (int)((last - first + 3) / 4);
-  memset(partials, 0, (size_t)shares * 16 * sizeof(vfloat));
-  weight_rows slice = {NULL, kept, KEPT_DEPTH};
-  for (int64_t p0 = 0; p0 < depth; p0 += KEPT_DEPTH) {
-    int64_t p1 = p0 + KEPT_DEPTH < depth ? p0 + KEPT_DEPTH : depth;
-    dot_sums(g, b, 0, first, 4, p0, p1, true, next, shares, kept, partials);
-    kept_slice(g, &slice, first, last, p0, p1, next, partials);
+static void kept_group(const bfloat16_problem *g, const weight_rows *b, int64_t first,
+                       int64_t last, int64_t j, int quads, const uint16_t *next, float *kept,
+                       vfloat *partials) {
+  int64_t k = g->k, depth = k - k % VECTOR_WIDTH;
+  int64_t blocks = (last - first + 3) / 4;
+  int shares = (int)blocks;
+  int64_t share = 4 * k / shares;
+  memset(partials, 0, (size_t)(blocks * KEPT_QUADS * 16) * sizeof(vfloat));
+  /* Slices of equal depth: a short last one costs its blocks' sums saved and loaded for little. */
+  int64_t slices = (depth + KEPT_DEPTH - 1) / KEPT_DEPTH;
+  int64_t step = (depth / VECTOR_WIDTH + slices - 1) / slices * VECTOR_WIDTH;
+  for (int64_t p0 = 0; p0 < depth; p0 += step) {
+    int64_t p1 = p0 + step < depth ? p0 + step : depth;
+    for (int q = 0; q < quads; q++) {
+      weight_rows quad = {b->half + q * 4 * k, NULL, k};
+      const uint16_t *fetch = next ? next + q * shares * share : NULL;
+      dot_sums(g, &quad, 0, first, 4, p0, p1, true, fetch, shares, kept + q * 4 * KEPT_DEPTH, 1,
+               partials + q * 16);
+    }
+    kept_slice(g, kept, first, last, quads, p0, p1, next, partials);
   }
   for (int64_t r = first; r < last; r += 4) {
-    const vfloat *sums = partials + (r - first) / 4 * 16;
-    switch (last - r) {
-      case 3: dot_finish(g, b, r, 3, j, depth, sums); break;
-      case 2: dot_finish(g, b, r, 2, j, depth, sums); break;
-      case 1: dot_finish(g, b, r, 1, j, depth, sums); break;
-      default: dot_finish(g, b, r, 4, j, depth, sums); break;
+    for (int q = 0; q < quads; q++) {
+      weight_rows quad = {b->half + q * 4 * k, NULL, k};
+      const vfloat *sums = partials + ((r - first) / 4 * KEPT_QUADS + q) * 16;
+      switch (last - r) {
+        case 3: dot_finish(g, &quad, r, 3, j + 4 * q, depth, sums); break;
+        case 2: dot_finish(g, &quad, r, 2, j + 4 * q, depth, sums); break;
+        case 1: dot_finish(g, &quad, r, 1, j + 4 * q, depth, sums); break;
+        default: dot_finish(g, &quad, r, 4, j + 4 * q, depth, sums); break;
+      }
     }
   }
 }
@@ -291,17 +313,24 @@ static void dots_columns(const bfloat16_problem *g, const weight_rows *block, in
   for (int64_t first = r0; first < r1; first += tile) {
     int64_t last = first + tile < r1 ? first + tile : r1;
     int64_t j = j0;
-    for (; j + 4 <= j1; j += 4) {
+    while (j + 4 <= j1) {
       weight_rows b = *block;
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
+      if (b.half && buffers.kept && last - first > 4) {
+        int quads = (int)((j1 - j) / 4 < KEPT_QUADS ? (j1 - j) / 4 : KEPT_QUADS);
+        const uint16_t *next =
+            j + 8 * quads <= g->n ? g->b + (j + 4 * quads) * g->k : NULL;
+        kept_group(g, &b, first, last, j, quads, next, buffers.kept, buffers.partials);
+        j += 4 * quads;
+        continue;
+      }
       const uint16_t *next = g->b && j + 4 + 4 * BLOCKS_AHEAD <= g->n
                                  ? g->b + (j + 4 * BLOCKS_AHEAD) * g->k
                                  : NULL;
-      if (b.half && buffers.kept && last - first > 4)
-        kept_blocks(g, &b, first, last, j, next, buffers.kept, buffers.partials);
-      else if (b.half) row_blocks(g, &b, first, last, j, true, next);
+      if (b.half) row_blocks(g, &b, first, last, j, true, next);
       else row_blocks(g, &b, first, last, j, false, NULL);
+      j += 4;
     }
     for (; j < j1; j++) {
       weight_rows b = *block;
@@ -323,8 +352,9 @@ static void dots_task(void *context, size_t index, int thread) {
   if (g->b && rows > 4) {
     /* The thread's kept scratch (threadpool.h), not malloc: slot 0 as every task's rows, 4 as
        a task's second buffer. */
-    buffers.kept = pool_scratch(thread, 0, 4 * KEPT_DEPTH * sizeof(float));
-    buffers.partials = pool_scratch(thread, 4, (size_t)((rows + 3) / 4 * 16) * sizeof(vfloat));
+    buffers.kept = pool_scratch(thread, 0, 4 * KEPT_QUADS * KEPT_DEPTH * sizeof(float));
+    buffers.partials =
+        pool_scratch(thread, 4, (size_t)((rows + 3) / 4 * KEPT_QUADS * 16) * sizeof(vfloat));
     if (!buffers.kept || !buffers.partials) abort();
   }
   dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, buffers);
