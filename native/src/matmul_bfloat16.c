@@ -64,10 +64,6 @@
  */
 #define PREFETCH_LOCALITY 2
 #define BLOCKS_AHEAD 2
-/* Most depths per slice of kept B rows (kept_blocks): 4 rows of them, 12 KB, stay in L1. */
-#define KEPT_DEPTH 512
-/* Quads of B rows per group of kept_group. */
-#define KEPT_QUADS 2
 
 /*
  * total + Σ a[q]·b[c][q] for p ≤ q < k, one FMA at a time in index order. Written with explicit
@@ -85,77 +81,55 @@ tail_sum(float total, const float *a, const weight_rows *rows, int c, int64_t p,
 }
 
 /*
- * A 4×4 block's lane sums over the depths [p0, p1) (whole vectors), added to `sums`: 4 B rows ×
- * up to 4 A rows in registers, B's vector at depth p read at column p − b_from of its rows.
- * `streamed`, a constant at every call: B is bfloat16 read in place, widened in registers as
- * it streams (a decode step), else float32 (matmulFixedOrder's B, or B rows a first block kept).
- * Separate copies of the loop for the two: one loop with both (a branch on the pointer) ran
- * the float32 path 6-15% slower once the streamed side gained its prefetch shares. `prefetch`:
- * this block's share of the next 4 B rows, fetched while it computes; `shares` blocks split
- * them. `keep` (streamed only, else NULL): where the widened rows are stored for the other
- * blocks of the same B rows, row c's depth p at keep[c·(p1 − p0) + p − p0].
+ * C[r0..r0+rows, j0..j0+4): 4 B rows × up to 4 A rows reduced together in registers.
+ * `streamed`, a constant at every call: B is bfloat16 read in place (few rows of A), else the
+ * task's widened float32 scratch. Separate copies of the loop for the two: one loop with both
+ * (a branch on the pointer) ran the scratch path (prefill, scoring) 6-15% slower once the
+ * streamed side gained its prefetch shares. `prefetch` (streamed only): this block's share of
+ * the next block's 4 B rows, fetched while it computes; `shares` blocks split them.
  */
 static inline __attribute__((always_inline)) void
-dot_sums(const bfloat16_problem *g, const weight_rows *b, int64_t b_from, int64_t r0, int rows,
-         int64_t p0, int64_t p1, const bool streamed, const uint16_t *prefetch, int shares,
-         float *keep, const int spread, vfloat sums[16]) {
-  int64_t k = g->k, stride = b->stride;
-  vfloat acc[16];
-  for (int i = 0; i < 16; i++) acc[i] = sums[i];
+dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t j0,
+          const bool streamed, const uint16_t *prefetch, int shares) {
+  int64_t k = g->k;
+  vfloat sums[4][4] = {{{0}}};
   /* 4 rows × VECTOR_WIDTH bfloat16 = 4 · 2·VECTOR_WIDTH bytes a step, over `shares`: the share
      advances by a constant, not by 4·p / shares, which compiled to a 64-bit division every
      step; without it (and with the function always inlined, so that `streamed` is a constant
      in the loop rather than a mask test) decode products of 4–16 rows ran 1.05–1.08 times as
      fast (two threads, the old and new code alternating in one process). */
-  int64_t advance = 4 * VECTOR_WIDTH / shares, ahead = p0 / VECTOR_WIDTH * advance;
-  for (int64_t p = p0; p < p1; p += VECTOR_WIDTH, ahead += advance) {
+  int64_t advance = 4 * VECTOR_WIDTH / shares, ahead = 0;
+  int64_t p = 0;
+  for (; p + VECTOR_WIDTH <= k; p += VECTOR_WIDTH, ahead += advance) {
     vfloat bv[4], av[4];
-    if (prefetch) {
-      for (int line = 0; line < VECTOR_WIDTH / 8; line += shares)
-        __builtin_prefetch(prefetch + ahead + line * 32, 0, PREFETCH_LOCALITY);
-    }
     if (streamed) {
+      if (prefetch) {
+        for (int line = 0; line < VECTOR_WIDTH / 8; line += shares)
+          __builtin_prefetch(prefetch + ahead + line * 32, 0, PREFETCH_LOCALITY);
+      }
       for (int c = 0; c < 4; c++) {
-        const uint16_t *source = b->half + c * stride + p - b_from;
+        const uint16_t *source = b->half + c * k + p;
         bv[c] = in_register(vload_bfloat16_compute(source));
       }
-      if (keep) {
-        for (int c = 0; c < 4; c++) vstore(keep + 4 * (p - p0) + c * VECTOR_WIDTH, bv[c]);
-      }
     } else {
-      for (int c = 0; c < 4; c++)
-        bv[c] = in_register(vload(b->single + c * stride + (p - b_from) * spread));
+      for (int c = 0; c < 4; c++) bv[c] = in_register(vload(b->single + c * k + p));
       /* The A rows stream from the L2-resident row tile: fetched 8 vectors ahead into L1, the
          product ran 1.07–1.11× as fast on an Intel Xeon (one thread, CPU time, SmolLM2's
-         many-row shapes: 0.67 → 0.72 of the float32 GEMM). Not with kept rows (prefetch set):
-         their A slice sits in L1 already. */
-      if (!prefetch) {
-        for (int r = 0; r < rows; r++)
-          __builtin_prefetch(g->a + (r0 + r) * k + p + 8 * VECTOR_WIDTH, 0, 3);
-      }
+         many-row shapes: 0.67 → 0.72 of the float32 GEMM). */
+      for (int r = 0; r < rows; r++)
+        __builtin_prefetch(g->a + (r0 + r) * k + p + 8 * VECTOR_WIDTH, 0, 3);
     }
     for (int r = 0; r < rows; r++) av[r] = in_register(vload(g->a + (r0 + r) * k + p));
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
       if (r >= rows) break;
-      for (int c = 0; c < 4; c++) acc[r * 4 + c] += av[r] * bv[c];
+      for (int c = 0; c < 4; c++) sums[r][c] += av[r] * bv[c];
     }
   }
-  for (int i = 0; i < 16; i++) sums[i] = acc[i];
-}
-
-/*
- * C[r0..r0+rows, j0..j0+4) from a block's lane sums over the depths before p: each entry's lanes
- * added by vsum_rows' tree, then the tail p..k in index order (B's rows `b`), alpha and beta.
- */
-static inline __attribute__((always_inline)) void
-dot_finish(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t j0,
-           int64_t p, const vfloat sums[16]) {
-  int64_t k = g->k;
   float totals[16];
   for (int group = 0; group < 16; group += VECTOR_WIDTH) {
     vfloat tile[VECTOR_WIDTH];
-    for (int i = 0; i < VECTOR_WIDTH; i++) tile[i] = sums[group + i];
+    for (int i = 0; i < VECTOR_WIDTH; i++) tile[i] = sums[(group + i) / 4][(group + i) % 4];
     vstore(totals + group, vsum_rows(tile));
   }
   if (p == k && g->beta == 0.0f) {
@@ -178,17 +152,6 @@ dot_finish(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows
   }
 }
 
-/* C[r0..r0+rows, j0..j0+4) from B's 4 rows `b` over the whole depth (dot_sums, dot_finish). */
-static inline __attribute__((always_inline)) void
-dot_block(const bfloat16_problem *g, const weight_rows *b, int64_t r0, int rows, int64_t j0,
-          const bool streamed, const uint16_t *prefetch, int shares, float *keep,
-          const int spread) {
-  vfloat sums[16] = {{0}};
-  int64_t depth = g->k - g->k % VECTOR_WIDTH;
-  dot_sums(g, b, 0, r0, rows, 0, depth, streamed, prefetch, shares, keep, spread, sums);
-  dot_finish(g, b, r0, rows, j0, depth, sums);
-}
-
 /*
  * One entry the same way as dot_block (lane sums, the same tree, then the tail), for the
  * columns left over after blocks of 4: the tree is run on a tile whose other rows are zero.
@@ -204,133 +167,48 @@ static void dot_single(const bfloat16_problem *g, const weight_rows *b, int64_t 
   store(g, r, j, total);
 }
 
-/*
- * C[first..last, j..j+4) from 4 B rows in 4×4 blocks, each fetching its share of the next B
- * rows (`next`), so that memory streams while all of them compute, not during the first alone.
- */
-static inline __attribute__((always_inline)) void
-row_blocks(const bfloat16_problem *g, const weight_rows *b, int64_t first, int64_t last,
-           int64_t j, const bool streamed, const uint16_t *next) {
-  int shares = (int)((last - first + 3) / 4);
-  int64_t share = 4 * g->k / shares;
-  int64_t r = first;
-  for (; r + 4 <= last; r += 4)
-    dot_block(g, b, r, 4, j, streamed, next ? next + (r - first) / 4 * share : NULL, shares, NULL, 1);
-  const uint16_t *last_share = next ? next + (r - first) / 4 * share : NULL;
-  switch (last - r) {
-    case 3: dot_block(g, b, r, 3, j, streamed, last_share, shares, NULL, 1); break;
-    case 2: dot_block(g, b, r, 2, j, streamed, last_share, shares, NULL, 1); break;
-    case 1: dot_block(g, b, r, 1, j, streamed, last_share, shares, NULL, 1); break;
-    default: break;
-  }
-}
-
-/* One slice's passes of the blocks after the first: each block's A slice, read once from L2,
-   is multiplied with every kept quad of B rows from L1. */
-static void kept_slice(const bfloat16_problem *g, const float *kept, int64_t first, int64_t last,
-                       int quads, int64_t p0, int64_t p1, const uint16_t *next,
-                       vfloat *partials) {
-  int shares = (int)((last - first + 3) / 4);
-  int64_t share = 4 * g->k / shares;
-  for (int64_t r = first + 4; r < last; r += 4) {
-    int64_t block = (r - first) / 4;
-    for (int q = 0; q < quads; q++) {
-      weight_rows quad = {NULL, kept + q * 4 * KEPT_DEPTH, VECTOR_WIDTH};
-      vfloat *sums = partials + (block * KEPT_QUADS + q) * 16;
-      const uint16_t *fetch = next ? next + (q * shares + block) * share : NULL;
-      switch (last - r) {
-        case 3: dot_sums(g, &quad, p0, r, 3, p0, p1, false, fetch, shares, NULL, 4, sums); break;
-        case 2: dot_sums(g, &quad, p0, r, 2, p0, p1, false, fetch, shares, NULL, 4, sums); break;
-        case 1: dot_sums(g, &quad, p0, r, 1, p0, p1, false, fetch, shares, NULL, 4, sums); break;
-        default: dot_sums(g, &quad, p0, r, 4, p0, p1, false, fetch, shares, NULL, 4, sums); break;
-      }
-    }
-  }
-}
-
-/*
- * C[first..last, j..j+4·quads) with more than 4 rows, from `quads` quads of B rows (`b`,
- * bfloat16): the first 4-row block widens each quad as it streams it and keeps it in `kept`
- * for the other blocks, so that each B vector is widened once, not once per block. In slices
- * of KEPT_DEPTH depths: the kept rows (4·quads × a slice) stay in L1, and each block's slice
- * of A, read from L2 once, serves every quad. Each block's sums wait in `partials` between
- * slices. Every entry gets the same FMAs in the same order as dot_block. `next`: the next
- * group's B rows, fetched in shares while this one computes.
- */
-static void kept_group(const bfloat16_problem *g, const weight_rows *b, int64_t first,
-                       int64_t last, int64_t j, int quads, const uint16_t *next, float *kept,
-                       vfloat *partials) {
-  int64_t k = g->k, depth = k - k % VECTOR_WIDTH;
-  int64_t blocks = (last - first + 3) / 4;
-  int shares = (int)blocks;
-  int64_t share = 4 * k / shares;
-  memset(partials, 0, (size_t)(blocks * KEPT_QUADS * 16) * sizeof(vfloat));
-  /* Slices of equal depth: a short last one costs its blocks' sums saved and loaded for little. */
-  int64_t slices = (depth + KEPT_DEPTH - 1) / KEPT_DEPTH;
-  int64_t step = (depth / VECTOR_WIDTH + slices - 1) / slices * VECTOR_WIDTH;
-  for (int64_t p0 = 0; p0 < depth; p0 += step) {
-    int64_t p1 = p0 + step < depth ? p0 + step : depth;
-    for (int q = 0; q < quads; q++) {
-      weight_rows quad = {b->half + q * 4 * k, NULL, k};
-      const uint16_t *fetch = next ? next + q * shares * share : NULL;
-      dot_sums(g, &quad, 0, first, 4, p0, p1, true, fetch, shares, kept + q * 4 * KEPT_DEPTH, 1,
-               partials + q * 16);
-    }
-    kept_slice(g, kept, first, last, quads, p0, p1, next, partials);
-  }
-  for (int64_t r = first; r < last; r += 4) {
-    for (int q = 0; q < quads; q++) {
-      weight_rows quad = {b->half + q * 4 * k, NULL, k};
-      const vfloat *sums = partials + ((r - first) / 4 * KEPT_QUADS + q) * 16;
-      switch (last - r) {
-        case 3: dot_finish(g, &quad, r, 3, j + 4 * q, depth, sums); break;
-        case 2: dot_finish(g, &quad, r, 2, j + 4 * q, depth, sums); break;
-        case 1: dot_finish(g, &quad, r, 1, j + 4 * q, depth, sums); break;
-        default: dot_finish(g, &quad, r, 4, j + 4 * q, depth, sums); break;
-      }
-    }
-  }
-}
-
 /* Rows of A per tile: a tile (a quarter of L2, host.c) stays in L2 while every column of the block runs over it. */
 #define ROW_TILE_BYTES (host_tuning()->row_tile_bytes)
 
-/* The rows of A in C's tiles of `rows` × 4 columns: the most any one tile takes. */
-static int64_t row_tile(const bfloat16_problem *g) {
-  int64_t tile = ROW_TILE_BYTES / (g->k * (int64_t)sizeof(float));
-  return tile < 4 ? 4 : tile - tile % 4;
-}
-
-/* A task's buffers for kept_blocks (NULL when its tiles have at most 4 rows, or B is float32). */
-typedef struct {
-  float *kept;
-  vfloat *partials;
-} kept_buffers;
-
 static void dots_columns(const bfloat16_problem *g, const weight_rows *block, int64_t r0,
-                         int64_t r1, int64_t j0, int64_t j1, kept_buffers buffers) {
-  int64_t tile = row_tile(g);
+                         int64_t r1, int64_t j0, int64_t j1, bool prefetch) {
+  int64_t tile = ROW_TILE_BYTES / (g->k * (int64_t)sizeof(float));
+  tile = tile < 4 ? 4 : tile - tile % 4;
   for (int64_t first = r0; first < r1; first += tile) {
     int64_t last = first + tile < r1 ? first + tile : r1;
     int64_t j = j0;
-    while (j + 4 <= j1) {
+    for (; j + 4 <= j1; j += 4) {
       weight_rows b = *block;
       if (b.half) b.half += (j - j0) * g->k;
       else b.single += (j - j0) * g->k;
-      if (b.half && buffers.kept && last - first > 4) {
-        int quads = (int)((j1 - j) / 4 < KEPT_QUADS ? (j1 - j) / 4 : KEPT_QUADS);
-        const uint16_t *next =
-            j + 8 * quads <= g->n ? g->b + (j + 4 * quads) * g->k : NULL;
-        kept_group(g, &b, first, last, j, quads, next, buffers.kept, buffers.partials);
-        j += 4 * quads;
-        continue;
-      }
-      const uint16_t *next = g->b && j + 4 + 4 * BLOCKS_AHEAD <= g->n
+      const uint16_t *next = prefetch && g->b && j + 4 + 4 * BLOCKS_AHEAD <= g->n
                                  ? g->b + (j + 4 * BLOCKS_AHEAD) * g->k
                                  : NULL;
-      if (b.half) row_blocks(g, &b, first, last, j, true, next);
-      else row_blocks(g, &b, first, last, j, false, NULL);
-      j += 4;
+      /* Every row block fetches its share of the next B rows, so that memory streams while
+         all of them compute, not during the first alone. */
+      int shares = (int)((last - first + 3) / 4);
+      int64_t share = 4 * g->k / shares;
+      if (b.half) {
+        int64_t r = first;
+        for (; r + 4 <= last; r += 4)
+          dot_block(g, &b, r, 4, j, true, next ? next + (r - first) / 4 * share : NULL, shares);
+        const uint16_t *last_share = next ? next + (r - first) / 4 * share : NULL;
+        switch (last - r) {
+          case 3: dot_block(g, &b, r, 3, j, true, last_share, shares); break;
+          case 2: dot_block(g, &b, r, 2, j, true, last_share, shares); break;
+          case 1: dot_block(g, &b, r, 1, j, true, last_share, shares); break;
+          default: break;
+        }
+        continue;
+      }
+      int64_t r = first;
+      for (; r + 4 <= last; r += 4) dot_block(g, &b, r, 4, j, false, NULL, 1);
+      switch (last - r) {
+        case 3: dot_block(g, &b, r, 3, j, false, NULL, 1); break;
+        case 2: dot_block(g, &b, r, 2, j, false, NULL, 1); break;
+        case 1: dot_block(g, &b, r, 1, j, false, NULL, 1); break;
+        default: break;
+      }
     }
     for (; j < j1; j++) {
       weight_rows b = *block;
@@ -342,22 +220,13 @@ static void dots_columns(const bfloat16_problem *g, const weight_rows *block, in
 }
 
 static void dots_task(void *context, size_t index, int thread) {
+  (void)thread;
   const product_tasks *tasks = context;
   const bfloat16_problem *g = tasks->problem;
   task_span span = start_task(tasks, index);
   weight_rows block = g->b ? (weight_rows){g->b + span.j0 * g->k, NULL, g->k}
                            : (weight_rows){NULL, g->b_single + span.j0 * g->k, g->k};
-  kept_buffers buffers = {NULL, NULL};
-  int64_t rows = span.r1 - span.r0 < row_tile(g) ? span.r1 - span.r0 : row_tile(g);
-  if (g->b && rows > 4) {
-    /* The thread's kept scratch (threadpool.h), not malloc: slot 0 as every task's rows, 4 as
-       a task's second buffer. */
-    buffers.kept = pool_scratch(thread, 0, 4 * KEPT_QUADS * KEPT_DEPTH * sizeof(float));
-    buffers.partials =
-        pool_scratch(thread, 4, (size_t)((rows + 3) / 4 * KEPT_QUADS * 16) * sizeof(vfloat));
-    if (!buffers.kept || !buffers.partials) abort();
-  }
-  dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, buffers);
+  dots_columns(g, &block, span.r0, span.r1, span.j0, span.j1, g->b != NULL);
 }
 
 /*

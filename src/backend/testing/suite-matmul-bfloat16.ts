@@ -192,6 +192,19 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
       }
     });
 
+    test('the same bits for every few-row count on a deep product with a tail', () => {
+      // Decode batches of 2–16 rows on the dot-product blocks at a depth of several hundred
+      // vectors plus a tail (1,100 = 68·16 + 12), beside the same rows one at a time: a
+      // block that splits the depth, or shares B rows between its row blocks, must still give
+      // each entry its one order, for the ragged last row block too. 44 columns: 11 blocks of 4,
+      // none left over, and a second task on 2 threads.
+      const random = createRandom(304);
+      for (const transposeB of [false, true]) {
+        const shape = { m: 48, n: 44, k: 1100, transposeB, alpha: 0.3, beta: 1 };
+        sameBitsInParts(backend, kind, random, shape, [1, 2, 7, 12, 16], 13);
+      }
+    });
+
     test('the same bits when the rows run as several blocks of packed A', () => {
       // 550 rows of depth 2,100: more than one block of the B [n×k] path's packed A (at least
       // 512 rows a block; too deep to read A in place), the last micro-panel partial, so parts
