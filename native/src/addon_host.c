@@ -94,6 +94,7 @@ static napi_value info(napi_env env, napi_callback_info callback_info) {
   napi_create_object(env, &tuning);
   set_number(env, tuning, "aBlockBytes", (double)sizes->a_block_bytes);
   set_number(env, tuning, "packedRows", (double)sizes->packed_rows);
+  set_number(env, tuning, "packedColumns", (double)sizes->packed_columns);
   set_number(env, tuning, "rowTileBytes", (double)sizes->row_tile_bytes);
   napi_set_named_property(env, result, "tuning", tuning);
   return result;

@@ -56,7 +56,12 @@ export interface NativeBuildInfo {
   /** The fingerprint of the kernel signatures it was built from (see native-header.ts). */
   signatures: string;
   /** Block sizes derived from the host's caches (native/src/host.c). */
-  tuning: { aBlockBytes: number; packedRows: number; rowTileBytes: number };
+  tuning: {
+    aBlockBytes: number;
+    packedRows: number;
+    packedColumns: number;
+    rowTileBytes: number;
+  };
 }
 
 /** Calls of one hot kernel on one of its paths since the counters were reset (paths.h). */
