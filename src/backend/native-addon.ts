@@ -75,8 +75,9 @@ export interface KernelPathCount {
 }
 
 /**
- * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, `paths`, `resetPaths`, and
- * every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
+ * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, `paths`, `resetPaths`,
+ * `readMemory` (one pass over the array on the pool, for the bench's memory read rate; returns
+ * the sum of what it read), and every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
  * order.
  */
 export type NativeAddon = {
@@ -86,6 +87,7 @@ export type NativeAddon = {
   setSgemm(path: 'own' | 'openblas'): void;
   paths(): KernelPathCount[];
   resetPaths(): void;
+  readMemory(data: Float32Array): number;
 } & Record<KernelName, (...args: unknown[]) => unknown>;
 
 /** build/Release, two levels above this file in both src/ and dist/. */
