@@ -36,6 +36,7 @@
       "native/src/matmul_bfloat16_lanes.c",
       "native/src/matmul_gemm_order.c",
       "native/src/matmul_skinny.c",
+      "native/src/memory_probe.c",
       "native/src/norms.c",
       "native/src/paths.c",
       "native/src/rope.c",

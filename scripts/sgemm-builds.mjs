@@ -3,7 +3,7 @@
 // other processes falls on both alike.
 //
 //   node --import tsx scripts/sgemm-builds.mjs --against <addon .node file>
-//     [--threads 2] [--rounds 9] [--seconds 0.3] [--cpu] [--shape 4096,1024,1024]
+//     [--threads 2] [--rounds 9] [--seconds 0.3] [--cpu] [--shape 4096,1024,1024] [--transpose-b]
 //
 // Prints each round's GFLOP/s of both builds and the median of their ratio (this/other).
 // --cpu divides by the process's CPU time instead of wall time: with --threads 1 that is a
@@ -25,6 +25,7 @@ const { values: options } = parseArgs({
     seconds: { type: 'string', default: '0.3' },
     cpu: { type: 'boolean', default: false },
     shape: { type: 'string', default: '4096,1024,1024' },
+    'transpose-b': { type: 'boolean', default: false },
   },
 });
 
@@ -63,7 +64,7 @@ const product = (kernels) =>
     n,
     k,
     transposeA: false,
-    transposeB: false,
+    transposeB: options['transpose-b'],
     strideA: 0,
     strideB: 0,
   });
@@ -91,7 +92,7 @@ function rate(kernels) {
 const median = (list) => [...list].sort((x, y) => x - y)[list.length >> 1];
 builds.forEach((kernels) => rate(kernels));
 const ratios = [];
-console.log(`${m}×${n}×${k}, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`);
+console.log(`${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`);
 console.log('round  this GFLOP/s  other GFLOP/s  this/other');
 for (let round = 0; round < Number(options.rounds); round++) {
   const [mine, theirs] = builds.map(rate);

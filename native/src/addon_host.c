@@ -3,7 +3,8 @@
  * is), `info()` (this build: its variant, the paths its kernels take, the block sizes derived
  * from the caches), `setSgemm(path)`, which switches the code running large float32 products
  * so a benchmark can time both in one process, and `paths()`/`resetPaths()`, the counts of
- * the code each hot kernel ran (paths.h).
+ * the code each hot kernel ran (paths.h), and `readMemory(data)`, the bench's probe of the
+ * memory read rate (memory_probe.c).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -94,6 +95,7 @@ static napi_value info(napi_env env, napi_callback_info callback_info) {
   napi_create_object(env, &tuning);
   set_number(env, tuning, "aBlockBytes", (double)sizes->a_block_bytes);
   set_number(env, tuning, "packedRows", (double)sizes->packed_rows);
+  set_number(env, tuning, "packedColumns", (double)sizes->packed_columns);
   set_number(env, tuning, "rowTileBytes", (double)sizes->row_tile_bytes);
   napi_set_named_property(env, result, "tuning", tuning);
   return result;
@@ -144,9 +146,26 @@ static napi_value reset_paths(napi_env env, napi_callback_info callback_info) {
   return NULL;
 }
 
+/* readMemory(data: Float32Array): one pass over it on the pool (memory_probe.c); the bench
+   times the calls. Returns the meaningless sum, so the reads cannot be dropped. */
+static napi_value read_memory(napi_env env, napi_callback_info callback_info) {
+  arguments args;
+  if (!arguments_read(&args, env, callback_info, "readMemory", 1)) return NULL;
+  float_array data = arguments_floats(&args, 0, "data", false);
+  if (args.failed) return NULL;
+  double sum = kernel_memory_read(data.data, (int64_t)data.length);
+  if (sum == -1.0) {
+    napi_throw_error(env, NULL, "readMemory: out of memory for the per-task sums");
+    return NULL;
+  }
+  napi_value result;
+  napi_create_double(env, sum, &result);
+  return result;
+}
+
 void addon_export_host(napi_env env, napi_value exports) {
   const addon_function functions[] = {{"host", host},           {"info", info},
                                       {"setSgemm", set_sgemm},  {"paths", paths},
-                                      {"resetPaths", reset_paths}};
+                                      {"resetPaths", reset_paths}, {"readMemory", read_memory}};
   addon_export(env, exports, functions, sizeof functions / sizeof functions[0]);
 }

@@ -147,6 +147,9 @@ typedef struct {
 void kernel_adamw(const adamw_arguments *arguments);
 
 double kernel_sum_of_squares(const float *input, int64_t length);
+/* Reads every float once on the pool (memory_probe.c: the bench's memory read rate); -1 when
+   its scratch cannot be had. The sum returned means nothing. */
+double kernel_memory_read(const float *data, int64_t length);
 /* y += alpha·x, or y = 0 + alpha·x with overwrite (y's old values unread). */
 void kernel_axpy(float alpha, const float *x, float *y, int64_t length, bool overwrite);
 

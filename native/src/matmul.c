@@ -55,6 +55,25 @@ int kernel_vector_width(void) { return VECTOR_WIDTH; }
 
 void skinny_product(const gemm_problem *g, bool parallel);
 
+/*
+ * Shallow products (k below PANEL_MAX_DEPTH) of more than a few rows whose B outgrows one
+ * core's L2, or whose A outgrows two: the packed driver, which packs B once per slice and keeps
+ * each A micro-panel in L1 (gemm_packed.c), overtook the panels there once it was rebuilt; the
+ * panels re-read their A block from L2 for every 32-column panel and copy each panel of B once
+ * per block of rows. Measured on an Intel Xeon (AVX-512, 2 MiB of L2 a core, 2 threads, both
+ * kernels alternating in one process): packed over panels 1.12× at 512 × 1,536 × 576 (a LoRA
+ * step's gate and up), 1.06× with B transposed, 1.14× at 1,024 rows, 1.08–1.13× at 2,048 rows
+ * and 192–576 columns; level at k = 1,536 and at 512 × 49,152 × 576; 0.85–0.94× where both
+ * fit (256–1,024 × 576 × 576), which keep the panels (docs/guides/performance.md).
+ */
+static bool outgrows_panels(const gemm_problem *g) {
+  int64_t l2 = host_detect()->l2_bytes > 0 ? host_detect()->l2_bytes : 1 << 20;
+  int64_t a_bytes = g->m * g->k * (int64_t)sizeof(float);
+  int64_t b_bytes = g->k * g->n * (int64_t)sizeof(float);
+  return !g->transpose_a && g->m > PANEL_ANY_DEPTH_MAX_ROWS && g->k < PANEL_MAX_DEPTH &&
+         (b_bytes > l2 || a_bytes > 2 * l2);
+}
+
 void gemm_own(const gemm_problem *g, bool parallel) {
   if (gemm_weight_rows_applies(g)) {
     path_taken(PATH_OWN_WEIGHT_ROWS, (double)g->m * g->n * g->k);
@@ -67,7 +86,7 @@ void gemm_own(const gemm_problem *g, bool parallel) {
   bool deep = !g->transpose_a && g->m <= PANEL_DEEP_MAX_ROWS && g->n <= PANEL_DEEP_MAX_COLUMNS &&
               g->k * PANEL_DEEP_MIN_BLOCK_ROWS * (int64_t)sizeof(float) <=
                   (int64_t)host_tuning()->a_block_bytes;
-  bool panels = VECTOR_WIDTH == 16 && (g->k < panel_depth || few_rows || deep);
+  bool panels = VECTOR_WIDTH == 16 && !outgrows_panels(g) && (g->k < panel_depth || few_rows || deep);
   path_taken(panels ? PATH_OWN_PANELS : PATH_OWN_PACKED, (double)g->m * g->n * g->k);
   if (panels) {
     gemm_panels(g, parallel);

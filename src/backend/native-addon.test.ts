@@ -84,9 +84,21 @@ describe(
         env: { ...process.env, TEAMTR_ISA: 'portable' },
         encoding: 'utf8',
       });
-      const info = JSON.parse(run.stdout) as { isa: string; vectorWidth: number };
+      const info = JSON.parse(run.stdout) as {
+        isa: string;
+        vectorWidth: number;
+        tuning: Record<string, number>;
+      };
       assert.equal(info.isa, 'portable');
       assert.equal(info.vectorWidth, 4);
+      // Every block size host.c derives from the caches, as the bench's host report prints them.
+      assert.deepEqual(Object.keys(info.tuning).sort(), [
+        'aBlockBytes',
+        'packedColumns',
+        'packedRows',
+        'rowTileBytes',
+      ]);
+      for (const [name, size] of Object.entries(info.tuning)) assert.ok(size > 0, name);
     });
   },
 );

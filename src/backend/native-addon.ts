@@ -56,7 +56,12 @@ export interface NativeBuildInfo {
   /** The fingerprint of the kernel signatures it was built from (see native-header.ts). */
   signatures: string;
   /** Block sizes derived from the host's caches (native/src/host.c). */
-  tuning: { aBlockBytes: number; packedRows: number; rowTileBytes: number };
+  tuning: {
+    aBlockBytes: number;
+    packedRows: number;
+    packedColumns: number;
+    rowTileBytes: number;
+  };
 }
 
 /** Calls of one hot kernel on one of its paths since the counters were reset (paths.h). */
@@ -70,8 +75,9 @@ export interface KernelPathCount {
 }
 
 /**
- * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, `paths`, `resetPaths`, and
- * every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
+ * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, `paths`, `resetPaths`,
+ * `readMemory` (one pass over the array on the pool, for the bench's memory read rate; returns
+ * the sum of what it read), and every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
  * order.
  */
 export type NativeAddon = {
@@ -81,6 +87,7 @@ export type NativeAddon = {
   setSgemm(path: 'own' | 'openblas'): void;
   paths(): KernelPathCount[];
   resetPaths(): void;
+  readMemory(data: Float32Array): number;
 } & Record<KernelName, (...args: unknown[]) => unknown>;
 
 /** build/Release, two levels above this file in both src/ and dist/. */

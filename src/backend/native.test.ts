@@ -127,7 +127,7 @@ if (host) {
     });
 
     test(
-      'our kernels: decode-sized x·Wᵀ on the weight rows, deep products of a few hundred rows on the panels',
+      'our kernels: decode-sized x·Wᵀ on the weight rows, deep products of a few hundred rows on the panels, shallow ones whose B outgrows L2 packed',
       {
         skip: addon.info().vectorWidth !== 16 && 'the panels and weight rows need 16-float vectors',
       },
@@ -138,9 +138,13 @@ if (host) {
           addon.resetPaths();
           product(64, 576, 576); // a decode step's query projection at batch 64
           product(512, 576, 1536); // a LoRA step's down projection (4 × 128 tokens)
+          // Its gate projection (n = 1,536, k = 576), widened until B passes this host's L2.
+          const l2 = host!.l2Bytes > 0 ? host!.l2Bytes : 1 << 20;
+          product(512, Math.max(1536, Math.ceil(l2 / (576 * 4)) + 32), 576);
           const taken = addon.paths().map((path) => [path.path, path.calls]);
           assert.deepEqual(taken, [
             ['column panels (matmul, matmulGemmOrder)', 1],
+            ['packed (matmul, matmulGemmOrder)', 1],
             ['weight rows (x·Wᵀ, 24–128 rows)', 1],
           ]);
         } finally {

@@ -134,6 +134,14 @@ export function setNativeSgemm(path: 'own' | 'openblas'): boolean {
 }
 
 /**
+ * One pass over `data` on the kernel threads, returning the sum of what was read (in no fixed
+ * order): the bench's probe of the memory read rate. Null without the addon.
+ */
+export function nativeReadMemory(data: Float32Array): number | null {
+  return loadNativeBackend() ? loadedAddon!.readMemory(data) : null;
+}
+
+/**
  * The paths the hot kernels took since the last reset (a benchmark resets them before a
  * workload and reads them after it); null without the addon.
  */

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { createTypeScriptBackend } from '../backend/typescript.js';
 import { allocateZeroed, release } from '../tensor/index.js';
 import { boundOf } from './bound.js';
-import { hostLines, pathLines } from './host-report.js';
+import { hostLines, kernelLines, pathLines } from './host-report.js';
 import { benchRecord, type BenchRun } from './result-record.js';
 import { measureTimeSplit, measureTimeSplitSync, splitLines } from './time-split.js';
 
@@ -38,6 +38,32 @@ describe('the host and path report', () => {
       'host: intel-avx512-bf16 (Xeon), 2 CPUs',
       'caches: L1d 48 KiB, L2 2 MiB per core, L3 260 MiB',
       'features: avx2 avx512f',
+    ]);
+  });
+
+  it('states the build, who runs large products, and every block size taken from the caches', () => {
+    const lines = kernelLines({
+      isa: 'avx512',
+      blas: 'openblas',
+      blasVersion: '0.3.21',
+      blasCore: 'Cooperlake',
+      sgemm: 'own',
+      sgemmReason: 'host kind default',
+      vectorWidth: 16,
+      threads: 2,
+      signatures: 'fingerprint',
+      tuning: {
+        aBlockBytes: 2 ** 20,
+        packedRows: 1008,
+        packedColumns: 1024,
+        rowTileBytes: 512 * 1024,
+      },
+    });
+    assert.deepEqual(lines, [
+      'kernels: avx512 build (512-bit vectors), 2 threads; large float32 products: own ' +
+        '(host kind default); OpenBLAS 0.3.21 loaded with core type Cooperlake',
+      'block sizes from the caches: A block 1 MiB (column panels), packed kernel 1008 rows × ' +
+        '1024 columns of B, bfloat16 row tile 512 KiB',
     ]);
   });
 

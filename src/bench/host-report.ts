@@ -28,12 +28,13 @@ export function kernelLines(info: NativeBuildInfo): string[] {
     info.blas === 'openblas'
       ? `OpenBLAS ${info.blasVersion} loaded with core type ${info.blasCore || 'its own detection'}`
       : 'OpenBLAS not loaded';
-  const { aBlockBytes, packedRows, rowTileBytes } = info.tuning;
+  const { aBlockBytes, packedRows, packedColumns, rowTileBytes } = info.tuning;
   return [
     `kernels: ${info.isa} build (${info.vectorWidth * 32}-bit vectors), ${info.threads} threads; ` +
       `large float32 products: ${info.sgemm} (${info.sgemmReason}); ${blas}`,
     `block sizes from the caches: A block ${bytes(aBlockBytes)} (column panels), ` +
-      `${packedRows} packed rows, bfloat16 row tile ${bytes(rowTileBytes)}`,
+      `packed kernel ${packedRows} rows × ${packedColumns} columns of B, ` +
+      `bfloat16 row tile ${bytes(rowTileBytes)}`,
   ];
 }
 

@@ -6,6 +6,7 @@ import { boundOf, measureOwnAndOpenblas, type SgemmBound } from '../../bench/bou
 import { runWorkloadInChild } from '../../bench/child-process.js';
 import { formatBenchmarkResult, type BenchmarkResult } from '../../bench/context.js';
 import { hostLines, kernelLines, pathLines } from '../../bench/host-report.js';
+import { measureMemoryRead } from '../../bench/memory-bound.js';
 import { realModelWorkloadsOf, realModelSizes } from '../../bench/registry.js';
 import { benchRecord, currentCommit, type BenchRun } from '../../bench/result-record.js';
 import { benchmarkSgemm } from '../../bench/timing.js';
@@ -96,7 +97,8 @@ function machineBound(withTorch: boolean): SgemmBound {
   return boundOf({ own: best(own)!, openblas: best(openblas), torch: best(torch) });
 }
 
-function emitBound(output: Output, bound: SgemmBound): void {
+/** The sgemm bound measured for this run, and the memory read rate measured now. */
+function emitBounds(output: Output, bound: SgemmBound): void {
   const name = 'sgemm-4096x1024x1024';
   output.emit({ name: `${name}-own`, value: bound.own, unit: 'GFLOP/s' });
   if (bound.openblas !== null)
@@ -105,6 +107,13 @@ function emitBound(output: Output, bound: SgemmBound): void {
     output.emit({ name: `${name}-pytorch`, value: bound.torch, unit: 'GFLOP/s' });
   output.emit({ name: `machine-bound-sgemm4096`, value: bound.bound, unit: 'GFLOP/s' });
   output.note([`(the bound: ${bound.fastest}'s sgemm, the fastest of the three)`]);
+  const memoryRead = measureMemoryRead();
+  if (memoryRead === null) return;
+  output.emit({ name: 'memory-read', value: memoryRead, unit: 'GB/s' });
+  output.note([
+    '(memory read: one pass over 256 MiB on the kernel threads; work that reads its weights or ' +
+      'caches once per step runs at most at bytes ÷ this rate)',
+  ]);
 }
 
 /** The llama-3m workloads, in this process, each with the kernel paths it took. */
@@ -197,7 +206,7 @@ async function bench(flags: BenchFlags): Promise<void> {
   const repeats = Math.max(3, Number(flags.repeats) || 10);
   const withTorch = flags.torch && hasTorch();
   const bound = machineBound(withTorch);
-  emitBound(output, bound);
+  emitBounds(output, bound);
   for (const [m, n, k] of sgemmShapes)
     output.emit({
       name: `sgemm-${m}x${n}x${k}`,
