@@ -48,7 +48,15 @@ test(
       Object.keys(addon)
         .filter(
           (name) =>
-            !['host', 'info', 'setThreads', 'setSgemm', 'paths', 'resetPaths'].includes(name),
+            ![
+              'host',
+              'info',
+              'setThreads',
+              'setSgemm',
+              'paths',
+              'resetPaths',
+              'readMemory',
+            ].includes(name),
         )
         .sort(),
       Object.keys(kernelSignatures).sort(),
