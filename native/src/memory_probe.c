@@ -1,10 +1,10 @@
 /*
  * The machine's memory read rate, for `teamtr bench`. Work on the decode side — every weight
- * read once per decode step, a key/value cache read once per step — is bound by it rather than
- * by the sgemm bound: with 16 rows a bfloat16 weight feeds 32 FLOPs, so at 12 GB/s such a
- * product cannot pass 192 GFLOP/s whatever the kernel. The probe reads an array far larger than
- * the caches once, split over the pool; each task sums its chunk in vector lanes, which only
- * keeps the loads from being optimized away (the value means nothing; no kernel uses it).
+ * read once per decode step, a key/value cache read once per step — is bound by it as well as
+ * by the sgemm bound: with 16 rows a bfloat16 weight (2 bytes) feeds 32 FLOPs, so at 25 GB/s
+ * such a product cannot pass 400 GFLOP/s whatever the kernel. The probe reads an array far
+ * larger than the caches once, split over the pool; each task sums its chunk in vector lanes,
+ * which only keeps the loads from being optimized away (the value means nothing).
  */
 #include <stdint.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadNativeBackend, nativeReadMemory } from '../backend/native.js';
-import { measureMemoryRead } from './memory-bound.js';
+import { measureMemoryRead, probeBytes } from './memory-bound.js';
 
 const native = loadNativeBackend() !== null;
 
@@ -16,7 +16,20 @@ describe('the memory read probe', { skip: !native && 'native addon not built' },
   });
 
   it('gives a rate in GB/s', () => {
-    const rate = measureMemoryRead({ megabytes: 16, minimumSeconds: 0.01 });
-    assert.ok(rate !== null && Number.isFinite(rate) && rate > 0, String(rate));
+    const read = measureMemoryRead({ bytes: 16 * 2 ** 20, minimumSeconds: 0.01 });
+    assert.ok(read !== null && Number.isFinite(read.gigabytesPerSecond), JSON.stringify(read));
+    assert.ok(read.gigabytesPerSecond > 0);
+    assert.equal(read.bytes, 16 * 2 ** 20);
+  });
+});
+
+describe("the probe's size", () => {
+  it('is four times the last-level cache in whole GiB, from 1 to 4 GiB', () => {
+    const mebibyte = 2 ** 20;
+    assert.equal(probeBytes(0), 2 ** 30);
+    assert.equal(probeBytes(32 * mebibyte), 2 ** 30);
+    assert.equal(probeBytes(260 * mebibyte), 2 * 2 ** 30);
+    assert.equal(probeBytes(512 * mebibyte), 2 * 2 ** 30);
+    assert.equal(probeBytes(4096 * mebibyte), 4 * 2 ** 30);
   });
 });

@@ -109,10 +109,10 @@ function emitBounds(output: Output, bound: SgemmBound): void {
   output.note([`(the bound: ${bound.fastest}'s sgemm, the fastest of the three)`]);
   const memoryRead = measureMemoryRead();
   if (memoryRead === null) return;
-  output.emit({ name: 'memory-read', value: memoryRead, unit: 'GB/s' });
+  output.emit({ name: 'memory-read', value: memoryRead.gigabytesPerSecond, unit: 'GB/s' });
   output.note([
-    '(memory read: one pass over 256 MiB on the kernel threads; work that reads its weights or ' +
-      'caches once per step runs at most at bytes ÷ this rate)',
+    `(memory read: one pass over ${memoryRead.bytes / 2 ** 30} GiB on the kernel threads; work ` +
+      'that reads its weights or caches once per step runs at most at bytes ÷ this rate)',
   ]);
 }
 
