@@ -4,9 +4,10 @@
  * from the caches), `setSgemm(path)`, which switches the code running large float32 products
  * so a benchmark can time both in one process, and `paths()`/`resetPaths()`, the counts of
  * the code each hot kernel ran (paths.h), and `readMemory(data)`, the bench's probe of the
- * memory read rate (memory_probe.c).
+ * memory read rate (memory_probe.c), and `addressAlignment(buffer)`, for the buffer pool.
  */
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "addon.h"
@@ -163,9 +164,30 @@ static napi_value read_memory(napi_env env, napi_callback_info callback_info) {
   return result;
 }
 
+/*
+ * addressAlignment(buffer: ArrayBuffer): where its bytes start, modulo a cache line (64). The
+ * buffer pool places each view on a line boundary (src/tensor/memory.ts): with C's rows off the
+ * line, two threads writing neighbouring column panels of C ran a 512 × 576 × 576 product at
+ * 0.89 of the aligned speed.
+ */
+static napi_value address_alignment(napi_env env, napi_callback_info callback_info) {
+  arguments args;
+  if (!arguments_read(&args, env, callback_info, "addressAlignment", 1)) return NULL;
+  void *data = NULL;
+  size_t length = 0;
+  if (napi_get_arraybuffer_info(env, args.values[0], &data, &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "addressAlignment: the argument must be an ArrayBuffer");
+    return NULL;
+  }
+  napi_value result;
+  napi_create_uint32(env, (uint32_t)((uintptr_t)data % 64), &result);
+  return result;
+}
+
 void addon_export_host(napi_env env, napi_value exports) {
   const addon_function functions[] = {{"host", host},           {"info", info},
                                       {"setSgemm", set_sgemm},  {"paths", paths},
-                                      {"resetPaths", reset_paths}, {"readMemory", read_memory}};
+                                      {"resetPaths", reset_paths}, {"readMemory", read_memory},
+                                      {"addressAlignment", address_alignment}};
   addon_export(env, exports, functions, sizeof functions / sizeof functions[0]);
 }

@@ -77,7 +77,8 @@ export interface KernelPathCount {
 /**
  * The addon's exports: `host`, `info`, `setThreads`, `setSgemm`, `paths`, `resetPaths`,
  * `readMemory` (one pass over the array on the pool, for the bench's memory read rate; returns
- * the sum of what it read), and every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
+ * the sum of what it read), `addressAlignment` (where an ArrayBuffer's bytes start, modulo
+ * 64), and every kernel of `kernelSignatures`, taking its arguments positionally in the signature's
  * order.
  */
 export type NativeAddon = {
@@ -88,6 +89,7 @@ export type NativeAddon = {
   paths(): KernelPathCount[];
   resetPaths(): void;
   readMemory(data: Float32Array): number;
+  addressAlignment(buffer: ArrayBuffer): number;
 } & Record<KernelName, (...args: unknown[]) => unknown>;
 
 /** build/Release, two levels above this file in both src/ and dist/. */

@@ -56,6 +56,7 @@ test(
               'paths',
               'resetPaths',
               'readMemory',
+              'addressAlignment',
             ].includes(name),
         )
         .sort(),

@@ -134,6 +134,14 @@ export function setNativeSgemm(path: 'own' | 'openblas'): boolean {
 }
 
 /**
+ * Where `buffer`'s bytes start, modulo a cache line (64), when the addon is loaded already (it
+ * is not loaded for this); null otherwise. The buffer pool places its views on a line boundary.
+ */
+export function nativeAddressAlignment(buffer: ArrayBuffer): number | null {
+  return loadedAddon ? loadedAddon.addressAlignment(buffer) : null;
+}
+
+/**
  * One pass over `data` on the kernel threads, returning the sum of what was read (in no fixed
  * order): the bench's probe of the memory read rate. Null without the addon.
  */

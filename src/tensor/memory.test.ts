@@ -8,6 +8,7 @@ import {
   setMaximumPooledBytes,
   tidy,
 } from './memory.js';
+import { loadNativeBackend, nativeAddressAlignment } from '../backend/native.js';
 import { add } from './ops/elementwise.js';
 import { Tensor } from './tensor.js';
 
@@ -107,4 +108,22 @@ describe('buffer pool', () => {
     assert.equal(memoryStatistics().outstandingBytes, inUse);
     assert.throws(() => input.keep().takeData(), /persistent tensor of shape \[10, 100\]/);
   });
+
+  test(
+    'with the native addon loaded, pooled buffers start on a cache line, new and reused',
+    { skip: !loadNativeBackend() && 'native addon not built' },
+    () => {
+      clearPool();
+      const lineOffset = (buffer: Float32Array) =>
+        (nativeAddressAlignment(buffer.buffer as ArrayBuffer)! + buffer.byteOffset) % 64;
+      const buffers = [1_000, 4_096, 300_000].map((length) => allocate(length));
+      for (const buffer of buffers) assert.equal(lineOffset(buffer), 0, `${buffer.length} new`);
+      for (const buffer of buffers) release(buffer);
+      assert.equal(memoryStatistics().pooledBuffers, 3, 'the aligned views are pooled');
+      const reused = allocate(290_000);
+      assert.equal(reused.buffer, buffers[2]!.buffer, 'the same size class is reused');
+      assert.equal(lineOffset(reused), 0, 'reused');
+      release(reused);
+    },
+  );
 });
