@@ -17,13 +17,7 @@
 // rate, which other processes on a shared machine disturb far less).
 import { parseArgs } from 'node:util';
 import { roundToBfloat16 } from '../src/backend/bfloat16.ts';
-import {
-  loadAddonFile,
-  loadNativeBackend,
-  nativeBackend,
-  nativeBackendProblem,
-  setNativeThreads,
-} from '../src/backend/native.ts';
+import { loadBuilds } from './addon-builds.mjs';
 
 const weightShapes = {
   smollm2: [
@@ -53,20 +47,11 @@ const { values: options } = parseArgs({
   },
 });
 
-const backend = loadNativeBackend();
-if (!backend) {
-  console.error(`bfloat16-products: no native backend (${nativeBackendProblem()})`);
-  process.exit(1);
-}
-setNativeThreads(Number(options.threads));
+const { backend, other } = loadBuilds('bfloat16-products', {
+  against: options.against,
+  threads: Number(options.threads),
+});
 const rounds = Number(options.rounds);
-const otherAddon = options.against ? loadAddonFile(options.against) : null;
-if (options.against && !otherAddon) {
-  console.error(`bfloat16-products: --against ${options.against} is not a loadable addon build`);
-  process.exit(1);
-}
-otherAddon?.setThreads(Number(options.threads));
-const other = otherAddon ? nativeBackend(otherAddon) : null;
 
 /** Values in [-0.5, 0.5) from a fixed linear congruential sequence. */
 function values(length, seed) {

@@ -9,13 +9,7 @@
 // --cpu divides by the process's CPU time instead of wall time: with --threads 1 that is a
 // core's own rate, which a shared machine disturbs far less than two threads' wall time.
 import { parseArgs } from 'node:util';
-import {
-  loadAddonFile,
-  loadNativeBackend,
-  nativeBackend,
-  nativeBackendProblem,
-  setNativeThreads,
-} from '../src/backend/native.ts';
+import { loadBuilds } from './addon-builds.mjs';
 
 const { values: options } = parseArgs({
   options: {
@@ -29,20 +23,13 @@ const { values: options } = parseArgs({
   },
 });
 
-const backend = loadNativeBackend();
-if (!backend) {
-  console.error(`sgemm-builds: no native backend (${nativeBackendProblem()})`);
-  process.exit(1);
-}
-const otherAddon = options.against ? loadAddonFile(options.against) : null;
-if (!otherAddon) {
+const threads = Number(options.threads);
+const { backend, other } = loadBuilds('sgemm-builds', { against: options.against, threads });
+if (!other) {
   console.error('sgemm-builds: --against <file> must name a loadable addon build (.node)');
   process.exit(1);
 }
-const threads = Number(options.threads);
-setNativeThreads(threads);
-otherAddon.setThreads(threads);
-const builds = [backend, nativeBackend(otherAddon)];
+const builds = [backend, other];
 
 const [m, n, k] = options.shape.split(',').map(Number);
 const a = Float32Array.from(
@@ -92,7 +79,9 @@ function rate(kernels) {
 const median = (list) => [...list].sort((x, y) => x - y)[list.length >> 1];
 builds.forEach((kernels) => rate(kernels));
 const ratios = [];
-console.log(`${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`);
+console.log(
+  `${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`,
+);
 console.log('round  this GFLOP/s  other GFLOP/s  this/other');
 for (let round = 0; round < Number(options.rounds); round++) {
   const [mine, theirs] = builds.map(rate);

@@ -67,7 +67,8 @@ void skinny_product(const gemm_problem *g, bool parallel);
  * fit (256–1,024 × 576 × 576), which keep the panels (docs/guides/performance.md).
  */
 static bool outgrows_panels(const gemm_problem *g) {
-  int64_t l2 = host_detect()->l2_bytes > 0 ? host_detect()->l2_bytes : 1 << 20;
+  /* The L2 the block sizes were derived from (host.c: the A block is half of it). */
+  int64_t l2 = 2 * host_tuning()->a_block_bytes;
   int64_t a_bytes = g->m * g->k * (int64_t)sizeof(float);
   int64_t b_bytes = g->k * g->n * (int64_t)sizeof(float);
   return !g->transpose_a && g->m > PANEL_ANY_DEPTH_MAX_ROWS && g->k < PANEL_MAX_DEPTH &&
@@ -86,7 +87,8 @@ void gemm_own(const gemm_problem *g, bool parallel) {
   bool deep = !g->transpose_a && g->m <= PANEL_DEEP_MAX_ROWS && g->n <= PANEL_DEEP_MAX_COLUMNS &&
               g->k * PANEL_DEEP_MIN_BLOCK_ROWS * (int64_t)sizeof(float) <=
                   (int64_t)host_tuning()->a_block_bytes;
-  bool panels = VECTOR_WIDTH == 16 && !outgrows_panels(g) && (g->k < panel_depth || few_rows || deep);
+  bool panels =
+      VECTOR_WIDTH == 16 && !outgrows_panels(g) && (g->k < panel_depth || few_rows || deep);
   path_taken(panels ? PATH_OWN_PANELS : PATH_OWN_PACKED, (double)g->m * g->n * g->k);
   if (panels) {
     gemm_panels(g, parallel);
