@@ -4,10 +4,14 @@
 //
 //   node --import tsx scripts/sgemm-builds.mjs --against <addon .node file>
 //     [--threads 2] [--rounds 9] [--seconds 0.3] [--cpu] [--shape 4096,1024,1024] [--transpose-b]
+//     [--weights 1]
 //
 // Prints each round's GFLOP/s of both builds and the median of their ratio (this/other).
 // --cpu divides by the process's CPU time instead of wall time: with --threads 1 that is a
 // core's own rate, which a shared machine disturbs far less than two threads' wall time.
+// --weights n cycles the products through n different B matrices: enough of them (n × k × n × 4
+// bytes well past the last-level cache) and every product reads its weights from memory, as a
+// decode step does.
 import { parseArgs } from 'node:util';
 import { loadBuilds } from './addon-builds.mjs';
 
@@ -20,6 +24,7 @@ const { values: options } = parseArgs({
     cpu: { type: 'boolean', default: false },
     shape: { type: 'string', default: '4096,1024,1024' },
     'transpose-b': { type: 'boolean', default: false },
+    weights: { type: 'string', default: '1' },
   },
 });
 
@@ -36,15 +41,18 @@ const a = Float32Array.from(
   { length: m * k },
   (_value, index) => ((index * 7919) % 1000) / 1000 - 0.5,
 );
-const b = Float32Array.from(
-  { length: k * n },
-  (_value, index) => ((index * 104729) % 1000) / 1000 - 0.5,
+const weights = Array.from({ length: Number(options.weights) }, (_unused, matrix) =>
+  Float32Array.from(
+    { length: k * n },
+    (_value, index) => (((index + matrix) * 104729) % 1000) / 1000 - 0.5,
+  ),
 );
 const c = new Float32Array(m * n);
+let calls = 0;
 const product = (kernels) =>
   kernels.matmul({
     a,
-    b,
+    b: weights[calls++ % weights.length],
     c,
     batch: 1,
     m,
@@ -66,21 +74,21 @@ function clock() {
 /** GFLOP/s of `kernels` over at least --seconds of products. */
 function rate(kernels) {
   const start = clock();
-  let calls = 0;
+  let products = 0;
   let now = start;
   do {
     product(kernels);
-    calls++;
+    products++;
     now = clock();
   } while (now - start < Number(options.seconds));
-  return (2 * m * n * k * calls) / (now - start) / 1e9;
+  return (2 * m * n * k * products) / (now - start) / 1e9;
 }
 
 const median = (list) => [...list].sort((x, y) => x - y)[list.length >> 1];
 builds.forEach((kernels) => rate(kernels));
 const ratios = [];
 console.log(
-  `${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`,
+  `${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${weights.length} weight matrices, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`,
 );
 console.log('round  this GFLOP/s  other GFLOP/s  this/other');
 for (let round = 0; round < Number(options.rounds); round++) {

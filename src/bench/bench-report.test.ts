@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createTypeScriptBackend } from '../backend/typescript.js';
+import type { KernelBackend } from '../backend/types.js';
 import { allocateZeroed, release } from '../tensor/index.js';
 import { boundOf } from './bound.js';
 import { hostLines, kernelLines, pathLines } from './host-report.js';
@@ -138,6 +139,37 @@ describe('the time split', () => {
     const softmax = split.parts.find((part) => part.part === 'softmax')!;
     assert.ok(softmax.cpuSeconds! > 0, `softmax took ${softmax.cpuSeconds} CPU seconds`);
     assert.match(splitLines(split, 0).join('\n'), /softmax: .* calls, \d+\.\d threads busy/);
+  });
+
+  it('parts attention into decode steps, query blocks and the forward of a gradient step', () => {
+    const [heads, headDim, keyLength] = [2, 4, 3];
+    const attention = (queryLength: number, keepProbabilities: boolean) => (timed: KernelBackend) =>
+      timed.attention({
+        query: new Float32Array(queryLength * heads * headDim).fill(0.5),
+        key: new Float32Array(keyLength * heads * headDim).fill(0.25),
+        value: new Float32Array(keyLength * heads * headDim).fill(1),
+        output: new Float32Array(queryLength * heads * headDim),
+        probabilities: keepProbabilities ? new Float32Array(heads * queryLength * keyLength) : null,
+        keyMask: null,
+        batch: 1,
+        queryLength,
+        keyLength,
+        keyCapacity: keyLength,
+        heads,
+        kvHeads: heads,
+        headDim,
+        queryStart: keyLength - queryLength,
+        scale: 0.5,
+      });
+    const { split } = measureTimeSplitSync(createTypeScriptBackend(), (timed) => {
+      attention(1, false)(timed);
+      attention(1, false)(timed);
+      attention(3, false)(timed);
+      attention(3, true)(timed);
+    });
+    const calls = Object.fromEntries(split.parts.map((part) => [part.part, part.calls]));
+    assert.deepEqual([calls['attention, decode steps'], calls['attention, query blocks']], [2, 1]);
+    assert.equal(calls['attention, with gradients'], 1);
   });
 
   it('finishes the split when the run throws, and throws on', () => {

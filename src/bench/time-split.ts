@@ -59,6 +59,23 @@ function productPart(kernel: string, args: Arguments): { part: string; multiplyA
   };
 }
 
+/**
+ * Attention's part: decode steps (one query a sequence, reading the key/value cache), the
+ * forward of a gradient step (probabilities kept for the backward) or query blocks without
+ * gradients (prefill, scoring).
+ */
+function attentionPart(args: Arguments): string {
+  if (Number(args.queryLength) === 1) return 'attention, decode steps';
+  return args.probabilities ? 'attention, with gradients' : 'attention, query blocks';
+}
+
+/** A call's part and its multiply-adds (products only). */
+function partOf(name: string, args: Arguments): { part: string; multiplyAdds: number } {
+  if (products.has(name)) return productPart(name, args);
+  if (name === 'attention') return { part: attentionPart(args), multiplyAdds: 0 };
+  return { part: name, multiplyAdds: 0 };
+}
+
 /** The process's CPU seconds so far (all threads, user and system). */
 function processCpuSeconds(): number {
   const usage = process.cpuUsage();
@@ -85,9 +102,7 @@ function timedBackend(
       const result = call(args);
       const seconds = (performance.now() - started) / 1000;
       const cpuSeconds = cpu ? processCpuSeconds() - cpuBefore : 0;
-      const { part, multiplyAdds } = products.has(name)
-        ? productPart(name, args)
-        : { part: name, multiplyAdds: 0 };
+      const { part, multiplyAdds } = partOf(name, args);
       const entry = parts.get(part) ?? { part, seconds: 0, calls: 0, multiplyAdds: 0 };
       entry.seconds += seconds;
       entry.calls += 1;
