@@ -167,9 +167,13 @@ describe('the time split', () => {
       attention(3, false)(timed);
       attention(3, true)(timed);
     });
-    const calls = Object.fromEntries(split.parts.map((part) => [part.part, part.calls]));
-    assert.deepEqual([calls['attention, decode steps'], calls['attention, query blocks']], [2, 1]);
-    assert.equal(calls['attention, with gradients'], 1);
+    const parts = Object.fromEntries(split.parts.map((part) => [part.part, part]));
+    const counts = (name: string) => [parts[name]?.calls, parts[name]?.multiplyAdds];
+    // A decode step's query sees all 3 keys; a block of 3 queries from slot 0 sees 1 + 2 + 3.
+    // Scores and weighted values: 2 × heads × headDim multiply-adds a visible key.
+    assert.deepEqual(counts('attention, decode steps'), [2, 2 * (2 * 2 * 4 * 3)]);
+    assert.deepEqual(counts('attention, query blocks'), [1, 2 * 2 * 4 * 6]);
+    assert.deepEqual(counts('attention, with gradients'), [1, 2 * 2 * 4 * 6]);
   });
 
   it('finishes the split when the run throws, and throws on', () => {

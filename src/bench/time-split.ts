@@ -62,17 +62,28 @@ function productPart(kernel: string, args: Arguments): { part: string; multiplyA
 /**
  * Attention's part: decode steps (one query a sequence, reading the key/value cache), the
  * forward of a gradient step (probabilities kept for the backward) or query blocks without
- * gradients (prefill, scoring).
+ * gradients (prefill, scoring); and its multiply-adds, scores and weighted values over the keys
+ * each query sees (causal, padding counted: an upper bound on the work done).
  */
-function attentionPart(args: Arguments): string {
-  if (Number(args.queryLength) === 1) return 'attention, decode steps';
-  return args.probabilities ? 'attention, with gradients' : 'attention, query blocks';
+function attentionPart(args: Arguments): { part: string; multiplyAdds: number } {
+  const [batch, heads, headDim, queries, start] = [
+    args.batch,
+    args.heads,
+    args.headDim,
+    args.queryLength,
+    args.queryStart,
+  ].map(Number) as [number, number, number, number, number];
+  const visiblePairs = queries * start + (queries * (queries + 1)) / 2;
+  const multiplyAdds = 2 * batch * heads * headDim * visiblePairs;
+  if (queries === 1) return { part: 'attention, decode steps', multiplyAdds };
+  const kind = args.probabilities ? 'with gradients' : 'query blocks';
+  return { part: `attention, ${kind}`, multiplyAdds };
 }
 
-/** A call's part and its multiply-adds (products only). */
+/** A call's part and its multiply-adds (products and attention). */
 function partOf(name: string, args: Arguments): { part: string; multiplyAdds: number } {
   if (products.has(name)) return productPart(name, args);
-  if (name === 'attention') return { part: attentionPart(args), multiplyAdds: 0 };
+  if (name === 'attention') return attentionPart(args);
   return { part: name, multiplyAdds: 0 };
 }
 
