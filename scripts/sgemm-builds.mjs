@@ -4,15 +4,18 @@
 //
 //   node --import tsx scripts/sgemm-builds.mjs --against <addon .node file>
 //     [--threads 2] [--rounds 9] [--seconds 0.3] [--cpu] [--shape 4096,1024,1024] [--transpose-b]
-//     [--weights 1]
+//     [--weights 1] [--fresh-a]
 //
 // Prints each round's GFLOP/s of both builds and the median of their ratio (this/other).
 // --cpu divides by the process's CPU time instead of wall time: with --threads 1 that is a
 // core's own rate, which a shared machine disturbs far less than two threads' wall time.
 // --weights n cycles the products through n different B matrices: enough of them (n × k × n × 4
 // bytes well past the last-level cache) and every product reads its weights from memory, as a
-// decode step does.
+// decode step does. --fresh-a writes A anew (on this thread) before every product, as the kernel
+// before a product writes its input: a product whose threads share A then moves it between the
+// cores' caches each time, where a static A would sit in both after the first round.
 import { parseArgs } from 'node:util';
+import { nativeAddressAlignment } from '../src/backend/native.ts';
 import { loadBuilds } from './addon-builds.mjs';
 
 const { values: options } = parseArgs({
@@ -25,6 +28,7 @@ const { values: options } = parseArgs({
     shape: { type: 'string', default: '4096,1024,1024' },
     'transpose-b': { type: 'boolean', default: false },
     weights: { type: 'string', default: '1' },
+    'fresh-a': { type: 'boolean', default: false },
   },
 });
 
@@ -37,20 +41,26 @@ if (!other) {
 const builds = [backend, other];
 
 const [m, n, k] = options.shape.split(',').map(Number);
-const a = Float32Array.from(
-  { length: m * k },
-  (_value, index) => ((index * 7919) % 1000) / 1000 - 0.5,
-);
+
+/** `length` floats from `fill(index)`, starting on a cache line as the tensor pool's do. */
+function lineAligned(length, fill) {
+  const buffer = new ArrayBuffer(4 * length + 64);
+  const offset = (64 - (nativeAddressAlignment(buffer) ?? 0)) % 64;
+  const view = new Float32Array(buffer, offset, length);
+  for (let index = 0; index < length; index++) view[index] = fill(index);
+  return view;
+}
+
+const a = lineAligned(m * k, (index) => ((index * 7919) % 1000) / 1000 - 0.5);
 const weights = Array.from({ length: Number(options.weights) }, (_unused, matrix) =>
-  Float32Array.from(
-    { length: k * n },
-    (_value, index) => (((index + matrix) * 104729) % 1000) / 1000 - 0.5,
-  ),
+  lineAligned(k * n, (index) => (((index + matrix) * 104729) % 1000) / 1000 - 0.5),
 );
-const c = new Float32Array(m * n);
+const c = lineAligned(m * n, () => 0);
 let calls = 0;
-const product = (kernels) =>
-  kernels.matmul({
+const product = (kernels) => {
+  // One write a line (x + 0 is not x for −0, so the store is kept): A's lines change owner.
+  if (options['fresh-a']) for (let index = 0; index < a.length; index += 16) a[index] += 0;
+  return kernels.matmul({
     a,
     b: weights[calls++ % weights.length],
     c,
@@ -63,6 +73,7 @@ const product = (kernels) =>
     strideA: 0,
     strideB: 0,
   });
+};
 
 /** Seconds of the clock in use: the process's CPU time (--cpu) or wall time. */
 function clock() {
