@@ -166,6 +166,7 @@ describe('the time split', () => {
       attention(1, false)(timed);
       attention(3, false)(timed);
       attention(3, true)(timed);
+      attention(1, true)(timed);
     });
     const parts = Object.fromEntries(split.parts.map((part) => [part.part, part]));
     const counts = (name: string) => [parts[name]?.calls, parts[name]?.multiplyAdds];
@@ -173,7 +174,8 @@ describe('the time split', () => {
     // Scores and weighted values: 2 × heads × headDim multiply-adds a visible key.
     assert.deepEqual(counts('attention, decode steps'), [2, 2 * (2 * 2 * 4 * 3)]);
     assert.deepEqual(counts('attention, query blocks'), [1, 2 * 2 * 4 * 6]);
-    assert.deepEqual(counts('attention, with gradients'), [1, 2 * 2 * 4 * 6]);
+    // A gradient step's forward, whatever its length (one query sees 3 keys).
+    assert.deepEqual(counts('attention, with gradients'), [2, 2 * 2 * 4 * (6 + 3)]);
   });
 
   it('finishes the split when the run throws, and throws on', () => {

@@ -75,8 +75,11 @@ function attentionPart(args: Arguments): { part: string; multiplyAdds: number } 
   ].map(Number) as [number, number, number, number, number];
   const visiblePairs = queries * start + (queries * (queries + 1)) / 2;
   const multiplyAdds = 2 * batch * heads * headDim * visiblePairs;
-  if (queries === 1) return { part: 'attention, decode steps', multiplyAdds };
-  const kind = args.probabilities ? 'with gradients' : 'query blocks';
+  const kind = args.probabilities
+    ? 'with gradients'
+    : queries === 1
+      ? 'decode steps'
+      : 'query blocks';
   return { part: `attention, ${kind}`, multiplyAdds };
 }
 
