@@ -15,7 +15,7 @@
 // before a product writes its input: a product whose threads share A then moves it between the
 // cores' caches each time, where a static A would sit in both after the first round.
 import { parseArgs } from 'node:util';
-import { nativeAddressAlignment } from '../src/backend/native.ts';
+import { allocate } from '../src/tensor/index.ts';
 import { loadBuilds } from './addon-builds.mjs';
 
 const { values: options } = parseArgs({
@@ -42,20 +42,18 @@ const builds = [backend, other];
 
 const [m, n, k] = options.shape.split(',').map(Number);
 
-/** `length` floats from `fill(index)`, starting on a cache line as the tensor pool's do. */
-function lineAligned(length, fill) {
-  const buffer = new ArrayBuffer(4 * length + 64);
-  const offset = (64 - (nativeAddressAlignment(buffer) ?? 0)) % 64;
-  const view = new Float32Array(buffer, offset, length);
+/** `length` floats from `fill(index)` in a tensor-pool buffer: on a cache line, as operands are. */
+function pooled(length, fill) {
+  const view = allocate(length);
   for (let index = 0; index < length; index++) view[index] = fill(index);
   return view;
 }
 
-const a = lineAligned(m * k, (index) => ((index * 7919) % 1000) / 1000 - 0.5);
+const a = pooled(m * k, (index) => ((index * 7919) % 1000) / 1000 - 0.5);
 const weights = Array.from({ length: Number(options.weights) }, (_unused, matrix) =>
-  lineAligned(k * n, (index) => (((index + matrix) * 104729) % 1000) / 1000 - 0.5),
+  pooled(k * n, (index) => (((index + matrix) * 104729) % 1000) / 1000 - 0.5),
 );
-const c = lineAligned(m * n, () => 0);
+const c = pooled(m * n, () => 0);
 let calls = 0;
 const product = (kernels) => {
   // One write a line (x + 0 is not x for −0, so the store is kept): A's lines change owner.
