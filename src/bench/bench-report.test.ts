@@ -224,5 +224,10 @@ describe('the result file', () => {
     assert.deepEqual(record.tables[1]!.rows, [['work', 50, 'tokens/s', 0.8, 25, 2]]);
     for (const table of record.tables)
       for (const row of table.rows) assert.equal(row.length, table.columns.length);
+    // Two runs on one host, at two real-model sizes, get titles a reader can tell apart.
+    const titleOf = (realModelSize: string | null) =>
+      (benchRecord({ ...run, realModelSize }) as { title: string }).title;
+    assert.equal(titleOf(null), 'teamtr bench on unknown');
+    assert.equal(titleOf('1.5b'), 'teamtr bench on unknown, 1.5b real-model shape');
   });
 });

@@ -14,6 +14,8 @@ import type { TimeSplit } from './time-split.js';
 
 export interface BenchRun {
   command: string;
+  /** The real model's shape timed (`--size`), or null without --real-model. */
+  realModelSize?: string | null;
   /** The commit measured, read when the run started (currentCommit). */
   commit: string | null;
   host: HostInfo | null;
@@ -157,7 +159,7 @@ export function benchRecord(run: BenchRun): Record<string, unknown> {
   const kind = run.host?.kind ?? 'unknown';
   return {
     format: 'teamtr-result/1',
-    title: `teamtr bench on ${kind}`,
+    title: `teamtr bench on ${kind}${run.realModelSize ? `, ${run.realModelSize} real-model shape` : ''}`,
     command: run.command,
     commit: run.commit,
     measuredAt: run.startedAt,

@@ -224,6 +224,7 @@ async function bench(flags: BenchFlags): Promise<void> {
   if (typeof flags.json !== 'string') return;
   const run: BenchRun = {
     command: `node bin/teamtr.js ${process.argv.slice(2).join(' ')}`,
+    realModelSize: flags.realModel ? flags.size : null,
     commit,
     startedAt,
     host,
