@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { afterEach, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import {
   allocate,
   clearPool,
@@ -17,6 +20,58 @@ describe('buffer pool', () => {
   afterEach(() => {
     setMaximumPooledBytes(previousBound);
     clearPool();
+  });
+
+  test('by default its bound grows to the most bytes in use at once, until cleared', () => {
+    clearPool();
+    const megabyte = 2 ** 20;
+    previousBound = setMaximumPooledBytes(4 * megabyte, { growToWorkingSet: true });
+    // Ten activations of 1.2 MB in use at once: 12 MB, three times the 4 MiB floor.
+    const length = 300_000;
+    const round = () => {
+      const buffers = Array.from({ length: 10 }, () => allocate(length));
+      for (const buffer of buffers) release(buffer);
+    };
+    round();
+    assert.equal(memoryStatistics().poolBoundBytes, 10 * 4 * length);
+    assert.equal(memoryStatistics().pooledBuffers, 10, 'the whole working set is kept');
+    const freshBefore = memoryStatistics().freshBytes;
+    round();
+    assert.equal(memoryStatistics().freshBytes, freshBefore, 'and reused: no new buffer');
+    clearPool();
+    assert.equal(memoryStatistics().poolBoundBytes, 4 * megabyte, 'a cleared pool starts over');
+    // A fixed bound of the same floor keeps three of them and makes the other seven anew.
+    setMaximumPooledBytes(4 * megabyte);
+    round();
+    assert.equal(memoryStatistics().pooledBuffers, 3);
+    const freshFixed = memoryStatistics().freshBytes;
+    round();
+    assert.equal(memoryStatistics().freshBytes - freshFixed, 7 * 2 * megabyte);
+  });
+
+  test('TEAMTR_POOL_BYTES fixes the bound; a malformed value is refused by name', () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+    // A fresh process, as the variable is read on the pool's first use.
+    const boundIn = (value: string) => {
+      const script =
+        "import('./src/tensor/memory.ts').then((m) => { try { const b = m.allocate(300000); " +
+        'm.release(b); const s = m.memoryStatistics(); console.log(s.poolBoundBytes, s.pooledBuffers); ' +
+        '} catch (error) { console.log(error.name + ": " + error.message); } })';
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
+        cwd: root,
+        env: { ...process.env, TEAMTR_POOL_BYTES: value },
+        encoding: 'utf8',
+      });
+      return run.stdout.trim();
+    };
+    // 1 MB is below the 1.2 MB the buffer used: fixed, the bound keeps it out of the pool.
+    assert.equal(boundIn('1000000'), '1000000 0');
+    assert.equal(boundIn(''), `${2 ** 30} 1`);
+    assert.match(
+      boundIn('2GiB'),
+      /^ConfigError: TEAMTR_POOL_BYTES: must be a whole number of bytes/,
+    );
+    assert.match(boundIn('-1'), /unset it for the default/);
   });
 
   test('its bound counts the bytes buffers have used, not their size classes', () => {

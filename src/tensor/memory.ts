@@ -11,15 +11,55 @@
  */
 
 import { nativeAddressAlignment } from '../backend/native.js';
+import { ConfigError } from '../util/errors.js';
 
 /**
- * Pooled memory beyond this many bytes is left to the garbage collector instead. Counted in the
- * bytes each pooled buffer's views have used (the pages it holds), not its size class: a
- * [512, 576] activation takes 1.2 MB of its 2 MiB class, and a LoRA step at SmolLM2's shape
- * needs 1.48 GiB of classes but 0.96 GiB of used bytes, so counting classes dropped a third of
- * its buffers after every step and faulted them in anew (0.1–0.2 s of system time a step).
+ * Pooled memory beyond the pool's bound (`poolBound`) is left to the garbage collector instead.
+ * Counted in the bytes each pooled buffer's views have used (the pages it holds), not its size
+ * class: a [512, 576] activation takes 1.2 MB of its 2 MiB class, and a LoRA step at SmolLM2's
+ * shape needs 1.48 GiB of classes but 0.96 GiB of used bytes, so counting classes dropped a
+ * third of its buffers after every step and faulted them in anew (0.1–0.2 s of system time a
+ * step). The bound is at least this many bytes (1 GiB unless a test sets it).
  */
-let maximumPooledBytes = 1024 * 1024 * 1024;
+let poolFloorBytes = 1024 * 1024 * 1024;
+/**
+ * Whether the bound grows to the most bytes buffers from `allocate` have had in use at once
+ * (used bytes, as the bound counts them) since the pool was last cleared. So it does by default:
+ * a step whose working set passes the floor (a LoRA step at Qwen2.5-1.5B's shape makes 3.6 GiB
+ * of buffers) then reuses its buffers instead of dropping all but the floor's worth and faulting
+ * them in anew every step, and the pool never holds more than the workload has already had in
+ * use at once, so a workload whose buffers stay within the floor (every SmolLM2-shape one) runs
+ * as it did with a fixed bound.
+ */
+let growsToWorkingSet = true;
+let mostOutstandingUsedBytes = 0;
+/** Whether TEAMTR_POOL_BYTES was read (on the pool's first use). */
+let environmentRead = false;
+
+/** The most bytes the pool keeps (in bytes its buffers have used). */
+function poolBound(): number {
+  if (!environmentRead) readPoolEnvironment();
+  return growsToWorkingSet ? Math.max(poolFloorBytes, mostOutstandingUsedBytes) : poolFloorBytes;
+}
+
+/**
+ * TEAMTR_POOL_BYTES fixes the bound (no growth): a host short of memory can keep the pool
+ * smaller, and a benchmark can time the fixed bound against the default.
+ */
+function readPoolEnvironment(): void {
+  environmentRead = true;
+  const text = process.env.TEAMTR_POOL_BYTES;
+  if (text === undefined || text === '') return;
+  const bytes = Number(text);
+  if (!Number.isSafeInteger(bytes) || bytes < 0)
+    throw new ConfigError(
+      'TEAMTR_POOL_BYTES',
+      `must be a whole number of bytes ≥ 0 (e.g. 1073741824 for 1 GiB), not "${text}"; unset it for the default (1 GiB, or the most in use at once when more)`,
+    );
+  poolFloorBytes = bytes;
+  growsToWorkingSet = false;
+}
+
 /** Arrays shorter than this are cheap to allocate and not pooled. */
 const smallestPooledLength = 256;
 
@@ -94,6 +134,7 @@ function allocateFrom(length: number): { buffer: Float32Array; fresh: boolean } 
     pooledBytes -= used;
     if (4 * length > used) usedBytes.set(reused, 4 * length);
     outstandingUsedBytes += Math.max(used, 4 * length);
+    noteOutstandingUsed();
     return { buffer: new Float32Array(reused, viewOffsets.get(reused)!, length), fresh: false };
   }
   freshBytes += bytes;
@@ -101,7 +142,13 @@ function allocateFrom(length: number): { buffer: Float32Array; fresh: boolean } 
   const buffer = newPooledBuffer(bytes);
   usedBytes.set(buffer, 4 * length);
   outstandingUsedBytes += 4 * length;
+  noteOutstandingUsed();
   return { buffer: new Float32Array(buffer, viewOffsets.get(buffer)!, length), fresh: true };
+}
+
+function noteOutstandingUsed(): void {
+  if (outstandingUsedBytes > mostOutstandingUsedBytes)
+    mostOutstandingUsedBytes = outstandingUsedBytes;
 }
 
 /** A zero-filled buffer of `length` floats (a new one is zeros already: only reused ones are filled). */
@@ -131,8 +178,8 @@ export function allocateZeroed(length: number): Float32Array {
  * tensors in use never pass 0.7 GB, drop and make anew 7.1 GiB of buffers: 1.5 M page faults.)
  */
 function dropPooled(bytes: number): void {
-  const target =
-    Math.max(maximumPooledBytes / 2, maximumPooledBytes - outstandingUsedBytes) - bytes;
+  const bound = poolBound();
+  const target = Math.max(bound / 2, bound - outstandingUsedBytes) - bytes;
   for (const bucket of pool.values()) {
     if (pooledBytes <= target) return;
     while (bucket.length > 0 && pooledBytes > target) pooledBytes -= usedBytes.get(bucket.pop()!)!;
@@ -182,7 +229,7 @@ export function release(buffer: Float32Array): void {
   const bytes = buffer.buffer.byteLength - LINE_BYTES;
   const arrayBuffer = buffer.buffer as ArrayBuffer;
   const used = stopCounting(buffer);
-  if (pooledBytes + used > maximumPooledBytes) return;
+  if (pooledBytes + used > poolBound()) return;
   let bucket = pool.get(bytes);
   if (!bucket) {
     bucket = [];
@@ -194,26 +241,37 @@ export function release(buffer: Float32Array): void {
 }
 
 /**
- * Sets the most bytes the pool keeps (in bytes its buffers have used) and returns the previous
- * bound, for tests of the pool. Buffers pooled beyond a lowered bound stay until reused or
- * `clearPool`.
+ * Sets the pool's bound to `bytes` (in bytes its buffers have used), growing to the working set
+ * beyond it only with `growToWorkingSet`, and returns the bound in force before: for tests of the
+ * pool. Buffers pooled beyond a lowered bound stay until reused or `clearPool`.
  */
-export function setMaximumPooledBytes(bytes: number): number {
+export function setMaximumPooledBytes(
+  bytes: number,
+  options: { growToWorkingSet?: boolean } = {},
+): number {
   if (!(bytes >= 0)) throw new RangeError(`the pool's bound must be ≥ 0 bytes, got ${bytes}`);
-  const previous = maximumPooledBytes;
-  maximumPooledBytes = bytes;
+  const previous = poolBound();
+  environmentRead = true;
+  poolFloorBytes = bytes;
+  growsToWorkingSet = options.growToWorkingSet ?? false;
   return previous;
 }
 
-/** Drops every pooled buffer (e.g. between unrelated workloads of different shapes). */
+/**
+ * Drops every pooled buffer (e.g. between unrelated workloads of different shapes); the most
+ * in use at once starts again from what is in use now.
+ */
 export function clearPool(): void {
   pool.clear();
   pooledBytes = 0;
+  mostOutstandingUsedBytes = outstandingUsedBytes;
 }
 
 export function memoryStatistics(): {
   /** Bytes the pooled buffers have used (the pool's bound counts these). */
   pooledBytes: number;
+  /** The most bytes the pool keeps now: its floor, or the most in use at once when more. */
+  poolBoundBytes: number;
   pooledBuffers: number;
   scopes: number;
   /** Bytes of pooled-size buffers in use (allocated, not yet released). */
@@ -230,6 +288,7 @@ export function memoryStatistics(): {
   for (const bucket of pool.values()) pooledBuffers += bucket.length;
   return {
     pooledBytes,
+    poolBoundBytes: poolBound(),
     pooledBuffers,
     scopes: scopeStack.length,
     outstandingBytes,
