@@ -1,10 +1,11 @@
 // The machine bound's product (sgemm 4096×1024×1024, src/bench/bound.ts) on this build of the
 // addon and on another, in one process, the two alternating round by round so that load from
-// other processes falls on both alike.
+// other processes falls on both alike. `--against openblas` times this build's own kernels
+// against OpenBLAS called through it (TEAMTR_SGEMM's two paths) instead.
 //
-//   node --import tsx scripts/sgemm-builds.mjs --against <addon .node file>
+//   node --import tsx scripts/sgemm-builds.mjs --against <addon .node file | openblas>
 //     [--threads 2] [--rounds 9] [--seconds 0.3] [--cpu] [--shape 4096,1024,1024] [--transpose-b]
-//     [--weights 1] [--fresh-a]
+//     [--weights 1] [--fresh-a] [--outputs 1]
 //
 // Prints each round's GFLOP/s of both builds and the median of their ratio (this/other).
 // --cpu divides by the process's CPU time instead of wall time: with --threads 1 that is a
@@ -14,8 +15,11 @@
 // decode step does. --fresh-a writes A anew (on this thread) before every product, as the kernel
 // before a product writes its input: a product whose threads share A then moves it between the
 // cores' caches each time, where a static A would sit in both after the first round.
+// --outputs n cycles C through n buffers, so that C is not in cache either (a step's products
+// write buffers the kernels before them did not touch).
 import { parseArgs } from 'node:util';
 import { allocate } from '../src/tensor/index.ts';
+import { setNativeSgemm } from '../src/backend/native.ts';
 import { loadBuilds } from './addon-builds.mjs';
 
 const { values: options } = parseArgs({
@@ -29,16 +33,32 @@ const { values: options } = parseArgs({
     'transpose-b': { type: 'boolean', default: false },
     weights: { type: 'string', default: '1' },
     'fresh-a': { type: 'boolean', default: false },
+    outputs: { type: 'string', default: '1' },
   },
 });
 
 const threads = Number(options.threads);
-const { backend, other } = loadBuilds('sgemm-builds', { against: options.against, threads });
-if (!other) {
-  console.error('sgemm-builds: --against <file> must name a loadable addon build (.node)');
+const againstOpenblas = options.against === 'openblas';
+const { backend, other } = loadBuilds('sgemm-builds', {
+  against: againstOpenblas ? undefined : options.against,
+  threads,
+});
+if (!other && !againstOpenblas) {
+  console.error(
+    'sgemm-builds: --against must name a loadable addon build (.node), or be "openblas"',
+  );
   process.exit(1);
 }
-const builds = [backend, other];
+/** The two sides: kernels, and the large-product path to select before timing them. */
+const builds = againstOpenblas
+  ? [
+      { kernels: backend, path: 'own' },
+      { kernels: backend, path: 'openblas' },
+    ]
+  : [
+      { kernels: backend, path: null },
+      { kernels: other, path: null },
+    ];
 
 const [m, n, k] = options.shape.split(',').map(Number);
 
@@ -53,15 +73,16 @@ const a = pooled(m * k, (index) => ((index * 7919) % 1000) / 1000 - 0.5);
 const weights = Array.from({ length: Number(options.weights) }, (_unused, matrix) =>
   pooled(k * n, (index) => (((index + matrix) * 104729) % 1000) / 1000 - 0.5),
 );
-const c = pooled(m * n, () => 0);
+const outputs = Array.from({ length: Number(options.outputs) }, () => pooled(m * n, () => 0));
 let calls = 0;
 const product = (kernels) => {
   // One write a line (x + 0 is not x for −0, so the store is kept): A's lines change owner.
   if (options['fresh-a']) for (let index = 0; index < a.length; index += 16) a[index] += 0;
+  const call = calls++;
   return kernels.matmul({
     a,
-    b: weights[calls++ % weights.length],
-    c,
+    b: weights[call % weights.length],
+    c: outputs[call % outputs.length],
     batch: 1,
     m,
     n,
@@ -81,7 +102,8 @@ function clock() {
 }
 
 /** GFLOP/s of `kernels` over at least --seconds of products. */
-function rate(kernels) {
+function rate({ kernels, path }) {
+  if (path) setNativeSgemm(path);
   const start = clock();
   let products = 0;
   let now = start;
@@ -94,10 +116,10 @@ function rate(kernels) {
 }
 
 const median = (list) => [...list].sort((x, y) => x - y)[list.length >> 1];
-builds.forEach((kernels) => rate(kernels));
+builds.forEach((build) => rate(build));
 const ratios = [];
 console.log(
-  `${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${weights.length} weight matrices, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time`,
+  `${m}×${n}×${k}${options['transpose-b'] ? ' (Bᵀ)' : ''}, ${weights.length} weight matrices, ${outputs.length} outputs, ${threads} threads, ${options.cpu ? 'CPU' : 'wall'} time${againstOpenblas ? '; other: OpenBLAS through this build' : ''}`,
 );
 console.log('round  this GFLOP/s  other GFLOP/s  this/other');
 for (let round = 0; round < Number(options.rounds); round++) {
