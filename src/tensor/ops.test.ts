@@ -45,6 +45,26 @@ describe('element-wise ops', () => {
     assert.throws(() => add(a, tensor([1, 2])), ShapeError);
   });
 
+  test('a row added under every row (a bias) gives the bits of the broadcasting rule', () => {
+    forEachBackend((backendName) => {
+      const random = new RandomGenerator(5);
+      const input = randomLeaf([3, 5, 7], random);
+      const row = randomLeaf([7], random);
+      const weights = randomLeaf([3, 5, 7], random);
+      const run = (combine: (input: Tensor, row: Tensor) => Tensor) => {
+        const leaves = [input, row].map((leaf) => new Tensor(leaf.data.slice(), leaf.shape, true));
+        const output = combine(leaves[0]!, leaves[1]!);
+        sum(multiply(output, weights)).backward();
+        return [output.data, leaves[0]!.grad!, leaves[1]!.grad!];
+      };
+      // x − (−b) runs the broadcasting loop and rounds exactly as x + b, gradients too.
+      const viaRow = run((x, b) => add(x, b));
+      const viaBroadcast = run((x, b) => subtract(x, negate(b)));
+      for (const [index, values] of viaRow.entries())
+        assert.deepEqual(values, viaBroadcast[index], `${backendName}: output, ∂input, ∂row`);
+    });
+  });
+
   test('binary gradients with broadcasting match finite differences', () => {
     const random = new RandomGenerator(1);
     for (const [left, right] of [

