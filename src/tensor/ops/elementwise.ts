@@ -157,8 +157,9 @@ function isRowVector(row: Tensor, matrix: Tensor): boolean {
  * and value projections): the row copied under every row of the output, then one backend
  * `addScaled` with scale 1, which rounds exactly as input + row. The broadcasting loop it
  * replaces ran in JavaScript with an index per element: most of the 0.67–0.76 s of JavaScript
- * between the kernels of a LoRA step at Qwen2.5-1.5B's shape, 0.12 s with this. The gradients are the broadcasting rule's, in its order: the input's all of the
- * output's (axpy), the row's the sum over rows, in row order.
+ * between the kernels of a LoRA step at Qwen2.5-1.5B's shape, 0.12 s with this. The gradients
+ * are the broadcasting rule's, in its order: the input's all of the output's (axpy), the row's
+ * the sum over rows, in row order.
  */
 function addRow(input: Tensor, row: Tensor): Tensor {
   const backend = getBackend();
@@ -180,6 +181,7 @@ function addRow(input: Tensor, row: Tensor): Tensor {
     }
   });
 }
+
 export const subtract = (a: Tensor | number, b: Tensor | number): Tensor =>
   binary(subtractRule, a, b);
 export const multiply = (a: Tensor | number, b: Tensor | number): Tensor =>
