@@ -82,6 +82,19 @@ typedef struct {
   float alpha, beta;
 } bfloat16_problem;
 
+/*
+ * Whether a B [n×k] bfloat16 product takes the AMX tiles' order of sums on this host, and
+ * whether the tiles compute it or AVX-512 lanes do (TEAMTR_AMX=lanes; matmul_bfloat16_tiles.c).
+ */
+bool bfloat16_tiles_apply(int64_t n, int64_t k);
+bool bfloat16_tiles_compute(void);
+void matmul_bfloat16_tiles(const bfloat16_problem *g);
+/* The tiles' sums on AVX-512 lanes (matmul_bfloat16_tile_order.c). */
+void matmul_bfloat16_tile_order_lanes(const bfloat16_problem *g);
+/* C columns per task with few rows: 64, or 48 or 32 when that makes a task count the threads
+   divide (matmul_bfloat16_tile_order.c). */
+int64_t tile_order_task_columns(int64_t n);
+
 /* B's entry at flat index `index`, as float32. */
 static inline float b_entry(const bfloat16_problem *g, int64_t index) {
   return g->b ? widen(g->b[index]) : g->b_single[index];

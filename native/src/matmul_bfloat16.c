@@ -21,7 +21,10 @@
  *    (matmul_bfloat16_rows.c).
  * Blocking, threads and m only change which entries are computed together, never an entry's
  * order (tested in src/backend/testing/suite-matmul-bfloat16.ts, and the B [n×k] order bit
- * for bit against it written out in src/backend/native-summation-order.test.ts).
+ * for bit against it written out in src/backend/native-summation-order.test.ts). On a host
+ * with AMX, a B [n×k] product whose n is a multiple of 16 and k of 32 sums in the tiles' order
+ * instead, for every m (matmul_bfloat16_tiles.c; TEAMTR_AMX=off keeps the lanes' order there,
+ * TEAMTR_AMX=lanes computes the tiles' order on a host without them).
  *
  * matmulFixedOrder is the same product with a float32 B (a LoRA adapter's factors: their
  * products must keep one order too for sampled = scored), on the same paths. A transposed B
@@ -256,6 +259,11 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     return;
   }
   double work = (double)g->m * g->n * g->k;
+  if (g->b && transpose_b && bfloat16_tiles_apply(g->n, g->k)) {
+    path_taken(bfloat16_tiles_compute() ? PATH_BFLOAT16_TILES : PATH_BFLOAT16_TILE_ORDER, work);
+    matmul_bfloat16_tiles(g);
+    return;
+  }
   if (!g->b) {
     path_taken(PATH_FIXED_ORDER, work);
   } else if (!transpose_b || g->k < VECTOR_WIDTH) {

@@ -20,6 +20,8 @@
   X(BFLOAT16_IN_REGISTERS, "matmulBfloat16", "dot blocks (<24 rows or <64 columns)") \
   X(BFLOAT16_LANE_PANELS, "matmulBfloat16", "lane panels (≥24 rows, ≥64 columns)")  \
   X(BFLOAT16_ROWS, "matmulBfloat16", "B [k×n] rows")                                 \
+  X(BFLOAT16_TILES, "matmulBfloat16", "AMX tiles (n % 16 = k % 32 = 0)")             \
+  X(BFLOAT16_TILE_ORDER, "matmulBfloat16", "AMX tiles' order on lanes (TEAMTR_AMX=lanes)") \
   X(FIXED_ORDER, "matmulFixedOrder", "float32 B, fixed order")                       \
   X(GEMM_ORDER_CHAINED, "matmulGemmOrder", "in place (≤8 rows)")                     \
   X(GEMM_ORDER_GEMM, "matmulGemmOrder", "own GEMM kernels")                          \

@@ -4,7 +4,13 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../util/errors.js';
-import { builtVariants, chooseVariant, probeHost, type HostInfo } from './native-addon.js';
+import {
+  builtVariants,
+  checkAmxSetting,
+  chooseVariant,
+  probeHost,
+  type HostInfo,
+} from './native-addon.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -46,6 +52,18 @@ describe('choosing the addon variant for a host', () => {
         /TEAMTR_ISA: "avx512" needs AVX-512 F, BW, DQ and VL, which this host \(intel-avx2, a test CPU\) lacks; variants it runs: portable, avx2/.test(
           error.message,
         ),
+    );
+  });
+
+  test('TEAMTR_AMX: on, off or lanes, and lanes only with the AVX-512 kernels', () => {
+    for (const setting of [undefined, '', 'on', 'off', 'lanes']) checkAmxSetting(setting, 'avx512');
+    assert.throws(
+      () => checkAmxSetting('yes', 'avx512'),
+      /TEAMTR_AMX: "yes" is not one of on, off, lanes/,
+    );
+    assert.throws(
+      () => checkAmxSetting('lanes', 'avx2'),
+      /TEAMTR_AMX: "lanes" needs the avx512 variant of the native addon; this process loads avx2/,
     );
   });
 

@@ -158,6 +158,21 @@ export function chooseVariant(host: HostInfo, built: readonly string[], forced?:
   return widest;
 }
 
+/**
+ * Refuses a TEAMTR_AMX the kernels would not understand: `on` (the default), `off` or `lanes`,
+ * and `lanes` only with the AVX-512 variant, which has the lanes that compute the tiles' order.
+ */
+export function checkAmxSetting(setting: string | undefined, variant: string): void {
+  if (setting === undefined || setting === '' || setting === 'on' || setting === 'off') return;
+  if (setting !== 'lanes')
+    throw new ConfigError('TEAMTR_AMX', `"${setting}" is not one of on, off, lanes`);
+  if (variant !== 'avx512')
+    throw new ConfigError(
+      'TEAMTR_AMX',
+      `"lanes" needs the avx512 variant of the native addon; this process loads ${variant}`,
+    );
+}
+
 /** What the host is, asked of the narrowest built variant (which any host of its kind runs). */
 export function probeHost(built: readonly string[]): HostInfo {
   return requireAddon(variantPath(built[0]!)).host();

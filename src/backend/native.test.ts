@@ -34,9 +34,11 @@ function pathsOfHeader(): string[] {
 /**
  * The tests before it took every path of the header that this build can take: the OpenBLAS
  * path only where large products go to OpenBLAS, the column panels and weight rows only with
- * 16-float vectors.
+ * 16-float vectors, the AMX tiles only with them on a host with AMX (TEAMTR_AMX not set
+ * otherwise), and their order on lanes only with TEAMTR_AMX=lanes (native-tile-order.test.ts
+ * runs it in a process of its own).
  */
-function everyPathTaken(addon: NativeAddon, label: string): void {
+function everyPathTaken(addon: NativeAddon, label: string, hostFeatures: readonly string[]): void {
   test(`${label}: every kernel path was taken by the tests above`, () => {
     const info = addon.info();
     const taken = new Set(addon.paths().map((path) => path.path));
@@ -46,6 +48,12 @@ function everyPathTaken(addon: NativeAddon, label: string): void {
       cannot.add('column panels (matmul, matmulGemmOrder)');
       cannot.add('weight rows (x·Wᵀ, 24–128 rows)');
     }
+    const setting = process.env.TEAMTR_AMX ?? 'on';
+    const tiles = hostFeatures.includes('amx_tile') && hostFeatures.includes('amx_bf16');
+    if (info.vectorWidth !== 16 || !tiles || setting !== 'on')
+      cannot.add('AMX tiles (n % 16 = k % 32 = 0)');
+    if (info.vectorWidth !== 16 || setting !== 'lanes')
+      cannot.add("AMX tiles' order on lanes (TEAMTR_AMX=lanes)");
     const expected = pathsOfHeader().filter((path) => !cannot.has(path));
     assert.ok(expected.length >= 10, 'paths.h lists the paths');
     assert.deepEqual(
@@ -68,7 +76,7 @@ if (host) {
       runAgreementSuite(backend, createTypeScriptBackend());
       runNativeArgumentTests(backend);
       runNativeDeterminismTests(backend, addon);
-      everyPathTaken(addon, isa);
+      everyPathTaken(addon, isa, host.features);
     });
     if (addon.info().blas !== 'openblas') continue;
     describe(`native backend, ${isa} kernels, products on OpenBLAS`, () => {

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { signaturesFingerprint } from './native-header.js';
 import {
   builtVariants,
+  checkAmxSetting,
   chooseVariant,
   probeHost,
   requireAddon,
@@ -58,7 +59,9 @@ function addonFile(): string | null {
     loadProblem = `the native addon is not built (no ${variantPath('<isa>')})`;
     return null;
   }
-  return variantPath(chooseVariant(probeHost(built), built, process.env.TEAMTR_ISA));
+  const variant = chooseVariant(probeHost(built), built, process.env.TEAMTR_ISA);
+  checkAmxSetting(process.env.TEAMTR_AMX, variant);
+  return variantPath(variant);
 }
 
 /** Loads `file` and checks it was built from the current kernel signatures. */

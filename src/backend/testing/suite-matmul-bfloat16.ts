@@ -131,6 +131,9 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           [129, 33],
           // With few rows on 2 threads, 3 column tasks of 64 become 4 of 48, the last ragged.
           [150, 37],
+          // n % 16 = k % 32 = 0: the AMX tiles on hosts that have them (one and two B tiles).
+          [16, 32],
+          [48, 96],
         ] as const) {
           for (const transposeB of [false, true])
             runCase(backend, kind, { m, n, k, transposeB }, seed++);
@@ -145,6 +148,7 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
         runCase(backend, kind, { m: 18, n: 9, k: 33, transposeB, alpha: 2, beta: -0.5 }, seed++);
         runCase(backend, kind, { m: 40, n: 67, k: 6, transposeB, alpha: 2, beta: 1 }, seed++);
         runCase(backend, kind, { m: 150, n: 131, k: 20, transposeB, alpha: 2, beta: -0.5 }, seed++);
+        runCase(backend, kind, { m: 12, n: 32, k: 64, transposeB, alpha: 0.3, beta: -0.5 }, seed++);
         runCase(backend, kind, { m: 3, n: 4, k: 0, transposeB, beta: 0.25 }, seed++);
       }
     });
@@ -166,6 +170,7 @@ function fixedOrderTests(backend: KernelBackend, kind: WeightKind): void {
           [129, 576],
           [131, 8],
           [150, 37],
+          [176, 576],
         ] as const) {
           // Past 128 rows with few column blocks, the rows are cut between tasks too.
           // 5 and 16: few-row blocks of four and one, and a decode batch (all prefetching);
