@@ -36,6 +36,7 @@
       "native/src/matmul_bfloat16_lanes.c",
       "native/src/matmul_bfloat16_tiles.c",
       "native/src/matmul_bfloat16_tile_order.c",
+      "native/src/matmul_bfloat16_tiles_rows.c",
       "native/src/matmul_gemm_order.c",
       "native/src/matmul_skinny.c",
       "native/src/memory_probe.c",

@@ -89,6 +89,16 @@ typedef struct {
 bool bfloat16_tiles_apply(int64_t n, int64_t k);
 bool bfloat16_tiles_compute(void);
 void matmul_bfloat16_tiles(const bfloat16_problem *g);
+/*
+ * The same order with B [k×n] (matmul_bfloat16_tiles_rows.c), on the tiles or on lanes, up to
+ * this depth: the tied LM head's input gradient (k = 49,152, 256 rows) ran at 0.9–1.0 of the
+ * B [k×n] rows path on the tiles (B streamed once per four row blocks), k = 8,960 at 1.1–1.2,
+ * k ≤ 1,536 at 1.3–1.6 (two threads, processes alternating TEAMTR_AMX=off).
+ */
+#define TILES_ROWS_DEPTH 16384
+void matmul_bfloat16_tiles_rows(const bfloat16_problem *g);
+/* Loads the tile configuration every tile path uses (16 rows of 64 bytes), per thread. */
+void bfloat16_tiles_configure(void);
 /* The tiles' sums on AVX-512 lanes (matmul_bfloat16_tile_order.c). */
 void matmul_bfloat16_tile_order_lanes(const bfloat16_problem *g);
 /* C columns per task with few rows: 64, or 48 or 32 when that makes a task count the threads

@@ -22,9 +22,10 @@
  * Blocking, threads and m only change which entries are computed together, never an entry's
  * order (tested in src/backend/testing/suite-matmul-bfloat16.ts, and the B [n×k] order bit
  * for bit against it written out in src/backend/native-summation-order.test.ts). On a host
- * with AMX, a B [n×k] product whose n is a multiple of 16 and k of 32 sums in the tiles' order
- * instead, for every m (matmul_bfloat16_tiles.c; TEAMTR_AMX=off keeps the lanes' order there,
- * TEAMTR_AMX=lanes computes the tiles' order on a host without them).
+ * with AMX, a product whose n is a multiple of 16 and k of 32 sums in the tiles' order instead,
+ * for every m, B [n×k] (matmul_bfloat16_tiles.c) and B [k×n] (matmul_bfloat16_tiles_rows.c);
+ * TEAMTR_AMX=off keeps the orders above, TEAMTR_AMX=lanes computes the tiles' on a host
+ * without them.
  *
  * matmulFixedOrder is the same product with a float32 B (a LoRA adapter's factors: their
  * products must keep one order too for sampled = scored), on the same paths. A transposed B
@@ -259,9 +260,10 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
     return;
   }
   double work = (double)g->m * g->n * g->k;
-  if (g->b && transpose_b && bfloat16_tiles_apply(g->n, g->k)) {
+  if (g->b && bfloat16_tiles_apply(g->n, g->k) && (transpose_b || g->k <= TILES_ROWS_DEPTH)) {
     path_taken(bfloat16_tiles_compute() ? PATH_BFLOAT16_TILES : PATH_BFLOAT16_TILE_ORDER, work);
-    matmul_bfloat16_tiles(g);
+    if (transpose_b) matmul_bfloat16_tiles(g);
+    else matmul_bfloat16_tiles_rows(g);
     return;
   }
   if (!g->b) {

@@ -1,7 +1,8 @@
 /*
  * The bfloat16-weight product with B [k×n] (matmul_bfloat16.c says why bfloat16 and how B is
  * widened): dInput = dOutput·W for a frozen W [out, in], and a LoRA up-projection's transposed
- * factor on a copy. Each entry of C is one running sum, p = 0, 1, …, k−1, whatever m is.
+ * factor on a copy. Each entry of C is one running sum, p = 0, 1, …, k−1, whatever m is (on
+ * AMX hosts, shapes the tiles take sum in their order instead: matmul_bfloat16_tiles_rows.c).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /*
  * C = alpha·A·Bᵀ (+ C) for a bfloat16 B [n×k] on Intel's AMX tiles, every A·B term exact as on
- * the lanes (matmul_bfloat16.c), summed in the tiles' own order.
+ * the lanes (matmul_bfloat16.c), summed in the tiles' own order (B [k×n], the input gradient's
+ * product, in matmul_bfloat16_tiles_rows.c; the decision of both and the tile configuration here).
  *
  * AMX multiplies bfloat16 by bfloat16 only (TDPBF16PS: 16×16 float32 sums of a 16×32 by a
  * 32×16 bfloat16 tile). A float32 a splits exactly into three bfloat16 parts, a = a₁ + a₂ + a₃
@@ -108,7 +109,7 @@ typedef struct {
 #pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw")
 
 /* Every tile 16 rows of 64 bytes: 16×16 float32 sums, 16×32 bfloat16 values. */
-static void configure_tiles(void) {
+void bfloat16_tiles_configure(void) {
   tile_config config;
   memset(&config, 0, sizeof config);
   config.palette = 1;
@@ -116,7 +117,10 @@ static void configure_tiles(void) {
     config.column_bytes[tile] = 64;
     config.rows[tile] = TILE_ROWS;
   }
-  _tile_loadconfig(&config);
+  /* ldtilecfg written out: GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes, so
+     the stores of the rows and widths above were dropped as dead (the tiles then ran on
+     whatever the stack held, or faulted). */
+  __asm__ volatile("ldtilecfg %0" : : "m"(config));
 }
 
 typedef struct {
@@ -264,7 +268,7 @@ static void product_task(void *context, size_t index, int thread) {
   int64_t first_column = group * job->group_columns;
   int64_t last_column =
       first_column + job->group_columns < g->n ? first_column + job->group_columns : g->n;
-  configure_tiles();
+  bfloat16_tiles_configure();
   for (int64_t block = first_block; block < last_block; block += 4) {
     int64_t count = last_block - block < 4 ? last_block - block : 4;
     for (int64_t column = first_column; column < last_column; column += TILE_ROWS) {

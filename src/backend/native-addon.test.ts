@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../util/errors.js';
 import {
   builtVariants,
@@ -11,8 +8,7 @@ import {
   probeHost,
   type HostInfo,
 } from './native-addon.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { runInChild } from './testing/child-process.js';
 
 /** A host as the addon would describe it, with only the fields the choice reads. */
 function hostOf(widestIsa: string, kind: string): HostInfo {
@@ -97,11 +93,7 @@ describe(
       const script =
         "import('./src/backend/native.ts').then((m) => { m.loadNativeBackend(); " +
         'console.log(JSON.stringify(m.nativeBuildInfo())); })';
-      const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
-        cwd: root,
-        env: { ...process.env, TEAMTR_ISA: 'portable' },
-        encoding: 'utf8',
-      });
+      const run = runInChild(script, { TEAMTR_ISA: 'portable' });
       const info = JSON.parse(run.stdout) as {
         isa: string;
         vectorWidth: number;

@@ -14,19 +14,16 @@
  * alpha and beta are powers of two, so alpha·total + C is exact before its one rounding too.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { widenBfloat16 } from './bfloat16.js';
 import { loadNativeBackend, nativeBuildInfo, nativeHost } from './native.js';
+import { runInChild } from './testing/child-process.js';
 import {
   nativeTileOrderResults,
   tileOrderCases,
   tileOrderInputs,
 } from './testing/tile-order-cases.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const fround = Math.fround;
 const smallestNormal = 2 ** -126;
 
@@ -57,16 +54,16 @@ function split(row: Float32Array): number[][] {
   return parts;
 }
 
-/** One entry of C = A·Bᵀ in the tiles' order, before alpha and beta. */
-function tileOrderEntry(parts: number[][], weights: Float32Array, offset: number): number {
+/** One entry of C in the tiles' order, before alpha and beta: weight(p) is B's entry at depth p. */
+function tileOrderEntry(parts: number[][], weight: (p: number) => number): number {
   const totals = parts.map((part) => {
     let total = 0;
     for (let block = 0; block < part.length; block += 32) {
       let even = 0;
       let odd = 0;
       for (let p = block; p < block + 32; p += 2) {
-        even = flush(fround(even + flush(part[p]!) * flush(weights[offset + p]!)));
-        odd = flush(fround(odd + flush(part[p + 1]!) * flush(weights[offset + p + 1]!)));
+        even = flush(fround(even + flush(part[p]!) * flush(weight(p))));
+        odd = flush(fround(odd + flush(part[p + 1]!) * flush(weight(p + 1))));
       }
       total = flush(fround(total + flush(fround(even + odd))));
     }
@@ -77,14 +74,17 @@ function tileOrderEntry(parts: number[][], weights: Float32Array, offset: number
 
 /** Every case's C in the tiles' order, from the cases' inputs. */
 function expectedResults(): number[][] {
-  return tileOrderCases.map(({ m, n, k, alpha, beta }, index) => {
+  return tileOrderCases.map(({ m, n, k, transposeB, alpha, beta }, index) => {
     const { a, b, start } = tileOrderInputs(index);
     const weights = widenBfloat16(b);
     const c: number[] = [];
     for (let row = 0; row < m; row++) {
       const parts = split(a.subarray(row * k, (row + 1) * k));
       for (let column = 0; column < n; column++) {
-        const total = tileOrderEntry(parts, weights, column * k);
+        const weight = transposeB
+          ? (p: number) => weights[column * k + p]!
+          : (p: number) => weights[p * n + column]!;
+        const total = tileOrderEntry(parts, weight);
         const old = start[row * n + column]!;
         // beta other than 0 and 1 scales C first; alpha·total + C is then one fused rounding.
         c.push(beta === 0 ? fround(alpha * total) : fround(alpha * total + fround(old * beta)));
@@ -120,12 +120,7 @@ describe('native bfloat16 product: the AMX tiles’ order', { skip: !native }, (
       const script =
         "import('./src/backend/testing/tile-order-cases.ts').then((m) => " +
         'console.log(JSON.stringify(m.nativeTileOrderResults())))';
-      const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
-        cwd: root,
-        env: { ...process.env, TEAMTR_AMX: 'lanes' },
-        encoding: 'utf8',
-        maxBuffer: 64 * 1024 * 1024,
-      });
+      const run = runInChild(script, { TEAMTR_AMX: 'lanes' });
       assert.equal(run.status, 0, run.stderr);
       const { results, paths } = JSON.parse(run.stdout) as { results: number[][]; paths: string[] };
       assert.deepEqual(paths, ["AMX tiles' order on lanes (TEAMTR_AMX=lanes)"]);
@@ -146,7 +141,9 @@ describe('native bfloat16 product: the AMX tiles’ order', { skip: !native }, (
   test('the reference tells the orders apart: the lanes’ order gives other bits', () => {
     // The same sums in k order, one chain per part, would be another order: the check above
     // must see a difference between them.
-    const index = tileOrderCases.findIndex(({ m, k }) => m === 1 && k === 576);
+    const index = tileOrderCases.findIndex(
+      ({ m, k, transposeB }) => m === 1 && k === 576 && transposeB,
+    );
     const { a, b } = tileOrderInputs(index);
     const weights = widenBfloat16(b);
     const parts = split(a.subarray(0, 576));
@@ -155,7 +152,7 @@ describe('native bfloat16 product: the AMX tiles’ order', { skip: !native }, (
       let sequential = 0;
       for (let p = 0; p < 576; p++)
         sequential = fround(sequential + a[p]! * weights[column * 576 + p]!);
-      if (sequential !== tileOrderEntry(parts, weights, column * 576)) differs++;
+      if (sequential !== tileOrderEntry(parts, (p) => weights[column * 576 + p]!)) differs++;
     }
     assert.ok(differs > 10, `only ${differs} of 80 entries differ`);
   });

@@ -14,26 +14,30 @@ export interface TileOrderCase {
   m: number;
   n: number;
   k: number;
+  /** B [n×k] (y = x·Wᵀ) or B [k×n] (dInput = dOutput·W). */
+  transposeB: boolean;
   alpha: number;
   beta: number;
   /** A's values scaled by 2^scale (−118: parts and sums below 2⁻¹²⁶). */
   scale: number;
 }
 
-export const tileOrderCases: readonly TileOrderCase[] = [
+const shapes = [
+  [16, 32],
+  [48, 96],
+  [80, 576],
+] as const;
+
+export const tileOrderCases: readonly TileOrderCase[] = [true, false].flatMap((transposeB) => [
   ...[1, 3, 5, 6, 11, 150].flatMap((m) =>
-    [
-      [16, 32],
-      [48, 96],
-      [80, 576],
-    ].map(([n, k]) => ({ m, n: n!, k: k!, alpha: 1, beta: 0, scale: 0 })),
+    shapes.map(([n, k]) => ({ m, n, k, transposeB, alpha: 1, beta: 0, scale: 0 })),
   ),
-  { m: 7, n: 48, k: 64, alpha: 0.5, beta: 1, scale: 0 },
-  { m: 12, n: 32, k: 96, alpha: 2, beta: -0.5, scale: 0 },
-  { m: 9, n: 64, k: 128, alpha: 1, beta: 0, scale: -118 },
+  { m: 7, n: 48, k: 64, transposeB, alpha: 0.5, beta: 1, scale: 0 },
+  { m: 12, n: 32, k: 96, transposeB, alpha: 2, beta: -0.5, scale: 0 },
+  { m: 9, n: 64, k: 128, transposeB, alpha: 1, beta: 0, scale: -118 },
   // k = 8,960 (Qwen2.5-1.5B's MLP): 150 rows run as slabs of 140 and 10, as packed A is bounded.
-  { m: 150, n: 16, k: 8960, alpha: 1, beta: 0, scale: 0 },
-];
+  { m: 150, n: 16, k: 8960, transposeB, alpha: 1, beta: 0, scale: 0 },
+]);
 
 export interface TileOrderInputs {
   a: Float32Array;
@@ -57,10 +61,10 @@ export function nativeTileOrderResults(): { results: number[][]; paths: string[]
   const native = loadNativeBackend();
   if (!native) throw new Error('the native addon is not built');
   nativeKernelPaths({ reset: true });
-  const results = tileOrderCases.map(({ m, n, k, alpha, beta }, index) => {
+  const results = tileOrderCases.map(({ m, n, k, transposeB, alpha, beta }, index) => {
     const { a, b, start } = tileOrderInputs(index);
     const c = start.slice();
-    native.matmulBfloat16({ a, b, c, m, n, k, transposeB: true, alpha, beta });
+    native.matmulBfloat16({ a, b, c, m, n, k, transposeB, alpha, beta });
     return Array.from(c);
   });
   const paths = (nativeKernelPaths() ?? []).map((path) => path.path);

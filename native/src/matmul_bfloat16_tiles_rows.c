@@ -1,0 +1,329 @@
+/*
+ * C = alpha·A·B (+ C) for a bfloat16 B [k×n] on AMX tiles (dInput = dOutput·W for a frozen W):
+ * the tiles' order of matmul_bfloat16_tiles.c with B's element (p, j) in place of (j, p). Per
+ * part of A's float32 values and per 32 values of k, two chains from zero over the even and the
+ * odd positions, then (even + odd) into the part's total; the row's total (1 + 2) + 3. A row's
+ * sums do not depend on the rows beside it, as on every path of this product.
+ *
+ * Layout: C = A·B directly. A's row block (5 rows) is packed as a left-hand tile per 32 values of
+ * k, row 3r + part holding that part of row r; B is packed once per call into the right-hand
+ * tiles' pair-interleaved layout (k-pair rows × 16 columns × 2), tile by tile so a column tile's
+ * sweep over k reads one contiguous stream (B's bytes again, written in one pass). Each step
+ * loads one B tile and runs up to four row blocks against it, as the B [n×k] path does.
+ * TEAMTR_AMX=lanes computes the same sums on AVX-512 lanes (bfloat16_tiles_rows_lanes below),
+ * where B's rows run along C's columns as they lie.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bfloat16_product.h"
+#include "host.h"
+#include "parallel.h"
+#include "threadpool.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#define PARTS 3
+#define TILE_ROWS 16
+#define TILE_DEPTH 32
+#define TILE_VALUES (TILE_ROWS * TILE_DEPTH)
+#define BLOCK_ROWS 5
+/* Columns of C (tiles of B) a task takes, and the most bytes of packed A kept at once. */
+#define GROUP_COLUMNS 64
+#define PACKED_BYTES (8 << 20)
+/* MXCSR: denormals are zero (bit 6), flush to zero (bit 15). */
+#define DENORMALS_OFF 0x8040u
+
+typedef struct {
+  const bfloat16_problem *problem;
+  uint16_t *packed_a, *packed_b;
+  int64_t depth_blocks, row_blocks, column_tiles;
+  int64_t chunk_blocks; /* depth blocks a pass runs: four row blocks' packed A of them fits L2 */
+} rows_job;
+
+static inline uint16_t *a_tile(const rows_job *job, int64_t row_block, int64_t block) {
+  return job->packed_a + (row_block * job->depth_blocks + block) * TILE_VALUES;
+}
+
+static inline uint16_t *b_tile(const rows_job *job, int64_t column_tile, int64_t block) {
+  return job->packed_b + (column_tile * job->depth_blocks + block) * TILE_VALUES;
+}
+
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw")
+
+/* The upper 16 bits of each float32 of two vectors, in order: 32 bfloat16 values. */
+static inline __m512i upper_halves(__m512i low, __m512i high) {
+  const __m512i order = _mm512_setr_epi32(
+      0x00030001, 0x00070005, 0x000b0009, 0x000f000d, 0x00130011, 0x00170015, 0x001b0019,
+      0x001f001d, 0x00230021, 0x00270025, 0x002b0029, 0x002f002d, 0x00330031, 0x00370035,
+      0x003b0039, 0x003f003d);
+  return _mm512_permutex2var_epi16(low, order, high);
+}
+
+/* A's row block `index`: row 3r + part of each depth block's tile holds part `part` of row r. */
+static void pack_a_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const rows_job *job = context;
+  const bfloat16_problem *g = job->problem;
+  int64_t first = (int64_t)index * BLOCK_ROWS;
+  int64_t rows = g->m - first < BLOCK_ROWS ? g->m - first : BLOCK_ROWS;
+  memset(a_tile(job, (int64_t)index, 0), 0,
+         (size_t)job->depth_blocks * TILE_VALUES * sizeof(uint16_t));
+  const __m512i keep_upper = _mm512_set1_epi32((int)0xffff0000u);
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = g->a + (first + r) * g->k;
+    for (int64_t block = 0; block < job->depth_blocks; block++) {
+      __m512i low = _mm512_castps_si512(_mm512_loadu_ps(row + block * TILE_DEPTH));
+      __m512i high = _mm512_castps_si512(_mm512_loadu_ps(row + block * TILE_DEPTH + 16));
+      uint16_t *tile = a_tile(job, (int64_t)index, block);
+      for (int part = 0; part < PARTS; part++) {
+        __m512i low_part = _mm512_and_si512(low, keep_upper);
+        __m512i high_part = _mm512_and_si512(high, keep_upper);
+        _mm512_storeu_si512(tile + (PARTS * r + part) * TILE_DEPTH,
+                            upper_halves(low_part, high_part));
+        low = _mm512_castps_si512(
+            _mm512_sub_ps(_mm512_castsi512_ps(low), _mm512_castsi512_ps(low_part)));
+        high = _mm512_castps_si512(
+            _mm512_sub_ps(_mm512_castsi512_ps(high), _mm512_castsi512_ps(high_part)));
+      }
+    }
+  }
+}
+
+/* B's column tile `index`: per depth block, row q holds B(2q, j) and B(2q + 1, j) in turn. */
+static void pack_b_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const rows_job *job = context;
+  const bfloat16_problem *g = job->problem;
+  /* Lane 2j takes the even row's value j (lane j), lane 2j + 1 the odd row's (lane 16 + j). */
+  static const uint16_t interleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                          21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+                                          11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i pairs = _mm512_loadu_si512(interleave);
+  for (int64_t block = 0; block < job->depth_blocks; block++) {
+    uint16_t *tile = b_tile(job, (int64_t)index, block);
+    for (int q = 0; q < TILE_ROWS; q++) {
+      const uint16_t *even = g->b + (block * TILE_DEPTH + 2 * q) * g->n + index * TILE_ROWS;
+      __m512i both = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)even)),
+          _mm256_loadu_si256((const __m256i *)(even + g->n)), 1);
+      _mm512_storeu_si512(tile + q * TILE_DEPTH, _mm512_permutexvar_epi16(pairs, both));
+    }
+  }
+}
+
+/* Writes one C tile (rows 3r + part, 16 columns): each row's (part 1 + part 2) + part 3. */
+static void store_rows(const bfloat16_problem *g, const float *sums, int64_t first_row,
+                       int64_t column) {
+  int64_t rows = g->m - first_row < BLOCK_ROWS ? g->m - first_row : BLOCK_ROWS;
+  __m512 alpha = _mm512_set1_ps(g->alpha);
+  for (int64_t r = 0; r < rows; r++) {
+    const float *part = sums + PARTS * r * TILE_ROWS;
+    __m512 total = _mm512_add_ps(
+        _mm512_add_ps(_mm512_load_ps(part), _mm512_load_ps(part + TILE_ROWS)),
+        _mm512_load_ps(part + 2 * TILE_ROWS));
+    float *target = g->c + (first_row + r) * g->n + column;
+    __m512 value = g->beta != 0.0f ? _mm512_fmadd_ps(alpha, total, _mm512_loadu_ps(target))
+                                   : _mm512_mul_ps(alpha, total);
+    _mm512_storeu_ps(target, value);
+  }
+}
+
+#define STORE_ROWS(tile, row_block, column)                             \
+  do {                                                                  \
+    float sums[TILE_ROWS * TILE_ROWS] __attribute__((aligned(64)));     \
+    _tile_stored(tile, sums, 64);                                       \
+    store_rows(job->problem, sums, (row_block) * BLOCK_ROWS, (column)); \
+  } while (0)
+
+/* B's tile of depth block `block` into `tile`, and `count` row blocks' A against it. */
+#define ROWS_STEP(tile, block)                                                  \
+  do {                                                                          \
+    _tile_loadd(tile, b_tile(job, column_tile, block), 64);                     \
+    _tile_loadd(6, a_tile(job, row_block, block), 64);                          \
+    _tile_dpbf16ps(0, 6, tile);                                                 \
+    if (count >= 2) _tile_loadd(7, a_tile(job, row_block + 1, block), 64);      \
+    if (count >= 2) _tile_dpbf16ps(1, 7, tile);                                 \
+    if (count >= 3) _tile_loadd(6, a_tile(job, row_block + 2, block), 64);      \
+    if (count >= 3) _tile_dpbf16ps(2, 6, tile);                                 \
+    if (count >= 4) _tile_loadd(7, a_tile(job, row_block + 3, block), 64);      \
+    if (count >= 4) _tile_dpbf16ps(3, 7, tile);                                 \
+  } while (0)
+
+/* Tile `tile`'s sums from `saved` (a depth chunk after the first) or zero. */
+#define START_SUMS(tile, saved)                       \
+  do {                                                \
+    if (first_chunk) _tile_zero(tile);                \
+    else _tile_loadd(tile, saved, 64);                \
+  } while (0)
+
+/* Tile `tile`'s sums into `saved` (a depth chunk before the last), or stored into C. */
+#define END_SUMS(tile, saved, offset)                                           \
+  do {                                                                          \
+    if (!last_chunk) _tile_stored(tile, saved, 64);                             \
+    else STORE_ROWS(tile, row_block + (offset), column_tile * TILE_ROWS);       \
+  } while (0)
+
+/*
+ * `count` (1–4) row blocks from `row_block` against column tile `column_tile`, over depth
+ * blocks [first, last): sums in tiles 0–3, kept in `saved` (count × 256 floats) between depth
+ * chunks — a float stored and loaded back is the same float, so the order is the tiles' whole.
+ */
+static inline __attribute__((always_inline)) void
+rows_against_tile(const rows_job *job, int64_t row_block, int count, int64_t column_tile,
+                  int64_t first, int64_t last, float *saved) {
+  bool first_chunk = first == 0, last_chunk = last == job->depth_blocks;
+  START_SUMS(0, saved);
+  if (count >= 2) START_SUMS(1, saved + 256);
+  if (count >= 3) START_SUMS(2, saved + 512);
+  if (count >= 4) START_SUMS(3, saved + 768);
+  int64_t block = first;
+  for (; block + 2 <= last; block += 2) {
+    ROWS_STEP(4, block);
+    ROWS_STEP(5, block + 1);
+  }
+  if (block < last) ROWS_STEP(4, block);
+  END_SUMS(0, saved, 0);
+  if (count >= 2) END_SUMS(1, saved + 256, 1);
+  if (count >= 3) END_SUMS(2, saved + 512, 2);
+  if (count >= 4) END_SUMS(3, saved + 768, 3);
+}
+
+/*
+ * Every row block against a group of GROUP_COLUMNS / 16 column tiles, four row blocks at a time
+ * and the depth in chunks whose packed A stays in L2 while the group's column tiles run over it
+ * (a long k, as the tied LM head's input gradient with k = 49,152, otherwise streams all of A
+ * from memory once per column tile).
+ */
+static void rows_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const rows_job *job = context;
+  int64_t first_tile = (int64_t)index * (GROUP_COLUMNS / TILE_ROWS);
+  int64_t last_tile = first_tile + GROUP_COLUMNS / TILE_ROWS < job->column_tiles
+                          ? first_tile + GROUP_COLUMNS / TILE_ROWS
+                          : job->column_tiles;
+  float saved[GROUP_COLUMNS / TILE_ROWS][4 * TILE_ROWS * TILE_ROWS] __attribute__((aligned(64)));
+  bfloat16_tiles_configure();
+  for (int64_t row_block = 0; row_block < job->row_blocks; row_block += 4) {
+    int64_t count = job->row_blocks - row_block < 4 ? job->row_blocks - row_block : 4;
+    for (int64_t first = 0; first < job->depth_blocks; first += job->chunk_blocks) {
+      int64_t last = first + job->chunk_blocks < job->depth_blocks ? first + job->chunk_blocks
+                                                                   : job->depth_blocks;
+      for (int64_t tile = first_tile; tile < last_tile; tile++) {
+        float *keep = saved[tile - first_tile];
+        switch (count) {
+          case 4: rows_against_tile(job, row_block, 4, tile, first, last, keep); break;
+          case 3: rows_against_tile(job, row_block, 3, tile, first, last, keep); break;
+          case 2: rows_against_tile(job, row_block, 2, tile, first, last, keep); break;
+          default: rows_against_tile(job, row_block, 1, tile, first, last, keep); break;
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+#pragma GCC pop_options
+
+/* ---- the same sums on AVX-512 lanes (TEAMTR_AMX=lanes) ------------------------------------ */
+
+/* Row r's three parts (float32 values of the bfloat16 parts), as matmul_bfloat16_tile_order.c. */
+static void split_row(const float *row, int64_t k, float *parts) {
+  for (int64_t p = 0; p < k; p++) {
+    float left = row[p];
+    for (int part = 0; part < PARTS; part++) {
+      uint32_t bits;
+      memcpy(&bits, &left, sizeof bits);
+      bits &= 0xffff0000u;
+      float value;
+      memcpy(&value, &bits, sizeof value);
+      parts[part * k + p] = value;
+      left -= value;
+    }
+  }
+}
+
+static void lanes_task(void *context, size_t index, int thread) {
+  (void)thread;
+  const bfloat16_problem *g = context;
+  const int64_t k = g->k;
+  float *parts = malloc((size_t)(PARTS * k) * sizeof(float));
+  if (!parts) abort(); /* out of memory for three copies of a row: nothing sane to return */
+  int64_t r = (int64_t)index;
+  split_row(g->a + r * k, k, parts);
+  __m512 alpha = _mm512_set1_ps(g->alpha);
+  for (int64_t j = 0; j < g->n; j += TILE_ROWS) {
+    unsigned int mode = _mm_getcsr();
+    _mm_setcsr(mode | DENORMALS_OFF);
+    __m512 totals[PARTS];
+    for (int part = 0; part < PARTS; part++) {
+      totals[part] = _mm512_setzero_ps();
+      for (int64_t block = 0; block < k; block += TILE_DEPTH) {
+        __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+        for (int64_t p = block; p < block + TILE_DEPTH; p += 2) {
+          __m512 low = (__m512)vload_bfloat16_compute(g->b + p * g->n + j);
+          __m512 high = (__m512)vload_bfloat16_compute(g->b + (p + 1) * g->n + j);
+          even = _mm512_fmadd_ps(_mm512_set1_ps(parts[part * k + p]), low, even);
+          odd = _mm512_fmadd_ps(_mm512_set1_ps(parts[part * k + p + 1]), high, odd);
+        }
+        totals[part] = _mm512_add_ps(totals[part], _mm512_add_ps(even, odd));
+      }
+    }
+    _mm_setcsr(mode);
+    __m512 total = _mm512_add_ps(_mm512_add_ps(totals[0], totals[1]), totals[2]);
+    float *target = g->c + r * g->n + j;
+    _mm512_storeu_ps(target, g->beta != 0.0f
+                                 ? _mm512_fmadd_ps(alpha, total, _mm512_loadu_ps(target))
+                                 : _mm512_mul_ps(alpha, total));
+  }
+  free(parts);
+}
+
+void matmul_bfloat16_tiles_rows(const bfloat16_problem *g) {
+  if (g->beta != 0.0f && g->beta != 1.0f) {
+    for (int64_t i = 0; i < g->m * g->n; i++) g->c[i] *= g->beta;
+  }
+  bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
+  if (!bfloat16_tiles_compute()) {
+    run_maybe_parallel((size_t)g->m, lanes_task, (void *)g, share && g->m > 1);
+    return;
+  }
+  rows_job job = {.depth_blocks = g->k / TILE_DEPTH, .column_tiles = g->n / TILE_ROWS};
+  size_t tile_bytes = TILE_VALUES * sizeof(uint16_t);
+  job.packed_b = pool_scratch(0, 2, (size_t)(job.column_tiles * job.depth_blocks) * tile_bytes);
+  if (!job.packed_b) abort(); /* out of memory for a copy of B: nothing sane to return */
+  job.problem = g;
+  int64_t chunk = host_tuning()->row_tile_bytes / (4 * (int64_t)tile_bytes);
+  job.chunk_blocks = chunk < 2 ? 2 : chunk;
+  run_maybe_parallel((size_t)job.column_tiles, pack_b_task, &job, share);
+  /* A in slabs whose packed copy stays under PACKED_BYTES, as the B [n×k] path. */
+  int64_t row_bytes = job.depth_blocks * (int64_t)tile_bytes / BLOCK_ROWS;
+  int64_t slab_rows = PACKED_BYTES / row_bytes / (4 * BLOCK_ROWS) * (4 * BLOCK_ROWS);
+  if (slab_rows < 4 * BLOCK_ROWS) slab_rows = 4 * BLOCK_ROWS;
+  for (int64_t first = 0; first < g->m; first += slab_rows) {
+    bfloat16_problem slab = *g;
+    slab.a += first * g->k;
+    slab.c += first * g->n;
+    slab.m = g->m - first < slab_rows ? g->m - first : slab_rows;
+    job.problem = &slab;
+    job.row_blocks = chunk_count(slab.m, BLOCK_ROWS);
+    job.packed_a = pool_scratch(0, 3, (size_t)(job.row_blocks * job.depth_blocks) * tile_bytes);
+    if (!job.packed_a) abort(); /* out of memory for a few MiB: nothing sane to return */
+    run_maybe_parallel((size_t)job.row_blocks, pack_a_task, &job, share && job.row_blocks > 1);
+    run_maybe_parallel((size_t)chunk_count(job.column_tiles, GROUP_COLUMNS / TILE_ROWS), rows_task,
+                       &job, share);
+  }
+}
+
+#else
+
+void matmul_bfloat16_tiles_rows(const bfloat16_problem *g) {
+  (void)g;
+  abort(); /* unreachable: bfloat16_tiles_apply is false in this build */
+}
+
+#endif
