@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { afterEach, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import {
   allocate,
   clearPool,
@@ -12,6 +9,7 @@ import {
   tidy,
 } from './memory.js';
 import { loadNativeBackend, nativeAddressAlignment } from '../backend/native.js';
+import { runInChild } from '../backend/testing/child-process.js';
 import { add } from './ops/elementwise.js';
 import { Tensor } from './tensor.js';
 
@@ -50,19 +48,13 @@ describe('buffer pool', () => {
   });
 
   test('TEAMTR_POOL_BYTES fixes the bound; a malformed value is refused by name', () => {
-    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
     // A fresh process, as the variable is read on the pool's first use.
     const boundIn = (value: string) => {
       const script =
         "import('./src/tensor/memory.ts').then((m) => { try { const b = m.allocate(300000); " +
         'm.release(b); const s = m.memoryStatistics(); console.log(s.poolBoundBytes, s.pooledBuffers); ' +
         '} catch (error) { console.log(error.name + ": " + error.message); } })';
-      const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
-        cwd: root,
-        env: { ...process.env, TEAMTR_POOL_BYTES: value },
-        encoding: 'utf8',
-      });
-      return run.stdout.trim();
+      return runInChild(script, { TEAMTR_POOL_BYTES: value }).stdout.trim();
     };
     // 1 MB is below the 1.2 MB the buffer used: fixed, the bound keeps it out of the pool.
     assert.equal(boundIn('1000000'), '1000000 0');
