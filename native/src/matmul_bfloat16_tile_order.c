@@ -28,35 +28,12 @@
 #include "parallel.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__)
-#include <immintrin.h>
+#include "bfloat16_tiles.h"
 
-#define PARTS 3
 #define GROUP 16 /* C columns (B rows) a register group holds */
 #define DEPTH 32 /* k values of one tile instruction */
 /* Rows of A whose totals a task holds at once (more rows run in chunks, B transposed again). */
 #define ROW_CHUNK 8
-/* MXCSR: denormals are zero (bit 6), flush to zero (bit 15). */
-#define DENORMALS_OFF 0x8040u
-
-/*
- * A row's three bfloat16 parts as float32 (the tiles' exact values), part by part: the top 16
- * bits, then the top 16 bits of what is left, twice — the same subtractions as the tile path's
- * packing, in the caller's rounding mode, before DAZ is set.
- */
-static void split_row(const float *row, int64_t k, float *parts) {
-  for (int64_t p = 0; p < k; p++) {
-    float left = row[p];
-    for (int part = 0; part < PARTS; part++) {
-      uint32_t bits;
-      memcpy(&bits, &left, sizeof bits);
-      bits &= 0xffff0000u;
-      float value;
-      memcpy(&value, &bits, sizeof value);
-      parts[part * k + p] = value;
-      left -= value;
-    }
-  }
-}
 
 typedef struct {
   const bfloat16_problem *problem;
@@ -108,7 +85,6 @@ static void order_task(void *context, size_t index, int thread) {
   int64_t j0, j1;
   chunk_range((int64_t)index, job->columns, g->n, &j0, &j1);
   __m512 totals[ROW_CHUNK * PARTS];
-  __m512 alpha = _mm512_set1_ps(g->alpha);
   for (int64_t j = j0; j < j1; j += GROUP) {
     for (int64_t r0 = 0; r0 < g->m; r0 += ROW_CHUNK) {
       int64_t rows = g->m - r0 < ROW_CHUNK ? g->m - r0 : ROW_CHUNK;
@@ -118,11 +94,7 @@ static void order_task(void *context, size_t index, int thread) {
       _mm_setcsr(mode);
       for (int64_t r = 0; r < rows; r++) {
         const __m512 *part = &totals[r * PARTS];
-        __m512 total = _mm512_add_ps(_mm512_add_ps(part[0], part[1]), part[2]);
-        float *target = g->c + (r0 + r) * g->n + j;
-        __m512 value = g->beta != 0.0f ? _mm512_fmadd_ps(alpha, total, _mm512_loadu_ps(target))
-                                       : _mm512_mul_ps(alpha, total);
-        _mm512_storeu_ps(target, value);
+        store_totals(g, g->c + (r0 + r) * g->n + j, part[0], part[1], part[2]);
       }
     }
   }
@@ -140,7 +112,7 @@ int64_t tile_order_task_columns(int64_t n) {
 void matmul_bfloat16_tile_order_lanes(const bfloat16_problem *g) {
   float *parts = pool_scratch(0, 3, (size_t)(g->m * PARTS * g->k) * sizeof(float));
   if (!parts) abort(); /* out of memory for three copies of a few rows: nothing sane to return */
-  for (int64_t r = 0; r < g->m; r++) split_row(g->a + r * g->k, g->k, parts + r * PARTS * g->k);
+  for (int64_t r = 0; r < g->m; r++) split_parts(g->a + r * g->k, g->k, parts + r * PARTS * g->k);
   order_job job = {g, parts, tile_order_task_columns(g->n)};
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
   run_maybe_parallel((size_t)chunk_count(g->n, job.columns), order_task, &job, share);

@@ -48,19 +48,12 @@
 #define TILES_BUILT 1
 #include <immintrin.h>
 #include <pthread.h>
+
+#include "bfloat16_tiles.h"
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
-/* Three bfloat16 parts hold a float32's 24 significant bits. */
-#define PARTS 3
-#define TILE_ROWS 16
-#define TILE_DEPTH 32                  /* k per tile: 16 pairs */
-#define TILE_VALUES (TILE_ROWS * TILE_DEPTH) /* bfloat16 values in one packed A tile */
-/* The most bytes of packed A a product keeps at once. */
-#define PACKED_BYTES (8 << 20)
-/* A rows a tile holds: their three parts side by side, 15 of its 16 columns. */
-#define BLOCK_ROWS 5
 
 
 #ifdef TILES_BUILT
@@ -153,11 +146,6 @@ static void pack_task(void *context, size_t index, int thread) {
   const __m512i pair_rows = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32(TILE_ROWS));
-  /* The upper 16 bits of each float32 of two vectors, in order: 32 bfloat16 values. */
-  const __m512i upper_halves = _mm512_setr_epi32(
-      0x00030001, 0x00070005, 0x000b0009, 0x000f000d, 0x00130011, 0x00170015, 0x001b0019,
-      0x001f001d, 0x00230021, 0x00270025, 0x002b0029, 0x002f002d, 0x00330031, 0x00370035,
-      0x003b0039, 0x003f003d);
   const __m512i keep_upper = _mm512_set1_epi32((int)0xffff0000u);
   for (int64_t r = 0; r < rows; r++) {
     const float *row = g->a + (first + r) * g->k;
@@ -167,7 +155,7 @@ static void pack_task(void *context, size_t index, int thread) {
       for (int part = 0; part < PARTS; part++) {
         __m512i low_part = _mm512_and_si512(_mm512_castps_si512(low), keep_upper);
         __m512i high_part = _mm512_and_si512(_mm512_castps_si512(high), keep_upper);
-        __m512i values = _mm512_permutex2var_epi16(low_part, upper_halves, high_part);
+        __m512i values = upper_halves(low_part, high_part);
         /* Pair i (values 2i, 2i+1) goes to tile row i, column 3r + part. */
         _mm512_i32scatter_epi32((int *)packed_tile(job, (int64_t)index, block) + PARTS * r + part,
                                 pair_rows, values, 4);
@@ -188,36 +176,23 @@ static void store_tile(const bfloat16_problem *g, const float *sums, int64_t fir
   for (int i = 0; i < TILE_ROWS; i++) columns[i] = vload(sums + i * TILE_ROWS);
   vtranspose(columns); /* columns[c]: sum column c over the 16 B rows */
   int64_t rows = g->m - first_row < BLOCK_ROWS ? g->m - first_row : BLOCK_ROWS;
-  __m512 alpha = _mm512_set1_ps(g->alpha);
-  for (int64_t r = 0; r < rows; r++) {
-    __m512 totals = (__m512)((columns[PARTS * r] + columns[PARTS * r + 1]) + columns[PARTS * r + 2]);
-    float *target = g->c + (first_row + r) * g->n + first_column;
-    __m512 value = g->beta != 0.0f ? _mm512_fmadd_ps(alpha, totals, _mm512_loadu_ps(target))
-                                   : _mm512_mul_ps(alpha, totals);
-    _mm512_storeu_ps(target, value);
-  }
+  for (int64_t r = 0; r < rows; r++)
+    store_totals(g, g->c + (first_row + r) * g->n + first_column, (__m512)columns[PARTS * r],
+                 (__m512)columns[PARTS * r + 1], (__m512)columns[PARTS * r + 2]);
 }
 
 /* Stores sum tile `tile` as C's rows of row block `row_block` × columns [column, + 16). */
-#define STORE_SUMS(tile, row_block, column)                             \
-  do {                                                                  \
-    float sums[TILE_ROWS * TILE_ROWS] __attribute__((aligned(64)));     \
-    _tile_stored(tile, sums, 64);                                       \
-    store_tile(job->problem, sums, (row_block) * BLOCK_ROWS, (column)); \
-  } while (0)
+#define STORE_SUMS(tile, row_block, column) STORE_TILE(tile, store_tile, row_block, column)
+
+/* Cᵀ = B·Aᵀ: B's tile on the left. */
+#define WEIGHTS_LEFT(sums, weights, packed) _tile_dpbf16ps(sums, weights, packed)
+#define PACKED_A(i, block) packed_tile(job, row_block + (i), block)
 
 /* Loads B's tile of depth block `block` into `tile` and runs `count` row blocks against it. */
-#define STEP(tile, block)                                                                 \
-  do {                                                                                    \
-    _tile_loadd(tile, b + (block) * TILE_DEPTH, stride);                                  \
-    _tile_loadd(6, packed_tile(job, row_block, block), 64);                               \
-    _tile_dpbf16ps(0, tile, 6);                                                           \
-    if (count >= 2) _tile_loadd(7, packed_tile(job, row_block + 1, block), 64);           \
-    if (count >= 2) _tile_dpbf16ps(1, tile, 7);                                           \
-    if (count >= 3) _tile_loadd(6, packed_tile(job, row_block + 2, block), 64);           \
-    if (count >= 3) _tile_dpbf16ps(2, tile, 6);                                           \
-    if (count >= 4) _tile_loadd(7, packed_tile(job, row_block + 3, block), 64);           \
-    if (count >= 4) _tile_dpbf16ps(3, tile, 7);                                           \
+#define STEP(tile, block)                                    \
+  do {                                                       \
+    _tile_loadd(tile, b + (block) * TILE_DEPTH, stride);     \
+    ROW_BLOCKS_AGAINST(tile, block, PACKED_A, WEIGHTS_LEFT); \
   } while (0)
 
 /*

@@ -24,18 +24,10 @@
 #include "threadpool.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
+#include "bfloat16_tiles.h"
 
-#define PARTS 3
-#define TILE_ROWS 16
-#define TILE_DEPTH 32
-#define TILE_VALUES (TILE_ROWS * TILE_DEPTH)
-#define BLOCK_ROWS 5
-/* Columns of C (tiles of B) a task takes, and the most bytes of packed A kept at once. */
+/* Columns of C (tiles of B) a task takes. */
 #define GROUP_COLUMNS 64
-#define PACKED_BYTES (8 << 20)
-/* MXCSR: denormals are zero (bit 6), flush to zero (bit 15). */
-#define DENORMALS_OFF 0x8040u
 
 typedef struct {
   const bfloat16_problem *problem;
@@ -54,15 +46,6 @@ static inline uint16_t *b_tile(const rows_job *job, int64_t column_tile, int64_t
 
 #pragma GCC push_options
 #pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw")
-
-/* The upper 16 bits of each float32 of two vectors, in order: 32 bfloat16 values. */
-static inline __m512i upper_halves(__m512i low, __m512i high) {
-  const __m512i order = _mm512_setr_epi32(
-      0x00030001, 0x00070005, 0x000b0009, 0x000f000d, 0x00130011, 0x00170015, 0x001b0019,
-      0x001f001d, 0x00230021, 0x00270025, 0x002b0029, 0x002f002d, 0x00330031, 0x00370035,
-      0x003b0039, 0x003f003d);
-  return _mm512_permutex2var_epi16(low, order, high);
-}
 
 /* A's row block `index`: row 3r + part of each depth block's tile holds part `part` of row r. */
 static void pack_a_task(void *context, size_t index, int thread) {
@@ -120,38 +103,24 @@ static void pack_b_task(void *context, size_t index, int thread) {
 static void store_rows(const bfloat16_problem *g, const float *sums, int64_t first_row,
                        int64_t column) {
   int64_t rows = g->m - first_row < BLOCK_ROWS ? g->m - first_row : BLOCK_ROWS;
-  __m512 alpha = _mm512_set1_ps(g->alpha);
   for (int64_t r = 0; r < rows; r++) {
     const float *part = sums + PARTS * r * TILE_ROWS;
-    __m512 total = _mm512_add_ps(
-        _mm512_add_ps(_mm512_load_ps(part), _mm512_load_ps(part + TILE_ROWS)),
-        _mm512_load_ps(part + 2 * TILE_ROWS));
-    float *target = g->c + (first_row + r) * g->n + column;
-    __m512 value = g->beta != 0.0f ? _mm512_fmadd_ps(alpha, total, _mm512_loadu_ps(target))
-                                   : _mm512_mul_ps(alpha, total);
-    _mm512_storeu_ps(target, value);
+    store_totals(g, g->c + (first_row + r) * g->n + column, _mm512_load_ps(part),
+                 _mm512_load_ps(part + TILE_ROWS), _mm512_load_ps(part + 2 * TILE_ROWS));
   }
 }
 
-#define STORE_ROWS(tile, row_block, column)                             \
-  do {                                                                  \
-    float sums[TILE_ROWS * TILE_ROWS] __attribute__((aligned(64)));     \
-    _tile_stored(tile, sums, 64);                                       \
-    store_rows(job->problem, sums, (row_block) * BLOCK_ROWS, (column)); \
-  } while (0)
+#define STORE_ROWS(tile, row_block, column) STORE_TILE(tile, store_rows, row_block, column)
+
+/* C = A·B: A's tile on the left. */
+#define WEIGHTS_RIGHT(sums, weights, packed) _tile_dpbf16ps(sums, packed, weights)
+#define PACKED_ROWS(i, block) a_tile(job, row_block + (i), block)
 
 /* B's tile of depth block `block` into `tile`, and `count` row blocks' A against it. */
-#define ROWS_STEP(tile, block)                                                  \
-  do {                                                                          \
-    _tile_loadd(tile, b_tile(job, column_tile, block), 64);                     \
-    _tile_loadd(6, a_tile(job, row_block, block), 64);                          \
-    _tile_dpbf16ps(0, 6, tile);                                                 \
-    if (count >= 2) _tile_loadd(7, a_tile(job, row_block + 1, block), 64);      \
-    if (count >= 2) _tile_dpbf16ps(1, 7, tile);                                 \
-    if (count >= 3) _tile_loadd(6, a_tile(job, row_block + 2, block), 64);      \
-    if (count >= 3) _tile_dpbf16ps(2, 6, tile);                                 \
-    if (count >= 4) _tile_loadd(7, a_tile(job, row_block + 3, block), 64);      \
-    if (count >= 4) _tile_dpbf16ps(3, 7, tile);                                 \
+#define ROWS_STEP(tile, block)                                   \
+  do {                                                           \
+    _tile_loadd(tile, b_tile(job, column_tile, block), 64);      \
+    ROW_BLOCKS_AGAINST(tile, block, PACKED_ROWS, WEIGHTS_RIGHT); \
   } while (0)
 
 /* Tile `tile`'s sums from `saved` (a depth chunk after the first) or zero. */
@@ -231,22 +200,6 @@ static void rows_task(void *context, size_t index, int thread) {
 
 /* ---- the same sums on AVX-512 lanes (TEAMTR_AMX=lanes) ------------------------------------ */
 
-/* Row r's three parts (float32 values of the bfloat16 parts), as matmul_bfloat16_tile_order.c. */
-static void split_row(const float *row, int64_t k, float *parts) {
-  for (int64_t p = 0; p < k; p++) {
-    float left = row[p];
-    for (int part = 0; part < PARTS; part++) {
-      uint32_t bits;
-      memcpy(&bits, &left, sizeof bits);
-      bits &= 0xffff0000u;
-      float value;
-      memcpy(&value, &bits, sizeof value);
-      parts[part * k + p] = value;
-      left -= value;
-    }
-  }
-}
-
 static void lanes_task(void *context, size_t index, int thread) {
   (void)thread;
   const bfloat16_problem *g = context;
@@ -254,8 +207,7 @@ static void lanes_task(void *context, size_t index, int thread) {
   float *parts = malloc((size_t)(PARTS * k) * sizeof(float));
   if (!parts) abort(); /* out of memory for three copies of a row: nothing sane to return */
   int64_t r = (int64_t)index;
-  split_row(g->a + r * k, k, parts);
-  __m512 alpha = _mm512_set1_ps(g->alpha);
+  split_parts(g->a + r * k, k, parts);
   for (int64_t j = 0; j < g->n; j += TILE_ROWS) {
     unsigned int mode = _mm_getcsr();
     _mm_setcsr(mode | DENORMALS_OFF);
@@ -274,11 +226,7 @@ static void lanes_task(void *context, size_t index, int thread) {
       }
     }
     _mm_setcsr(mode);
-    __m512 total = _mm512_add_ps(_mm512_add_ps(totals[0], totals[1]), totals[2]);
-    float *target = g->c + r * g->n + j;
-    _mm512_storeu_ps(target, g->beta != 0.0f
-                                 ? _mm512_fmadd_ps(alpha, total, _mm512_loadu_ps(target))
-                                 : _mm512_mul_ps(alpha, total));
+    store_totals(g, g->c + r * g->n + j, totals[0], totals[1], totals[2]);
   }
   free(parts);
 }
