@@ -102,8 +102,8 @@ void bfloat16_tiles_configure(void);
 /* The tiles' sums on AVX-512 lanes (matmul_bfloat16_tile_order.c). */
 void matmul_bfloat16_tile_order_lanes(const bfloat16_problem *g);
 /* C columns per task with few rows: 64, or 48 or 32 when that makes a task count the threads
-   divide (matmul_bfloat16_tile_order.c). */
-int64_t tile_order_task_columns(int64_t n);
+   divide (matmul_bfloat16.c). */
+int64_t few_row_columns(int64_t n);
 
 /* B's entry at flat index `index`, as float32. */
 static inline float b_entry(const bfloat16_problem *g, int64_t index) {

@@ -8,6 +8,7 @@
 #define TEAMTR_BFLOAT16_TILES_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -45,6 +46,17 @@ static inline void split_parts(const float *row, int64_t k, float *parts) {
   }
 }
 
+/*
+ * Rows of A a product packs at once, a multiple of four row blocks: packed A takes 1.6 times
+ * A's bytes (three bfloat16 parts, 15 of 16 columns used), so its copy stays under PACKED_BYTES
+ * rather than growing with the largest A of a run (a stage scores thousands of rows at once).
+ */
+static inline int64_t slab_rows(int64_t k) {
+  int64_t row_bytes = k / TILE_DEPTH * TILE_VALUES * (int64_t)sizeof(uint16_t) / BLOCK_ROWS;
+  int64_t rows = PACKED_BYTES / row_bytes / (4 * BLOCK_ROWS) * (4 * BLOCK_ROWS);
+  return rows < 4 * BLOCK_ROWS ? 4 * BLOCK_ROWS : rows;
+}
+
 /* The upper 16 bits of each float32 of two vectors, in order: 32 bfloat16 values. */
 static inline __m512i upper_halves(__m512i low, __m512i high) {
   const __m512i order = _mm512_setr_epi32(
@@ -52,6 +64,52 @@ static inline __m512i upper_halves(__m512i low, __m512i high) {
       0x001f001d, 0x00230021, 0x00270025, 0x002b0029, 0x002f002d, 0x00330031, 0x00370035,
       0x003b0039, 0x003f003d);
   return _mm512_permutex2var_epi16(low, order, high);
+}
+
+/*
+ * The next bfloat16 part of 32 float32 values held as two vectors: their top 16 bits, in
+ * order, and what is left of them (exact: the difference of a float and its truncation).
+ */
+static inline __m512i take_part(__m512i *low, __m512i *high) {
+  const __m512i keep_upper = _mm512_set1_epi32((int)0xffff0000u);
+  __m512i low_part = _mm512_and_si512(*low, keep_upper);
+  __m512i high_part = _mm512_and_si512(*high, keep_upper);
+  *low = _mm512_castps_si512(
+      _mm512_sub_ps(_mm512_castsi512_ps(*low), _mm512_castsi512_ps(low_part)));
+  *high = _mm512_castps_si512(
+      _mm512_sub_ps(_mm512_castsi512_ps(*high), _mm512_castsi512_ps(high_part)));
+  return upper_halves(low_part, high_part);
+}
+
+/*
+ * Packs row block `index` of A (BLOCK_ROWS rows) into its depth blocks' tiles at `tiles` (one
+ * tile of TILE_VALUES after another), part `part` of row r as column 3r + part of 16 k-pairs
+ * (`as_columns`: the right-hand tile of Cᵀ = B·Aᵀ) or as row 3r + part (the left-hand tile of
+ * C = A·B); what no row fills stays 0.
+ */
+static inline void pack_row_block(const bfloat16_problem *g, int64_t index, int64_t depth_blocks,
+                                  uint16_t *tiles, bool as_columns) {
+  int64_t first = index * BLOCK_ROWS;
+  int64_t rows = g->m - first < BLOCK_ROWS ? g->m - first : BLOCK_ROWS;
+  memset(tiles, 0, (size_t)depth_blocks * TILE_VALUES * sizeof(uint16_t));
+  /* Pair i (values 2i, 2i + 1) of a column goes to tile row i. */
+  const __m512i pair_rows = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(TILE_ROWS));
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = g->a + (first + r) * g->k;
+    for (int64_t block = 0; block < depth_blocks; block++) {
+      __m512i low = _mm512_castps_si512(_mm512_loadu_ps(row + block * TILE_DEPTH));
+      __m512i high = _mm512_castps_si512(_mm512_loadu_ps(row + block * TILE_DEPTH + 16));
+      uint16_t *tile = tiles + block * TILE_VALUES;
+      for (int part = 0; part < PARTS; part++) {
+        __m512i values = take_part(&low, &high);
+        int64_t place = PARTS * r + part;
+        if (as_columns) _mm512_i32scatter_epi32((int *)tile + place, pair_rows, values, 4);
+        else _mm512_storeu_si512(tile + place * TILE_DEPTH, values);
+      }
+    }
+  }
 }
 
 /* 16 entries of C at `target` from a row's part totals: (1 + 2) + 3, then alpha·total (+ C). */

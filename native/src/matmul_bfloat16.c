@@ -238,7 +238,7 @@ static void dots_task(void *context, size_t index, int thread) {
  * threads divide. SmolLM2's 576 and 192 columns made 9 and 3 tasks of 64 for 2 threads, one
  * thread idle for the last; 12 and 4 tasks of 48 keep both streaming to the end.
  */
-static int64_t few_row_columns(int64_t n) {
+int64_t few_row_columns(int64_t n) {
   int64_t threads = pool_thread_count();
   for (int64_t columns = COLUMN_BLOCK; columns >= 32; columns -= 16) {
     if (chunk_count(n, columns) % threads == 0) return columns;
@@ -262,6 +262,8 @@ static void matmul_bfloat16(const bfloat16_problem *g, bool transpose_b) {
   double work = (double)g->m * g->n * g->k;
   if (g->b && bfloat16_tiles_apply(g->n, g->k) && (transpose_b || g->k <= TILES_ROWS_DEPTH)) {
     path_taken(bfloat16_tiles_compute() ? PATH_BFLOAT16_TILES : PATH_BFLOAT16_TILE_ORDER, work);
+    /* The tile paths add alpha·total to C as it is: a beta other than 0 and 1 scales it first. */
+    prepare_c(g, 0, g->m, 0, g->n);
     if (transpose_b) matmul_bfloat16_tiles(g);
     else matmul_bfloat16_tiles_rows(g);
     return;

@@ -100,20 +100,11 @@ static void order_task(void *context, size_t index, int thread) {
   }
 }
 
-/* C columns per task with few rows: 64, or 48 or 32 when that makes a task count the threads divide. */
-int64_t tile_order_task_columns(int64_t n) {
-  int64_t threads = pool_thread_count();
-  for (int64_t columns = 64; columns >= 32; columns -= GROUP) {
-    if (chunk_count(n, columns) % threads == 0) return columns;
-  }
-  return 64;
-}
-
 void matmul_bfloat16_tile_order_lanes(const bfloat16_problem *g) {
   float *parts = pool_scratch(0, 3, (size_t)(g->m * PARTS * g->k) * sizeof(float));
   if (!parts) abort(); /* out of memory for three copies of a few rows: nothing sane to return */
   for (int64_t r = 0; r < g->m; r++) split_parts(g->a + r * g->k, g->k, parts + r * PARTS * g->k);
-  order_job job = {g, parts, tile_order_task_columns(g->n)};
+  order_job job = {g, parts, few_row_columns(g->n)};
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
   run_maybe_parallel((size_t)chunk_count(g->n, job.columns), order_task, &job, share);
 }

@@ -25,14 +25,14 @@
  * Layout: the tiles compute Cᵀ = B·Aᵀ, so B's rows load in place (16 rows of 32 values a tile,
  * B's row stride apart) and only A is packed, into the right-hand tile's pair-interleaved
  * layout: per row block and block of k, 16 k-pairs × 16 columns × 2 values. One B tile a step,
- * shared by two row blocks (or alone with few rows). Measured against the lanes (same calls,
- * processes alternating TEAMTR_AMX=off, two threads, B streamed): 512×1536×576 in 1.4–1.7 ms
- * against 2.9–3.3, the LM head's 256×49152×576 25–27 ms against 57, 64 rows 2.2×, 16 rows 1.3×;
- * one row 0.87–0.9× (46–48 against 40–42 µs), as the tiles wait on B's 16 strided rows where
- * the lanes stream 4 rows at a time. Tried and not kept: two B tiles a step (one row 44–47 µs,
- * many rows slower), B's next rows fetched into L2 (slower), a tile-ordered copy of B's rows
- * made per call (one row 69–81 µs), and the lanes for the few rows (76 µs: transposing B and
- * six chains per entry cost more than waiting on memory).
+ * shared by up to four row blocks. Measured against the lanes (same calls, processes
+ * alternating TEAMTR_AMX=off, two threads, B streamed): 512×1536×576 in 1.7–1.8 ms against
+ * 3.1–3.3, the LM head's 256×49152×576 24–28 ms against 59–61, 64 rows 2.1–2.2×, 16 rows
+ * 1.3–1.5×, 2–4 rows 0.9–1.0×; one row 0.7–0.8× (49–59 against 40–41 µs), as the tiles wait on
+ * B's 16 strided rows where the lanes stream 4 rows at a time. Tried and not kept: two B tiles
+ * a step (slower at every row count), B's next rows fetched into L2 (slower), a tile-ordered
+ * copy of B's rows made per call (one row 69–81 µs), and the lanes for the few rows (76 µs:
+ * transposing B and six chains per entry cost more than waiting on memory).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -131,39 +131,12 @@ static inline uint16_t *packed_tile(const tiles_job *job, int64_t row_block, int
   return job->packed + (row_block * job->depth_blocks + block) * TILE_VALUES;
 }
 
-/*
- * Packs A's rows of one row block: part `part` of row r's 32 values of a block goes to column
- * 3r + part as 16 k-pairs (column 15 stays 0).
- */
+/* Packs A's row block `index`: each row's parts side by side as columns of k-pairs. */
 static void pack_task(void *context, size_t index, int thread) {
   (void)thread;
   const tiles_job *job = context;
-  const bfloat16_problem *g = job->problem;
-  int64_t first = (int64_t)index * BLOCK_ROWS;
-  int64_t rows = g->m - first < BLOCK_ROWS ? g->m - first : BLOCK_ROWS;
-  memset(packed_tile(job, (int64_t)index, 0), 0,
-         (size_t)job->depth_blocks * TILE_VALUES * sizeof(uint16_t));
-  const __m512i pair_rows = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(TILE_ROWS));
-  const __m512i keep_upper = _mm512_set1_epi32((int)0xffff0000u);
-  for (int64_t r = 0; r < rows; r++) {
-    const float *row = g->a + (first + r) * g->k;
-    for (int64_t block = 0; block < job->depth_blocks; block++) {
-      __m512 low = _mm512_loadu_ps(row + block * TILE_DEPTH);
-      __m512 high = _mm512_loadu_ps(row + block * TILE_DEPTH + 16);
-      for (int part = 0; part < PARTS; part++) {
-        __m512i low_part = _mm512_and_si512(_mm512_castps_si512(low), keep_upper);
-        __m512i high_part = _mm512_and_si512(_mm512_castps_si512(high), keep_upper);
-        __m512i values = upper_halves(low_part, high_part);
-        /* Pair i (values 2i, 2i+1) goes to tile row i, column 3r + part. */
-        _mm512_i32scatter_epi32((int *)packed_tile(job, (int64_t)index, block) + PARTS * r + part,
-                                pair_rows, values, 4);
-        low = _mm512_sub_ps(low, _mm512_castsi512_ps(low_part));
-        high = _mm512_sub_ps(high, _mm512_castsi512_ps(high_part));
-      }
-    }
-  }
+  pack_row_block(job->problem, (int64_t)index, job->depth_blocks,
+                 packed_tile(job, (int64_t)index, 0), true);
 }
 
 /*
@@ -274,7 +247,7 @@ static void tiles_slab(const bfloat16_problem *whole, int64_t first, int64_t row
   int64_t chunk_blocks = host_tuning()->row_tile_bytes / (int64_t)block_bytes;
   job.chunk_blocks = chunk_blocks < 4 ? 4 : chunk_blocks - chunk_blocks % 4;
   job.chunks = chunk_count(job.row_blocks, job.chunk_blocks);
-  job.group_columns = job.chunks == 1 ? tile_order_task_columns(slab.n) : 64;
+  job.group_columns = job.chunks == 1 ? few_row_columns(slab.n) : 64;
   job.groups = chunk_count(slab.n, job.group_columns);
   job.packed = pool_scratch(0, 3, block_bytes * (size_t)job.row_blocks);
   if (!job.packed) abort(); /* out of memory for a few MiB: nothing sane to return */
@@ -284,23 +257,13 @@ static void tiles_slab(const bfloat16_problem *whole, int64_t first, int64_t row
 }
 
 void matmul_bfloat16_tiles(const bfloat16_problem *g) {
-  if (g->beta != 0.0f && g->beta != 1.0f) {
-    for (int64_t i = 0; i < g->m * g->n; i++) g->c[i] *= g->beta;
-  }
   if (!bfloat16_tiles_compute()) {
     matmul_bfloat16_tile_order_lanes(g);
     return;
   }
-  /*
-   * Packed A takes 1.6 times A's bytes (three bfloat16 parts, 15 of 16 columns used), so rows
-   * run in slabs whose packed copy stays under PACKED_BYTES, not a copy as large as the largest
-   * A of a run (a stage scores thousands of rows at once).
-   */
-  int64_t row_bytes = g->k / TILE_DEPTH * TILE_VALUES * (int64_t)sizeof(uint16_t) / BLOCK_ROWS;
-  int64_t slab_rows = PACKED_BYTES / row_bytes / (4 * BLOCK_ROWS) * (4 * BLOCK_ROWS);
-  if (slab_rows < 4 * BLOCK_ROWS) slab_rows = 4 * BLOCK_ROWS;
-  for (int64_t first = 0; first < g->m; first += slab_rows)
-    tiles_slab(g, first, g->m - first < slab_rows ? g->m - first : slab_rows);
+  int64_t slab = slab_rows(g->k);
+  for (int64_t first = 0; first < g->m; first += slab)
+    tiles_slab(g, first, g->m - first < slab ? g->m - first : slab);
 }
 
 #else

@@ -51,30 +51,8 @@ static inline uint16_t *b_tile(const rows_job *job, int64_t column_tile, int64_t
 static void pack_a_task(void *context, size_t index, int thread) {
   (void)thread;
   const rows_job *job = context;
-  const bfloat16_problem *g = job->problem;
-  int64_t first = (int64_t)index * BLOCK_ROWS;
-  int64_t rows = g->m - first < BLOCK_ROWS ? g->m - first : BLOCK_ROWS;
-  memset(a_tile(job, (int64_t)index, 0), 0,
-         (size_t)job->depth_blocks * TILE_VALUES * sizeof(uint16_t));
-  const __m512i keep_upper = _mm512_set1_epi32((int)0xffff0000u);
-  for (int64_t r = 0; r < rows; r++) {
-    const float *row = g->a + (first + r) * g->k;
-    for (int64_t block = 0; block < job->depth_blocks; block++) {
-      __m512i low = _mm512_castps_si512(_mm512_loadu_ps(row + block * TILE_DEPTH));
-      __m512i high = _mm512_castps_si512(_mm512_loadu_ps(row + block * TILE_DEPTH + 16));
-      uint16_t *tile = a_tile(job, (int64_t)index, block);
-      for (int part = 0; part < PARTS; part++) {
-        __m512i low_part = _mm512_and_si512(low, keep_upper);
-        __m512i high_part = _mm512_and_si512(high, keep_upper);
-        _mm512_storeu_si512(tile + (PARTS * r + part) * TILE_DEPTH,
-                            upper_halves(low_part, high_part));
-        low = _mm512_castps_si512(
-            _mm512_sub_ps(_mm512_castsi512_ps(low), _mm512_castsi512_ps(low_part)));
-        high = _mm512_castps_si512(
-            _mm512_sub_ps(_mm512_castsi512_ps(high), _mm512_castsi512_ps(high_part)));
-      }
-    }
-  }
+  pack_row_block(job->problem, (int64_t)index, job->depth_blocks, a_tile(job, (int64_t)index, 0),
+                 false);
 }
 
 /* B's column tile `index`: per depth block, row q holds B(2q, j) and B(2q + 1, j) in turn. */
@@ -201,10 +179,9 @@ static void rows_task(void *context, size_t index, int thread) {
 /* ---- the same sums on AVX-512 lanes (TEAMTR_AMX=lanes) ------------------------------------ */
 
 static void lanes_task(void *context, size_t index, int thread) {
-  (void)thread;
   const bfloat16_problem *g = context;
   const int64_t k = g->k;
-  float *parts = malloc((size_t)(PARTS * k) * sizeof(float));
+  float *parts = pool_scratch(thread, 0, (size_t)(PARTS * k) * sizeof(float));
   if (!parts) abort(); /* out of memory for three copies of a row: nothing sane to return */
   int64_t r = (int64_t)index;
   split_parts(g->a + r * k, k, parts);
@@ -228,13 +205,9 @@ static void lanes_task(void *context, size_t index, int thread) {
     _mm_setcsr(mode);
     store_totals(g, g->c + r * g->n + j, totals[0], totals[1], totals[2]);
   }
-  free(parts);
 }
 
 void matmul_bfloat16_tiles_rows(const bfloat16_problem *g) {
-  if (g->beta != 0.0f && g->beta != 1.0f) {
-    for (int64_t i = 0; i < g->m * g->n; i++) g->c[i] *= g->beta;
-  }
   bool share = (double)g->m * g->n * g->k >= PARALLEL_WORK;
   if (!bfloat16_tiles_compute()) {
     run_maybe_parallel((size_t)g->m, lanes_task, (void *)g, share && g->m > 1);
@@ -248,15 +221,12 @@ void matmul_bfloat16_tiles_rows(const bfloat16_problem *g) {
   int64_t chunk = host_tuning()->row_tile_bytes / (4 * (int64_t)tile_bytes);
   job.chunk_blocks = chunk < 2 ? 2 : chunk;
   run_maybe_parallel((size_t)job.column_tiles, pack_b_task, &job, share);
-  /* A in slabs whose packed copy stays under PACKED_BYTES, as the B [n×k] path. */
-  int64_t row_bytes = job.depth_blocks * (int64_t)tile_bytes / BLOCK_ROWS;
-  int64_t slab_rows = PACKED_BYTES / row_bytes / (4 * BLOCK_ROWS) * (4 * BLOCK_ROWS);
-  if (slab_rows < 4 * BLOCK_ROWS) slab_rows = 4 * BLOCK_ROWS;
-  for (int64_t first = 0; first < g->m; first += slab_rows) {
+  int64_t rows = slab_rows(g->k);
+  for (int64_t first = 0; first < g->m; first += rows) {
     bfloat16_problem slab = *g;
     slab.a += first * g->k;
     slab.c += first * g->n;
-    slab.m = g->m - first < slab_rows ? g->m - first : slab_rows;
+    slab.m = g->m - first < rows ? g->m - first : rows;
     job.problem = &slab;
     job.row_blocks = chunk_count(slab.m, BLOCK_ROWS);
     job.packed_a = pool_scratch(0, 3, (size_t)(job.row_blocks * job.depth_blocks) * tile_bytes);
